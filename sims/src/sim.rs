@@ -1,0 +1,107 @@
+//! The `Sim` trait every simulator implements, and the episode bookkeeping they share.
+
+use crate::space::{Space, SpaceError};
+use crate::tensor::Tensor;
+
+/// What one step produced besides the observation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Transition {
+    pub reward: f64,
+    /// The episode reached a terminal state of the task (Gymnasium's `terminated`).
+    pub terminated: bool,
+    /// The episode hit its step limit (Gymnasium's `truncated`, from `TimeLimit`).
+    pub truncated: bool,
+}
+
+impl Transition {
+    pub fn is_done(&self) -> bool {
+        self.terminated || self.truncated
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SimError {
+    #[error("action {0}")]
+    Action(#[from] SpaceError),
+    #[error("step before reset: call reset to begin an episode")]
+    NotReset,
+    #[error("the episode is over (terminated or truncated): call reset to begin another")]
+    EpisodeOver,
+}
+
+/// A simulator: a Gymnasium env with its `TimeLimit` applied.
+///
+/// The sim owns its observation buffer and rewrites it in place, so stepping allocates nothing;
+/// read it with [`Sim::observation`] after `reset` or `step`.
+pub trait Sim: Send {
+    /// The simulator id, e.g. `"CartPole-v1"`.
+    fn id(&self) -> &'static str;
+    fn observation_space(&self) -> &Space;
+    fn action_space(&self) -> &Space;
+    /// Begins an episode whose random initial state is drawn from `seed`.
+    fn reset(&mut self, seed: u64);
+    /// Applies one action. An action outside the action space, a step before the first reset
+    /// and a step after the episode ended are errors that leave the sim unchanged.
+    fn step(&mut self, action: &Tensor) -> Result<Transition, SimError>;
+    /// The latest observation.
+    fn observation(&self) -> &Tensor;
+    /// Steps taken in the current episode.
+    fn episode_steps(&self) -> u32;
+}
+
+/// Where a sim is within an episode, and the step limit that truncates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EpisodeClock {
+    steps: u32,
+    max_steps: u32,
+    phase: Phase,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    NotReset,
+    Running,
+    Over,
+}
+
+impl EpisodeClock {
+    pub fn new(max_steps: u32) -> Self {
+        EpisodeClock {
+            steps: 0,
+            max_steps,
+            phase: Phase::NotReset,
+        }
+    }
+
+    pub fn reset(&mut self) {
+        self.steps = 0;
+        self.phase = Phase::Running;
+    }
+
+    /// Fails unless an episode is running.
+    pub fn check_can_step(&self) -> Result<(), SimError> {
+        match self.phase {
+            Phase::NotReset => Err(SimError::NotReset),
+            Phase::Over => Err(SimError::EpisodeOver),
+            Phase::Running => Ok(()),
+        }
+    }
+
+    /// Counts a step and says whether the time limit truncates the episode.
+    pub fn tick(&mut self, terminated: bool) -> bool {
+        self.steps += 1;
+        let truncated = self.steps >= self.max_steps;
+        if terminated || truncated {
+            self.phase = Phase::Over;
+        }
+        truncated
+    }
+
+    pub fn steps(&self) -> u32 {
+        self.steps
+    }
+
+    pub fn max_steps(&self) -> u32 {
+        self.max_steps
+    }
+}

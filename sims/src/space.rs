@@ -1,0 +1,549 @@
+//! Gymnasium-style spaces: what an observation or action may be, checked and sampled.
+
+use std::fmt;
+
+use crate::rng::Rng;
+use crate::tensor::{DType, Tensor, TensorData};
+
+/// A bounded box of real or integer values; bounds may be infinite.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoxSpace {
+    pub shape: Vec<usize>,
+    pub dtype: DType,
+    /// One bound per element, row-major.
+    pub low: Vec<f64>,
+    pub high: Vec<f64>,
+    /// Names of the elements of a 1-D box, or empty.
+    pub labels: Vec<String>,
+}
+
+/// The integers `start .. start + n`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscreteSpace {
+    pub n: u64,
+    pub start: i64,
+    /// Names of the `n` choices, or empty.
+    pub labels: Vec<String>,
+}
+
+/// Independent discrete choices; element `i` ranges over `start[i] .. start[i] + nvec[i]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiDiscreteSpace {
+    pub nvec: Vec<u64>,
+    pub start: Vec<i64>,
+}
+
+/// A Gymnasium-style space.
+///
+/// A value of a `Dict` space travels flattened: one 1-D float64 tensor holding each entry's
+/// elements in entry order (a Discrete entry is its integer value, not a one-hot vector).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Space {
+    Box(BoxSpace),
+    Discrete(DiscreteSpace),
+    MultiDiscrete(MultiDiscreteSpace),
+    /// 0/1 values of this shape, as uint8 (or bool) tensors.
+    MultiBinary(Vec<usize>),
+    Dict(Vec<(String, Space)>),
+}
+
+/// A value that does not belong to a space. The message names the space, what was expected
+/// and what was got.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("does not fit {space}: {problem}")]
+pub struct SpaceError {
+    /// The space, as `Display` renders it.
+    pub space: String,
+    pub problem: String,
+}
+
+/// A malformed space description (bounds of the wrong length, low above high, n = 0, ...).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("invalid space: {0}")]
+pub struct InvalidSpace(pub String);
+
+impl BoxSpace {
+    /// A box with the same bounds for every element.
+    pub fn uniform(shape: Vec<usize>, dtype: DType, low: f64, high: f64) -> Self {
+        let n = shape.iter().product();
+        BoxSpace {
+            shape,
+            dtype,
+            low: vec![low; n],
+            high: vec![high; n],
+            labels: Vec::new(),
+        }
+    }
+
+    /// A 1-D box with per-element bounds.
+    pub fn vector(dtype: DType, low: Vec<f64>, high: Vec<f64>) -> Self {
+        BoxSpace {
+            shape: vec![low.len()],
+            dtype,
+            low,
+            high,
+            labels: Vec::new(),
+        }
+    }
+
+    pub fn with_labels(mut self, labels: &[&str]) -> Self {
+        self.labels = labels.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    fn element_count(&self) -> usize {
+        self.shape.iter().product()
+    }
+}
+
+impl DiscreteSpace {
+    pub fn new(n: u64) -> Self {
+        DiscreteSpace {
+            n,
+            start: 0,
+            labels: Vec::new(),
+        }
+    }
+
+    pub fn with_labels(mut self, labels: &[&str]) -> Self {
+        self.labels = labels.iter().map(|s| s.to_string()).collect();
+        self
+    }
+
+    pub fn contains(&self, value: i64) -> bool {
+        value >= self.start && ((value - self.start) as u64) < self.n
+    }
+}
+
+impl Space {
+    /// Checks that the description itself is sound; spaces that arrive over the wire go
+    /// through this before use.
+    pub fn validate(&self) -> Result<(), InvalidSpace> {
+        match self {
+            Space::Box(b) => {
+                let n = b.element_count();
+                if b.dtype == DType::Bool {
+                    return Err(InvalidSpace(
+                        "a Box cannot hold bool; use MultiBinary".into(),
+                    ));
+                }
+                if b.low.len() != n || b.high.len() != n {
+                    return Err(InvalidSpace(format!(
+                        "Box of shape {:?} needs {n} bounds each, got {} low and {} high",
+                        b.shape,
+                        b.low.len(),
+                        b.high.len()
+                    )));
+                }
+                if !b.labels.is_empty() && b.labels.len() != n {
+                    return Err(InvalidSpace(format!(
+                        "Box has {n} elements but {} labels",
+                        b.labels.len()
+                    )));
+                }
+                for (i, (lo, hi)) in b.low.iter().zip(&b.high).enumerate() {
+                    if lo.is_nan() || hi.is_nan() || lo > hi {
+                        return Err(InvalidSpace(format!(
+                            "Box element {i} has bounds [{lo}, {hi}]"
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            Space::Discrete(d) => {
+                if d.n == 0 {
+                    return Err(InvalidSpace("Discrete needs n > 0".into()));
+                }
+                if !d.labels.is_empty() && d.labels.len() as u64 != d.n {
+                    return Err(InvalidSpace(format!(
+                        "Discrete({}) has {} labels",
+                        d.n,
+                        d.labels.len()
+                    )));
+                }
+                Ok(())
+            }
+            Space::MultiDiscrete(m) => {
+                if m.nvec.len() != m.start.len() || m.nvec.contains(&0) {
+                    return Err(InvalidSpace(format!(
+                        "MultiDiscrete needs one start per entry and every n > 0, got nvec {:?} start {:?}",
+                        m.nvec, m.start
+                    )));
+                }
+                Ok(())
+            }
+            Space::MultiBinary(_) => Ok(()),
+            Space::Dict(entries) => {
+                for (name, space) in entries {
+                    if matches!(space, Space::Dict(_)) {
+                        return Err(InvalidSpace(format!(
+                            "Dict entry {name:?} is itself a Dict; nesting is not supported"
+                        )));
+                    }
+                    space
+                        .validate()
+                        .map_err(|e| InvalidSpace(format!("Dict entry {name:?}: {}", e.0)))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The shape of a value of this space as it travels.
+    pub fn shape(&self) -> Vec<usize> {
+        match self {
+            Space::Box(b) => b.shape.clone(),
+            Space::Discrete(_) => Vec::new(),
+            Space::MultiDiscrete(m) => vec![m.nvec.len()],
+            Space::MultiBinary(shape) => shape.clone(),
+            Space::Dict(_) => vec![self.flat_len()],
+        }
+    }
+
+    /// Whether a value of `shape` has this space's shape (without allocating).
+    fn shape_is(&self, shape: &[usize]) -> bool {
+        match self {
+            Space::Box(b) => b.shape == shape,
+            Space::Discrete(_) => shape.is_empty(),
+            Space::MultiDiscrete(m) => shape == [m.nvec.len()],
+            Space::MultiBinary(s) => s == shape,
+            Space::Dict(_) => shape == [self.flat_len()],
+        }
+    }
+
+    /// Number of scalars in a value of this space.
+    pub fn flat_len(&self) -> usize {
+        match self {
+            Space::Box(b) => b.element_count(),
+            Space::Discrete(_) => 1,
+            Space::MultiDiscrete(m) => m.nvec.len(),
+            Space::MultiBinary(shape) => shape.iter().product(),
+            Space::Dict(entries) => entries.iter().map(|(_, s)| s.flat_len()).sum(),
+        }
+    }
+
+    /// The dtype a value of this space travels as.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Space::Box(b) => b.dtype,
+            Space::Discrete(_) | Space::MultiDiscrete(_) => DType::I64,
+            Space::MultiBinary(_) => DType::U8,
+            Space::Dict(_) => DType::F64,
+        }
+    }
+
+    fn error(&self, problem: String) -> SpaceError {
+        SpaceError {
+            space: self.to_string(),
+            problem,
+        }
+    }
+
+    /// Checks that `value` is a member of this space: dtype, shape, no NaN, within bounds.
+    ///
+    /// ```
+    /// use ale_sims::{DiscreteSpace, Space, Tensor};
+    /// let space = Space::Discrete(DiscreteSpace::new(2));
+    /// assert!(space.check(&Tensor::scalar_i64(1)).is_ok());
+    /// let err = space.check(&Tensor::scalar_i64(2)).unwrap_err();
+    /// assert!(err.to_string().contains("Discrete(2)"));
+    /// ```
+    pub fn check(&self, value: &Tensor) -> Result<(), SpaceError> {
+        let want_dtype = self.dtype();
+        let dtype_ok = match self {
+            Space::MultiBinary(_) => matches!(value.dtype(), DType::U8 | DType::Bool),
+            _ => value.dtype() == want_dtype,
+        };
+        if !dtype_ok {
+            return Err(self.error(format!(
+                "expected dtype {want_dtype}, got {}",
+                value.dtype()
+            )));
+        }
+        if !self.shape_is(value.shape()) {
+            return Err(self.error(format!(
+                "expected shape {:?}, got {:?}",
+                self.shape(),
+                value.shape()
+            )));
+        }
+        self.check_elements(value.data(), 0)
+    }
+
+    /// Checks the elements of `data` starting at `offset` (flattened Dict values recurse).
+    fn check_elements(&self, data: &TensorData, offset: usize) -> Result<(), SpaceError> {
+        let at = |i: usize| data.get_f64(offset + i).unwrap_or(f64::NAN);
+        match self {
+            Space::Box(b) => {
+                for i in 0..b.element_count() {
+                    let v = at(i);
+                    if v.is_nan() {
+                        return Err(self.error(format!("element {i} is NaN")));
+                    }
+                    if v < b.low[i] || v > b.high[i] {
+                        return Err(self.error(format!(
+                            "element {i} is {v}, outside [{}, {}]",
+                            b.low[i], b.high[i]
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            Space::Discrete(d) => {
+                let v = at(0);
+                if v.fract() != 0.0 || !d.contains(v as i64) {
+                    return Err(self.error(format!(
+                        "expected an integer in {}..={}, got {v}",
+                        d.start,
+                        d.start + d.n as i64 - 1
+                    )));
+                }
+                Ok(())
+            }
+            Space::MultiDiscrete(m) => {
+                for (i, (n, start)) in m.nvec.iter().zip(&m.start).enumerate() {
+                    let v = at(i);
+                    let ok =
+                        v.fract() == 0.0 && v >= *start as f64 && v < (*start as f64 + *n as f64);
+                    if !ok {
+                        return Err(self.error(format!(
+                            "element {i} is {v}, expected an integer in {start}..={}",
+                            start + *n as i64 - 1
+                        )));
+                    }
+                }
+                Ok(())
+            }
+            Space::MultiBinary(shape) => {
+                let n: usize = shape.iter().product();
+                for i in 0..n {
+                    let v = at(i);
+                    if v != 0.0 && v != 1.0 {
+                        return Err(self.error(format!("element {i} is {v}, expected 0 or 1")));
+                    }
+                }
+                Ok(())
+            }
+            Space::Dict(entries) => {
+                let mut off = offset;
+                for (name, space) in entries {
+                    space
+                        .check_elements(data, off)
+                        .map_err(|e| self.error(format!("entry {name:?} {e}")))?;
+                    off += space.flat_len();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// A random member of the space, like Gymnasium's `sample()`: uniform on bounded box
+    /// dimensions, normal on unbounded ones, shifted exponential on half-bounded ones.
+    pub fn sample(&self, rng: &mut Rng) -> Tensor {
+        let mut flat = Vec::with_capacity(self.flat_len());
+        self.sample_into(rng, &mut flat);
+        let shape = self.shape();
+        let data = match self.dtype() {
+            DType::F32 => TensorData::F32(flat.iter().map(|&v| v as f32).collect()),
+            DType::F64 => TensorData::F64(flat),
+            DType::I64 => TensorData::I64(flat.iter().map(|&v| v as i64).collect()),
+            DType::I32 => TensorData::I32(flat.iter().map(|&v| v as i32).collect()),
+            DType::U8 => TensorData::U8(flat.iter().map(|&v| v as u8).collect()),
+            DType::Bool => TensorData::Bool(flat.iter().map(|&v| v != 0.0).collect()),
+        };
+        // The shape always matches flat_len by construction.
+        Tensor::new(shape, data).unwrap_or_else(|_| Tensor::zeros(self.shape(), self.dtype()))
+    }
+
+    fn sample_into(&self, rng: &mut Rng, out: &mut Vec<f64>) {
+        match self {
+            Space::Box(b) => {
+                for (&lo, &hi) in b.low.iter().zip(&b.high) {
+                    let v = match (lo.is_finite(), hi.is_finite()) {
+                        (true, true) => {
+                            if b.dtype.is_float() {
+                                rng.uniform(lo, hi)
+                            } else {
+                                lo + rng.below((hi - lo) as u64 + 1) as f64
+                            }
+                        }
+                        (false, false) => rng.normal(),
+                        (true, false) => lo - (1.0 - rng.next_f64()).ln(),
+                        (false, true) => hi + (1.0 - rng.next_f64()).ln(),
+                    };
+                    let v = if b.dtype.is_float() { v } else { v.floor() };
+                    // f32 rounding can land just outside a bound; keep the sample a member.
+                    let v = if b.dtype == DType::F32 {
+                        f64::from(v as f32).clamp(lo, hi)
+                    } else {
+                        v.clamp(lo, hi)
+                    };
+                    out.push(v);
+                }
+            }
+            Space::Discrete(d) => out.push((d.start + rng.below(d.n) as i64) as f64),
+            Space::MultiDiscrete(m) => {
+                for (n, start) in m.nvec.iter().zip(&m.start) {
+                    out.push((start + rng.below(*n) as i64) as f64);
+                }
+            }
+            Space::MultiBinary(shape) => {
+                for _ in 0..shape.iter().product::<usize>() {
+                    out.push(rng.below(2) as f64);
+                }
+            }
+            Space::Dict(entries) => {
+                for (_, space) in entries {
+                    space.sample_into(rng, out);
+                }
+            }
+        }
+    }
+}
+
+fn fmt_bound(v: f64) -> String {
+    if v == f64::INFINITY {
+        "inf".into()
+    } else if v == f64::NEG_INFINITY {
+        "-inf".into()
+    } else {
+        format!("{v}")
+    }
+}
+
+impl fmt::Display for Space {
+    /// Gymnasium's notation: `Discrete(2)`, `Box(-2.0, 2.0, (1,), float32)`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Space::Box(b) => {
+                let shape = match b.shape.as_slice() {
+                    [n] => format!("({n},)"),
+                    s => format!(
+                        "({})",
+                        s.iter()
+                            .map(|d| d.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                let same = |v: &[f64]| v.windows(2).all(|w| w[0] == w[1]);
+                let bound = |v: &[f64]| match v {
+                    [first, ..] if same(v) => fmt_bound(*first),
+                    _ => format!(
+                        "[{}]",
+                        v.iter()
+                            .map(|x| fmt_bound(*x))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                };
+                write!(
+                    f,
+                    "Box({}, {}, {shape}, {})",
+                    bound(&b.low),
+                    bound(&b.high),
+                    b.dtype
+                )
+            }
+            Space::Discrete(d) if d.start == 0 => write!(f, "Discrete({})", d.n),
+            Space::Discrete(d) => write!(f, "Discrete({}, start={})", d.n, d.start),
+            Space::MultiDiscrete(m) => write!(f, "MultiDiscrete({:?})", m.nvec),
+            Space::MultiBinary(shape) => write!(f, "MultiBinary({shape:?})"),
+            Space::Dict(entries) => {
+                f.write_str("Dict(")?;
+                for (i, (name, space)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{name}: {space}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pendulum_action() -> Space {
+        Space::Box(BoxSpace::uniform(vec![1], DType::F32, -2.0, 2.0))
+    }
+
+    #[test]
+    fn box_rejects_wrong_dtype_shape_nan_and_bounds_naming_the_space() {
+        let space = pendulum_action();
+        let cases = [
+            (
+                Tensor::vector_f32(vec![0.5, 0.5]),
+                "expected shape [1], got [2]",
+            ),
+            (Tensor::scalar_i64(1), "expected dtype float32, got int64"),
+            (Tensor::vector_f32(vec![f32::NAN]), "element 0 is NaN"),
+            (
+                Tensor::vector_f32(vec![2.5]),
+                "element 0 is 2.5, outside [-2, 2]",
+            ),
+        ];
+        for (value, problem) in cases {
+            let err = space.check(&value).unwrap_err();
+            assert_eq!(err.space, "Box(-2, 2, (1,), float32)");
+            assert_eq!(err.problem, problem);
+        }
+        assert!(space.check(&Tensor::vector_f32(vec![-2.0])).is_ok());
+    }
+
+    #[test]
+    fn discrete_with_start_checks_range() {
+        let space = Space::Discrete(DiscreteSpace {
+            n: 3,
+            start: -1,
+            labels: Vec::new(),
+        });
+        assert!(space.check(&Tensor::scalar_i64(-1)).is_ok());
+        assert!(space.check(&Tensor::scalar_i64(1)).is_ok());
+        let err = space.check(&Tensor::scalar_i64(2)).unwrap_err();
+        assert_eq!(err.problem, "expected an integer in -1..=1, got 2");
+    }
+
+    #[test]
+    fn samples_are_members() {
+        let spaces = [
+            pendulum_action(),
+            Space::Discrete(DiscreteSpace::new(5)),
+            Space::Box(BoxSpace::vector(
+                DType::F64,
+                vec![f64::NEG_INFINITY, 0.0, f64::NEG_INFINITY],
+                vec![f64::INFINITY, f64::INFINITY, 1.0],
+            )),
+            Space::MultiDiscrete(MultiDiscreteSpace {
+                nvec: vec![2, 3],
+                start: vec![0, 10],
+            }),
+            Space::MultiBinary(vec![2, 2]),
+            Space::Dict(vec![
+                ("a".into(), Space::Discrete(DiscreteSpace::new(4))),
+                ("b".into(), pendulum_action()),
+            ]),
+        ];
+        let mut rng = Rng::new(1);
+        for space in &spaces {
+            space.validate().unwrap();
+            for _ in 0..1000 {
+                let v = space.sample(&mut rng);
+                assert!(space.check(&v).is_ok(), "{space}: {v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn validate_rejects_malformed_descriptions() {
+        let mut b = BoxSpace::uniform(vec![2], DType::F32, -1.0, 1.0);
+        b.low.pop();
+        assert!(Space::Box(b).validate().is_err());
+        assert!(Space::Discrete(DiscreteSpace::new(0)).validate().is_err());
+        let inverted = BoxSpace::vector(DType::F32, vec![1.0], vec![0.0]);
+        assert!(Space::Box(inverted).validate().is_err());
+    }
+}
