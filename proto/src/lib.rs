@@ -1,3 +1,33 @@
+//! The ALE wire contract and the record formats every process shares.
+//!
+//! - [`pb`]: the generated `ale.v1` messages, `AleEnv` and `Catalog` clients and servers.
+//! - [`convert`]: wire messages to and from the `ale-sims` domain types.
+//! - [`trajectory`]: the hash-chained trajectory format, writer side and verifier.
+//! - [`records`]: the `EvalResult` record and trajectory event data.
+//! - [`seed_commitment`]: how a hidden seed is recorded.
+
+pub mod commitment;
+pub mod convert;
+pub mod ids;
+pub mod records;
+pub mod trajectory;
+
+pub use commitment::{SECRET_LEN, seed_commitment};
+pub use ids::{BatchId, EnvHandle, RunId, SessionId};
+
+/// Generated from `proto/ale/v1/*.proto`.
+#[allow(clippy::all)]
 pub mod pb {
     tonic::include_proto!("ale.v1");
+}
+
+/// The encoded `FileDescriptorSet` of the `ale.v1` protos, for the reflection service.
+pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ale_descriptor.bin"));
+
+/// Environment variables the harness sets for the agent it launches.
+pub mod agent_env {
+    /// The agent channel URL, e.g. `http://127.0.0.1:50051`.
+    pub const ENDPOINT: &str = "ALE_ENDPOINT";
+    /// The handle of the official env the agent is to play.
+    pub const ENV_HANDLE: &str = "ALE_ENV_HANDLE";
 }

@@ -1,0 +1,59 @@
+//! Identifiers that cross the wire. Each is its own type so a session id cannot be passed
+//! where an env handle is expected; the wire carries them as strings.
+
+use std::fmt;
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The prefix that makes an id's kind readable in logs and files.
+            pub const PREFIX: &'static str = $prefix;
+
+            /// An id built from 16 random bytes (128 bits), hex-encoded after the prefix.
+            pub fn from_random(bytes: [u8; 16]) -> Self {
+                $name(format!("{}{}", $prefix, hex::encode(bytes)))
+            }
+
+            /// Wraps an id that arrived from a peer or a file; unknown ids are simply not found.
+            pub fn from_wire(s: impl Into<String>) -> Self {
+                $name(s.into())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+id_type!(
+    /// An environment instance on the evaluator.
+    EnvHandle,
+    "env-"
+);
+id_type!(
+    /// An interactive evaluation session.
+    SessionId,
+    "ses-"
+);
+id_type!(
+    /// One official run: the folder `<state>/runs/<run_id>/` and its trajectory.
+    RunId,
+    "run-"
+);
+id_type!(
+    /// A batch evaluation.
+    BatchId,
+    "bat-"
+);

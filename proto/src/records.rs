@@ -1,0 +1,261 @@
+//! The evaluation record shared by the evaluator (which writes it into the trajectory), the
+//! harness (which reads it over the wire and verifies it) and reports: an `EvalResult` with
+//! readable enums, plus the data of each trajectory event.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::{RunId, SessionId};
+use crate::pb;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    HigherIsBetter,
+    LowerIsBetter,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EvalStatus {
+    Running,
+    Completed,
+    BudgetExceeded,
+    EndedEarly,
+}
+
+impl EvalStatus {
+    pub fn is_finished(self) -> bool {
+        self != EvalStatus::Running
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Completed,
+    Aborted,
+    BudgetExceeded,
+    NotRun,
+    InProgress,
+}
+
+impl Outcome {
+    /// Whether the rollout counts at the task's failure value.
+    pub fn is_failure(self) -> bool {
+        matches!(
+            self,
+            Outcome::Aborted | Outcome::BudgetExceeded | Outcome::NotRun
+        )
+    }
+}
+
+/// One planned rollout's outcome.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub index: u32,
+    pub outcome: Outcome,
+    pub metric: f64,
+    pub steps: u64,
+    pub episode_return: f64,
+    pub seed_commitment: String,
+}
+
+/// The authoritative result of an evaluation session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EvalResultRecord {
+    pub session_id: SessionId,
+    pub run_id: RunId,
+    pub task_id: String,
+    pub metric_name: String,
+    pub value: f64,
+    pub direction: Direction,
+    pub status: EvalStatus,
+    pub status_message: String,
+    pub episodes: Vec<EpisodeRecord>,
+    pub seed_commitments: Vec<String>,
+    pub trajectory_head: String,
+    pub total_steps: u64,
+    pub safety: BTreeMap<String, f64>,
+}
+
+/// Data of a `run_started` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStarted {
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub task_id: String,
+    pub sim: String,
+    pub metric_name: String,
+    pub direction: Direction,
+    pub target: f64,
+    pub failure_value: f64,
+    pub episodes: u32,
+    pub max_steps_per_episode: u32,
+    pub max_total_steps: u64,
+    pub time_budget_seconds: u64,
+    pub evaluator_version: String,
+}
+
+/// Data of a `session_started` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionStarted {
+    pub session_id: SessionId,
+    /// One per planned rollout, in order.
+    pub seed_commitments: Vec<String>,
+}
+
+/// Data of a `rollout_started` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RolloutStarted {
+    pub index: u32,
+    pub seed_commitment: String,
+}
+
+/// Data of a `rollout_finished` event: the rollout's [`EpisodeRecord`].
+pub type RolloutFinished = EpisodeRecord;
+
+/// A wire enum value that is not one this version knows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {field} value {value} in EvalResult")]
+pub struct UnknownEnum {
+    pub field: &'static str,
+    pub value: i32,
+}
+
+impl From<Direction> for pb::Direction {
+    fn from(d: Direction) -> Self {
+        match d {
+            Direction::HigherIsBetter => pb::Direction::HigherIsBetter,
+            Direction::LowerIsBetter => pb::Direction::LowerIsBetter,
+        }
+    }
+}
+
+impl From<EvalStatus> for pb::EvalStatus {
+    fn from(s: EvalStatus) -> Self {
+        match s {
+            EvalStatus::Running => pb::EvalStatus::Running,
+            EvalStatus::Completed => pb::EvalStatus::Completed,
+            EvalStatus::BudgetExceeded => pb::EvalStatus::BudgetExceeded,
+            EvalStatus::EndedEarly => pb::EvalStatus::EndedEarly,
+        }
+    }
+}
+
+impl From<Outcome> for pb::Outcome {
+    fn from(o: Outcome) -> Self {
+        match o {
+            Outcome::Completed => pb::Outcome::Completed,
+            Outcome::Aborted => pb::Outcome::Aborted,
+            Outcome::BudgetExceeded => pb::Outcome::BudgetExceeded,
+            Outcome::NotRun => pb::Outcome::NotRun,
+            Outcome::InProgress => pb::Outcome::InProgress,
+        }
+    }
+}
+
+pub fn direction_from_pb(raw: i32) -> Result<Direction, UnknownEnum> {
+    match pb::Direction::try_from(raw) {
+        Ok(pb::Direction::HigherIsBetter) => Ok(Direction::HigherIsBetter),
+        Ok(pb::Direction::LowerIsBetter) => Ok(Direction::LowerIsBetter),
+        _ => Err(UnknownEnum {
+            field: "direction",
+            value: raw,
+        }),
+    }
+}
+
+fn status_from_pb(raw: i32) -> Result<EvalStatus, UnknownEnum> {
+    match pb::EvalStatus::try_from(raw) {
+        Ok(pb::EvalStatus::Running) => Ok(EvalStatus::Running),
+        Ok(pb::EvalStatus::Completed) => Ok(EvalStatus::Completed),
+        Ok(pb::EvalStatus::BudgetExceeded) => Ok(EvalStatus::BudgetExceeded),
+        Ok(pb::EvalStatus::EndedEarly) => Ok(EvalStatus::EndedEarly),
+        _ => Err(UnknownEnum {
+            field: "status",
+            value: raw,
+        }),
+    }
+}
+
+fn outcome_from_pb(raw: i32) -> Result<Outcome, UnknownEnum> {
+    match pb::Outcome::try_from(raw) {
+        Ok(pb::Outcome::Completed) => Ok(Outcome::Completed),
+        Ok(pb::Outcome::Aborted) => Ok(Outcome::Aborted),
+        Ok(pb::Outcome::BudgetExceeded) => Ok(Outcome::BudgetExceeded),
+        Ok(pb::Outcome::NotRun) => Ok(Outcome::NotRun),
+        Ok(pb::Outcome::InProgress) => Ok(Outcome::InProgress),
+        _ => Err(UnknownEnum {
+            field: "outcome",
+            value: raw,
+        }),
+    }
+}
+
+impl From<&EvalResultRecord> for pb::EvalResult {
+    fn from(r: &EvalResultRecord) -> Self {
+        pb::EvalResult {
+            session_id: r.session_id.to_string(),
+            run_id: r.run_id.to_string(),
+            task_id: r.task_id.clone(),
+            metric_name: r.metric_name.clone(),
+            value: r.value,
+            direction: pb::Direction::from(r.direction) as i32,
+            status: pb::EvalStatus::from(r.status) as i32,
+            status_message: r.status_message.clone(),
+            episodes: r
+                .episodes
+                .iter()
+                .map(|e| pb::EpisodeOutcome {
+                    index: e.index,
+                    outcome: pb::Outcome::from(e.outcome) as i32,
+                    metric: e.metric,
+                    steps: e.steps,
+                    episode_return: e.episode_return,
+                    seed_commitment: e.seed_commitment.clone(),
+                })
+                .collect(),
+            seed_commitments: r.seed_commitments.clone(),
+            trajectory_head: r.trajectory_head.clone(),
+            total_steps: r.total_steps,
+            safety: r.safety.iter().map(|(k, v)| (k.clone(), *v)).collect(),
+        }
+    }
+}
+
+impl TryFrom<pb::EvalResult> for EvalResultRecord {
+    type Error = UnknownEnum;
+
+    fn try_from(r: pb::EvalResult) -> Result<Self, UnknownEnum> {
+        Ok(EvalResultRecord {
+            session_id: SessionId::from_wire(r.session_id),
+            run_id: RunId::from_wire(r.run_id),
+            task_id: r.task_id,
+            metric_name: r.metric_name,
+            value: r.value,
+            direction: direction_from_pb(r.direction)?,
+            status: status_from_pb(r.status)?,
+            status_message: r.status_message,
+            episodes: r
+                .episodes
+                .into_iter()
+                .map(|e| {
+                    Ok(EpisodeRecord {
+                        index: e.index,
+                        outcome: outcome_from_pb(e.outcome)?,
+                        metric: e.metric,
+                        steps: e.steps,
+                        episode_return: e.episode_return,
+                        seed_commitment: e.seed_commitment,
+                    })
+                })
+                .collect::<Result<_, UnknownEnum>>()?,
+            seed_commitments: r.seed_commitments,
+            trajectory_head: r.trajectory_head,
+            total_steps: r.total_steps,
+            safety: r.safety.into_iter().collect(),
+        })
+    }
+}

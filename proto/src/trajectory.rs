@@ -1,0 +1,291 @@
+//! The trajectory: an append-only, hash-chained record of one run, one JSON event per line.
+//!
+//! Each line is the canonical JSON (see [`canonical_json`]) of an object with the keys
+//! `data`, `hash`, `kind`, `level`, `seq`, `time_unix_ms`, where
+//! `hash = hex(SHA256(prev ‖ canonical JSON of the same object without "hash")))` and `prev`
+//! is the previous line's hash as 32 raw bytes (32 zero bytes before the first line).
+//! `docs/protocol.md` gives the byte-exact definition.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// `prev` of the first event.
+pub const GENESIS: [u8; 32] = [0; 32];
+
+/// The file name of a run's trajectory inside its run folder.
+pub const TRAJECTORY_FILE: &str = "trajectory.jsonl";
+
+/// Who wrote an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Level {
+    /// The evaluator itself; the agent cannot influence these beyond its actions.
+    TrustedEvaluator,
+    /// The harness process.
+    Harness,
+}
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    /// An official env was created; data: [`crate::records::RunStarted`].
+    RunStarted,
+    /// The agent started the eval session; data: [`crate::records::SessionStarted`].
+    SessionStarted,
+    /// A planned rollout began on its hidden seed; data: [`crate::records::RolloutStarted`].
+    RolloutStarted,
+    /// A rollout ended (completed, aborted or over budget); data: [`crate::records::RolloutFinished`].
+    RolloutFinished,
+    /// The session ended; data: the final [`crate::records::EvalResultRecord`] without its
+    /// `trajectory_head` (which is this event's own hash).
+    SessionFinished,
+}
+
+/// One event, before it is sealed into the chain.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub level: Level,
+    pub kind: EventKind,
+    pub time_unix_ms: u64,
+    pub data: Value,
+}
+
+/// Serializes a JSON value canonically: object keys sorted by their UTF-8 bytes, no
+/// whitespace, strings escaped as serde_json escapes them, numbers as serde_json prints them.
+///
+/// ```
+/// let v = serde_json::json!({"b": 1, "a": [true, null, 2.5]});
+/// assert_eq!(ale_proto::trajectory::canonical_json(&v), r#"{"a":[true,null,2.5],"b":1}"#);
+/// ```
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+fn chain_hash(prev: &[u8; 32], body: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(prev);
+    h.update(body.as_bytes());
+    h.finalize().into()
+}
+
+/// The writing end of a chain: seals events into lines, in order.
+#[derive(Debug, Clone)]
+pub struct Chain {
+    prev: [u8; 32],
+    next_seq: u64,
+}
+
+impl Default for Chain {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Chain {
+    pub fn new() -> Self {
+        Chain {
+            prev: GENESIS,
+            next_seq: 0,
+        }
+    }
+
+    /// Seals the next event and returns its line (without the newline) and its hash.
+    pub fn seal(
+        &mut self,
+        level: Level,
+        kind: EventKind,
+        time_unix_ms: u64,
+        data: Value,
+    ) -> (String, String) {
+        let event = Event {
+            seq: self.next_seq,
+            level,
+            kind,
+            time_unix_ms,
+            data,
+        };
+        // An Event always serializes to an object.
+        let mut object = serde_json::to_value(&event).unwrap_or(Value::Null);
+        let hash = chain_hash(&self.prev, &canonical_json(&object));
+        let hash_hex = hex::encode(hash);
+        if let Value::Object(map) = &mut object {
+            map.insert("hash".into(), Value::String(hash_hex.clone()));
+        }
+        self.prev = hash;
+        self.next_seq += 1;
+        (canonical_json(&object), hash_hex)
+    }
+
+    /// Hex hash of the last sealed event (of the genesis, before any).
+    pub fn head(&self) -> String {
+        hex::encode(self.prev)
+    }
+}
+
+/// An event read back from a verified chain.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SealedEvent {
+    pub event: Event,
+    pub hash: String,
+}
+
+/// A chain that verified: its events in order and the hash of the last.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VerifiedChain {
+    pub events: Vec<SealedEvent>,
+    pub head: String,
+}
+
+/// The first line (1-based) at which a chain breaks, and how.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("trajectory line {line}: {reason}")]
+pub struct ChainError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Checks every line of a trajectory: canonical form, sequence number, and hash link.
+///
+/// ```
+/// use ale_proto::trajectory::{verify, Chain, EventKind, Level};
+/// let mut chain = Chain::new();
+/// let (line, _) = chain.seal(Level::Harness, EventKind::RunStarted, 0, serde_json::json!({}));
+/// let text = format!("{line}\n");
+/// assert_eq!(verify(&text).unwrap().head, chain.head());
+/// assert!(verify(&text.replace("harness", "hbrness")).is_err());
+/// ```
+pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
+    let mut prev = GENESIS;
+    let mut events = Vec::new();
+    if !text.is_empty() && !text.ends_with('\n') {
+        let line = text.lines().count();
+        return Err(ChainError {
+            line,
+            reason: "the last line is incomplete (no newline): the file was cut short".into(),
+        });
+    }
+    for (i, line) in text.lines().enumerate() {
+        let fail = |reason: String| ChainError { line: i + 1, reason };
+        let mut object: Value =
+            serde_json::from_str(line).map_err(|e| fail(format!("not JSON: {e}")))?;
+        if canonical_json(&object) != line {
+            return Err(fail("not in canonical form (edited by hand?)".into()));
+        }
+        let claimed = match object.as_object_mut().and_then(|m| m.remove("hash")) {
+            Some(Value::String(h)) => h,
+            _ => return Err(fail("no \"hash\" string".into())),
+        };
+        let expected = chain_hash(&prev, &canonical_json(&object));
+        if claimed != hex::encode(expected) {
+            return Err(fail(format!(
+                "hash mismatch: the line says {claimed}, its content and the previous line give {}",
+                hex::encode(expected)
+            )));
+        }
+        let event: Event =
+            serde_json::from_value(object).map_err(|e| fail(format!("malformed event: {e}")))?;
+        if event.seq != i as u64 {
+            return Err(fail(format!("sequence number {} where {i} was expected", event.seq)));
+        }
+        prev = expected;
+        events.push(SealedEvent {
+            event,
+            hash: claimed,
+        });
+    }
+    Ok(VerifiedChain {
+        events,
+        head: hex::encode(prev),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sample_chain() -> String {
+        let mut chain = Chain::new();
+        let mut text = String::new();
+        for (i, kind) in [
+            EventKind::RunStarted,
+            EventKind::RolloutStarted,
+            EventKind::RolloutFinished,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (line, _) = chain.seal(Level::TrustedEvaluator, kind, 1000 + i as u64, json!({"i": i, "x": 0.5}));
+            text.push_str(&line);
+            text.push('\n');
+        }
+        text
+    }
+
+    #[test]
+    fn a_sealed_chain_verifies() {
+        let text = sample_chain();
+        let verified = verify(&text).unwrap();
+        assert_eq!(verified.events.len(), 3);
+        assert_eq!(verified.head, verified.events[2].hash);
+    }
+
+    #[test]
+    fn every_single_byte_flip_is_detected() {
+        let text = sample_chain();
+        let bytes = text.as_bytes();
+        for i in 0..bytes.len() {
+            let mut flipped = bytes.to_vec();
+            flipped[i] ^= 0x01;
+            let Ok(s) = String::from_utf8(flipped) else { continue };
+            assert!(verify(&s).is_err(), "flip at byte {i} went unnoticed");
+        }
+    }
+
+    #[test]
+    fn deleted_and_reordered_lines_are_detected() {
+        let text = sample_chain();
+        let lines: Vec<&str> = text.lines().collect();
+        let deleted = format!("{}\n{}\n", lines[0], lines[2]);
+        assert_eq!(verify(&deleted).unwrap_err().line, 2);
+        let swapped = format!("{}\n{}\n{}\n", lines[0], lines[2], lines[1]);
+        assert_eq!(verify(&swapped).unwrap_err().line, 2);
+        let truncated = &text[..text.len() - 1];
+        assert!(verify(truncated).is_err());
+    }
+}
