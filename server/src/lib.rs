@@ -1,1 +1,31 @@
+//! The ALE evaluator: hosts simulators behind the `AleEnv` gRPC service.
+//!
+//! [`Evaluator`] holds the domain (tasks, envs, eval sessions, hidden seeds, trajectories);
+//! [`service`] is the thin gRPC layer over it; [`serve::start`] runs both listeners.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use ale_server::{Evaluator, TaskRegistry, serve};
+//! let evaluator = Evaluator::new(TaskRegistry::builtin()?, std::path::Path::new("/tmp/ale-state"))?;
+//! let server = serve::start(Arc::new(evaluator), "127.0.0.1:0".parse()?).await?;
+//! println!("agents: {}  harness: {}", server.agent_endpoint(), server.harness_socket().display());
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
 
+mod env;
+mod error;
+mod evaluator;
+pub mod seeds;
+pub mod serve;
+pub mod service;
+mod session;
+pub mod state_dir;
+pub mod task;
+mod trajectory;
+
+pub use error::Error;
+pub use evaluator::{Channel, CreatedEnv, Evaluator, Limits, Spec};
+pub use serve::{RunningServer, ServeError};
+pub use task::{Task, TaskError, TaskRegistry};

@@ -1,0 +1,287 @@
+//! One environment instance: a sim bound to a task, either practice (the agent's own, any
+//! seeds) or official (the harness's, played only inside its eval session).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome, RunStarted};
+use ale_proto::trajectory::EventKind;
+use ale_proto::{EnvHandle, RunId, SECRET_LEN, SessionId};
+use ale_sims::{Sim, SimError, Tensor, Transition};
+
+use crate::error::Error;
+use crate::seeds::{SeedSource, random_u64};
+use crate::session::{RolloutProgress, Session};
+use crate::task::Task;
+use crate::trajectory::TrajectoryWriter;
+
+/// What the info map of a Reset or Step reports.
+#[derive(Debug, Clone, Copy)]
+pub enum StepInfo {
+    Practice { episode_steps: u64, episode_return: f64 },
+    Rollout(RolloutProgress),
+}
+
+/// A practice episode's running totals.
+#[derive(Debug, Default, Clone, Copy)]
+struct PracticeEpisode {
+    steps: u64,
+    episode_return: f64,
+}
+
+/// The official side of an env: its run, its trajectory, and (once started) its session.
+#[derive(Debug)]
+pub struct Official {
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    trajectory: TrajectoryWriter,
+    session: Option<Session>,
+}
+
+enum Kind {
+    Practice(PracticeEpisode),
+    Official(Box<Official>),
+}
+
+pub struct Env {
+    handle: EnvHandle,
+    task: Arc<Task>,
+    sim: Box<dyn Sim>,
+    kind: Kind,
+    last_used: Instant,
+}
+
+fn sim_error(task: &Task, e: SimError) -> Error {
+    match e {
+        SimError::Action(detail) => Error::BadAction {
+            task: task.id.clone(),
+            detail: detail.to_string(),
+        },
+        SimError::NotReset => Error::StepBeforeReset,
+        SimError::EpisodeOver => Error::EpisodeOver,
+    }
+}
+
+fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
+    // Task configs are validated against the sim registry at load.
+    let info = ale_sims::find(&task.sim)
+        .ok_or_else(|| Error::InvalidRequest(format!("task {} names unknown sim {}", task.id, task.sim)))?;
+    Ok(info.build(task.eval.max_steps_per_episode))
+}
+
+impl Env {
+    pub fn practice(handle: EnvHandle, task: Arc<Task>, now: Instant) -> Result<Env, Error> {
+        Ok(Env {
+            handle,
+            sim: build_sim(&task)?,
+            task,
+            kind: Kind::Practice(PracticeEpisode::default()),
+            last_used: now,
+        })
+    }
+
+    /// An official env; its run folder and trajectory (with `run_started`) are created now.
+    pub fn official(
+        handle: EnvHandle,
+        task: Arc<Task>,
+        run_id: RunId,
+        session_id: SessionId,
+        run_dir: &std::path::Path,
+        now: Instant,
+    ) -> Result<Env, Error> {
+        let mut trajectory = TrajectoryWriter::create(run_dir)?;
+        trajectory.append(
+            EventKind::RunStarted,
+            &RunStarted {
+                run_id: run_id.clone(),
+                session_id: session_id.clone(),
+                task_id: task.id.clone(),
+                sim: task.sim.clone(),
+                metric_name: task.metric.name.clone(),
+                direction: task.metric.direction,
+                target: task.metric.target,
+                failure_value: task.metric.failure_value,
+                episodes: task.eval.episodes,
+                max_steps_per_episode: task.eval.max_steps_per_episode,
+                max_total_steps: task.eval.max_total_steps,
+                time_budget_seconds: task.eval.time_budget_seconds,
+                evaluator_version: env!("CARGO_PKG_VERSION").to_string(),
+            },
+        )?;
+        Ok(Env {
+            handle,
+            sim: build_sim(&task)?,
+            task,
+            kind: Kind::Official(Box::new(Official {
+                run_id,
+                session_id,
+                trajectory,
+                session: None,
+            })),
+            last_used: now,
+        })
+    }
+
+    pub fn task(&self) -> &Arc<Task> {
+        &self.task
+    }
+
+    pub fn sim(&self) -> &dyn Sim {
+        self.sim.as_ref()
+    }
+
+    pub fn is_official(&self) -> bool {
+        matches!(self.kind, Kind::Official(_))
+    }
+
+    pub fn last_used(&self) -> Instant {
+        self.last_used
+    }
+
+    /// Begins an episode. A practice env uses `seed` (or a fresh random one); an official
+    /// env ignores it and starts the session's next hidden rollout.
+    pub fn reset(&mut self, seed: Option<u64>, now: Instant) -> Result<StepInfo, Error> {
+        self.last_used = now;
+        match &mut self.kind {
+            Kind::Practice(episode) => {
+                self.sim.reset(seed.unwrap_or_else(random_u64));
+                *episode = PracticeEpisode::default();
+                Ok(StepInfo::Practice {
+                    episode_steps: 0,
+                    episode_return: 0.0,
+                })
+            }
+            Kind::Official(official) => {
+                let Official {
+                    trajectory,
+                    session,
+                    ..
+                } = official.as_mut();
+                let session = session
+                    .as_mut()
+                    .ok_or_else(|| Error::SessionNotStarted(self.handle.clone()))?;
+                if seed.is_some() {
+                    tracing::debug!(handle = %self.handle, "client seed ignored in eval session");
+                }
+                Ok(StepInfo::Rollout(session.reset(self.sim.as_mut(), trajectory, now)?))
+            }
+        }
+    }
+
+    pub fn step(&mut self, action: &Tensor, now: Instant) -> Result<(Transition, StepInfo), Error> {
+        self.last_used = now;
+        match &mut self.kind {
+            Kind::Practice(episode) => {
+                let t = self.sim.step(action).map_err(|e| sim_error(&self.task, e))?;
+                episode.steps += 1;
+                episode.episode_return += t.reward;
+                Ok((
+                    t,
+                    StepInfo::Practice {
+                        episode_steps: episode.steps,
+                        episode_return: episode.episode_return,
+                    },
+                ))
+            }
+            Kind::Official(official) => {
+                let Official {
+                    trajectory,
+                    session,
+                    ..
+                } = official.as_mut();
+                let session = session
+                    .as_mut()
+                    .ok_or_else(|| Error::SessionNotStarted(self.handle.clone()))?;
+                let (t, progress) = session.step(self.sim.as_mut(), action, trajectory, now)?;
+                Ok((t, StepInfo::Rollout(progress)))
+            }
+        }
+    }
+
+    /// Opens the official env's one eval session on freshly drawn hidden seeds.
+    pub fn start_eval_session(
+        &mut self,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        now: Instant,
+    ) -> Result<(SessionId, u32), Error> {
+        self.last_used = now;
+        let Kind::Official(official) = &mut self.kind else {
+            return Err(Error::PracticeEnvInEval(self.handle.clone()));
+        };
+        if official.session.is_some() {
+            return Err(Error::SessionAlreadyStarted(self.handle.clone()));
+        }
+        let session = Session::start(
+            official.session_id.clone(),
+            official.run_id.clone(),
+            self.task.clone(),
+            seeds,
+            secret,
+            &mut official.trajectory,
+            now,
+        )?;
+        let planned = session.planned();
+        official.session = Some(session);
+        tracing::info!(handle = %self.handle, session = %official.session_id, task = %self.task.id, planned, "eval session started");
+        Ok((official.session_id.clone(), planned))
+    }
+
+    /// The official env's result as it stands; `end_session` first ends a running session
+    /// (the rollout in progress aborted, the rest not run). A session never started is ended
+    /// with every rollout not run.
+    pub fn eval_result(
+        &mut self,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        end_session: bool,
+        now: Instant,
+    ) -> Result<EvalResultRecord, Error> {
+        if end_session {
+            self.end_session("the harness ended the session before the agent finished it", seeds, secret, now)?;
+        }
+        let Kind::Official(official) = &mut self.kind else {
+            return Err(Error::PracticeEnvInEval(self.handle.clone()));
+        };
+        let Official {
+            trajectory,
+            session,
+            ..
+        } = official.as_mut();
+        match session {
+            Some(session) => {
+                session.enforce_deadline(trajectory, now)?;
+                Ok(session.record(trajectory.head()))
+            }
+            None => Err(Error::SessionNotStarted(self.handle.clone())),
+        }
+    }
+
+    /// Ends the session if it is running (starting an empty one first if it never began).
+    pub fn end_session(
+        &mut self,
+        why: &str,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        now: Instant,
+    ) -> Result<(), Error> {
+        let Kind::Official(official) = &self.kind else {
+            return Ok(());
+        };
+        if official.session.is_none() {
+            self.start_eval_session(seeds, secret, now)?;
+        }
+        let Kind::Official(official) = &mut self.kind else {
+            return Ok(());
+        };
+        let Official {
+            trajectory,
+            session,
+            ..
+        } = official.as_mut();
+        if let Some(session) = session {
+            session.finish(trajectory, EvalStatus::EndedEarly, Outcome::Aborted, why.to_string())?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,256 @@
+//! The evaluator: the env table, official runs and sessions, and the privilege rules. The gRPC
+//! service is a thin layer over this.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use ale_proto::records::EvalResultRecord;
+use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
+use ale_sims::{Space, Tensor, Transition};
+
+use crate::env::{Env, StepInfo};
+use crate::error::Error;
+use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
+use crate::state_dir;
+use crate::task::{Mode, Task, TaskRegistry};
+
+/// Which listener a request arrived on. Decided once, when the connection is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Channel {
+    /// TCP: agents, the console.
+    Agent,
+    /// The Unix socket in the private state dir: the harness.
+    Harness,
+}
+
+/// Limits that protect the evaluator from a runaway client.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Envs held at once.
+    pub max_envs: usize,
+    /// A practice env unused this long may be dropped to make room for a new one.
+    pub practice_idle: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_envs: 1024,
+            practice_idle: Duration::from_secs(300),
+        }
+    }
+}
+
+/// An env as `CreateEnv` reports it.
+#[derive(Debug, Clone)]
+pub struct CreatedEnv {
+    pub handle: EnvHandle,
+    pub task_id: String,
+    /// Present for an official env.
+    pub official: Option<(SessionId, RunId)>,
+}
+
+/// What `GetSpec` reports.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub observation_space: Space,
+    pub action_space: Space,
+    pub task: Arc<Task>,
+    pub official: bool,
+}
+
+type Shared<T> = Arc<Mutex<T>>;
+
+pub struct Evaluator {
+    tasks: TaskRegistry,
+    state_dir: PathBuf,
+    secret: [u8; SECRET_LEN],
+    seeds: Box<dyn SeedSource>,
+    limits: Limits,
+    envs: Mutex<HashMap<EnvHandle, Shared<Env>>>,
+    sessions: Mutex<HashMap<SessionId, Shared<Env>>>,
+}
+
+/// A poisoned lock means a panic mid-update elsewhere; the data is still the best we have.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Evaluator {
+    /// An evaluator over `state_dir` (created 0700, with its secret) hosting `tasks`.
+    pub fn new(tasks: TaskRegistry, state_dir: &Path) -> std::io::Result<Evaluator> {
+        Self::with_seed_source(tasks, state_dir, Box::new(OsSeeds), Limits::default())
+    }
+
+    pub fn with_seed_source(
+        tasks: TaskRegistry,
+        state_dir: &Path,
+        seeds: Box<dyn SeedSource>,
+        limits: Limits,
+    ) -> std::io::Result<Evaluator> {
+        state_dir::prepare(state_dir)?;
+        let secret = state_dir::load_or_create_secret(state_dir)?;
+        Ok(Evaluator {
+            tasks,
+            state_dir: state_dir.to_path_buf(),
+            secret,
+            seeds,
+            limits,
+            envs: Mutex::new(HashMap::new()),
+            sessions: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn tasks(&self) -> &TaskRegistry {
+        &self.tasks
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    fn env(&self, handle: &EnvHandle) -> Result<Shared<Env>, Error> {
+        lock(&self.envs)
+            .get(handle)
+            .cloned()
+            .ok_or_else(|| Error::UnknownHandle(handle.clone()))
+    }
+
+    fn task(&self, id: &str) -> Result<&Arc<Task>, Error> {
+        self.tasks.get(id).ok_or_else(|| Error::UnknownTask {
+            id: id.to_string(),
+            known: self.tasks.ids().join(", "),
+        })
+    }
+
+    pub fn create_env(&self, channel: Channel, task_id: &str, official: bool) -> Result<CreatedEnv, Error> {
+        if official && channel != Channel::Harness {
+            return Err(Error::OfficialNeedsHarness);
+        }
+        let task = self.task(task_id)?.clone();
+        let now = Instant::now();
+        let mut envs = lock(&self.envs);
+        if envs.len() >= self.limits.max_envs {
+            let idle = self.limits.practice_idle;
+            envs.retain(|_, env| {
+                let env = lock(env);
+                env.is_official() || now.duration_since(env.last_used()) < idle
+            });
+            if envs.len() >= self.limits.max_envs {
+                return Err(Error::TooManyEnvs(self.limits.max_envs));
+            }
+        }
+        let handle = EnvHandle::from_random(random_id_bytes());
+        let (env, ids) = if official {
+            let run_id = RunId::from_random(random_id_bytes());
+            let session_id = SessionId::from_random(random_id_bytes());
+            let run_dir = state_dir::run_dir(&self.state_dir, &run_id);
+            let env = Env::official(handle.clone(), task, run_id.clone(), session_id.clone(), &run_dir, now)?;
+            tracing::info!(%handle, %run_id, task = task_id, "official env created");
+            (env, Some((session_id, run_id)))
+        } else {
+            (Env::practice(handle.clone(), task, now)?, None)
+        };
+        let env = Arc::new(Mutex::new(env));
+        if let Some((session_id, _)) = &ids {
+            lock(&self.sessions).insert(session_id.clone(), env.clone());
+        }
+        envs.insert(handle.clone(), env);
+        Ok(CreatedEnv {
+            handle,
+            task_id: task_id.to_string(),
+            official: ids,
+        })
+    }
+
+    pub fn spec(&self, handle: &EnvHandle) -> Result<Spec, Error> {
+        let env = self.env(handle)?;
+        let env = lock(&env);
+        Ok(Spec {
+            observation_space: env.sim().observation_space().clone(),
+            action_space: env.sim().action_space().clone(),
+            task: env.task().clone(),
+            official: env.is_official(),
+        })
+    }
+
+    /// Begins an episode and returns its first observation.
+    pub fn reset(&self, handle: &EnvHandle, seed: Option<u64>) -> Result<(Tensor, StepInfo), Error> {
+        let env = self.env(handle)?;
+        let mut env = lock(&env);
+        let info = env.reset(seed, Instant::now())?;
+        Ok((env.sim().observation().clone(), info))
+    }
+
+    pub fn step(&self, handle: &EnvHandle, action: &Tensor) -> Result<(Tensor, Transition, StepInfo), Error> {
+        let env = self.env(handle)?;
+        let mut env = lock(&env);
+        let (transition, info) = env.step(action, Instant::now())?;
+        Ok((env.sim().observation().clone(), transition, info))
+    }
+
+    pub fn start_eval_session(&self, handle: &EnvHandle) -> Result<(SessionId, u32), Error> {
+        let env = self.env(handle)?;
+        let mut env = lock(&env);
+        env.start_eval_session(self.seeds.as_ref(), &self.secret, Instant::now())
+    }
+
+    /// The authoritative result. Harness channel only.
+    pub fn eval_result(
+        &self,
+        channel: Channel,
+        session_id: &SessionId,
+        end_session: bool,
+    ) -> Result<EvalResultRecord, Error> {
+        if channel != Channel::Harness {
+            return Err(Error::ResultNeedsHarness);
+        }
+        let env = lock(&self.sessions)
+            .get(session_id)
+            .cloned()
+            .ok_or_else(|| Error::UnknownSession(session_id.clone()))?;
+        let mut env = lock(&env);
+        env.eval_result(self.seeds.as_ref(), &self.secret, end_session, Instant::now())
+    }
+
+    /// Batch evaluation is not available for any hosted task yet.
+    pub fn submit_batch_eval(&self, handle: &EnvHandle) -> Result<BatchId, Error> {
+        let env = self.env(handle)?;
+        let env = lock(&env);
+        let task = env.task();
+        Err(match task.mode {
+            Mode::Interactive => Error::Unimplemented(format!(
+                "task {} is interactive: call StartEvalSession and drive the episodes with Reset/Step",
+                task.id
+            )),
+            Mode::Batch => Error::Unimplemented(format!(
+                "batch evaluation of task {} is not available in this evaluator version",
+                task.id
+            )),
+        })
+    }
+
+    /// No batch id can exist until batch evaluation does.
+    pub fn batch_status(&self, batch_id: &BatchId) -> Result<std::convert::Infallible, Error> {
+        Err(Error::UnknownBatch(batch_id.clone()))
+    }
+
+    /// Ends every running session (the evaluator is going away) and flushes their
+    /// trajectories to disk.
+    pub fn shutdown(&self) {
+        let envs: Vec<Shared<Env>> = lock(&self.sessions).values().cloned().collect();
+        for env in envs {
+            let mut env = lock(&env);
+            if let Err(e) = env.end_session(
+                "the evaluator shut down during the session",
+                self.seeds.as_ref(),
+                &self.secret,
+                Instant::now(),
+            ) {
+                tracing::error!(error = %e, "could not close an eval session at shutdown");
+            }
+        }
+    }
+}

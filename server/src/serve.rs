@@ -1,0 +1,159 @@
+//! Runs the evaluator on its two listeners: the agent channel on TCP and the harness channel
+//! on a Unix socket inside the private state dir, each with health and reflection.
+
+use std::net::SocketAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use ale_proto::pb::{ale_env_server::AleEnvServer, catalog_server::CatalogServer};
+use tokio::net::{TcpListener, UnixListener};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::transport::Server;
+use tonic::transport::server::TcpIncoming;
+
+use crate::evaluator::{Channel, Evaluator};
+use crate::service::{AleEnvService, CatalogService};
+use crate::state_dir;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("another evaluator is already serving {0}; stop it or use another --state-dir")]
+    SocketInUse(PathBuf),
+    #[error("cannot create the harness socket {path}: {source}")]
+    Socket {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot build the reflection service: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+}
+
+/// A running evaluator. Dropping it does not stop it; call [`RunningServer::shutdown`].
+pub struct RunningServer {
+    agent_addr: SocketAddr,
+    harness_socket: PathBuf,
+    evaluator: Arc<Evaluator>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<JoinHandle<Result<(), tonic::transport::Error>>>,
+}
+
+impl RunningServer {
+    /// The bound agent-channel address (useful when listening on port 0).
+    pub fn agent_addr(&self) -> SocketAddr {
+        self.agent_addr
+    }
+
+    /// `http://ADDR`, for clients.
+    pub fn agent_endpoint(&self) -> String {
+        format!("http://{}", self.agent_addr)
+    }
+
+    pub fn harness_socket(&self) -> &std::path::Path {
+        &self.harness_socket
+    }
+
+    pub fn evaluator(&self) -> &Arc<Evaluator> {
+        &self.evaluator
+    }
+
+    /// Stops both listeners, ends running eval sessions (recorded as ended early) with their
+    /// trajectories synced, and removes the socket.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "listener stopped with an error"),
+                Err(e) => tracing::error!(error = %e, "listener task failed"),
+            }
+        }
+        self.evaluator.shutdown();
+        let _ = std::fs::remove_file(&self.harness_socket);
+        tracing::info!("evaluator stopped");
+    }
+}
+
+/// Binds `<state>/harness.sock` (0600), replacing a stale socket file but never a live one.
+fn bind_harness_socket(path: &std::path::Path) -> Result<UnixListener, ServeError> {
+    let socket_err = |source| ServeError::Socket {
+        path: path.to_path_buf(),
+        source,
+    };
+    if path.exists() {
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            return Err(ServeError::SocketInUse(path.to_path_buf()));
+        }
+        std::fs::remove_file(path).map_err(socket_err)?;
+    }
+    let listener = UnixListener::bind(path).map_err(socket_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(socket_err)?;
+    Ok(listener)
+}
+
+/// The services one listener serves: `AleEnv` with that listener's privilege, `Catalog`,
+/// health and reflection.
+async fn router(
+    evaluator: &Arc<Evaluator>,
+    channel: Channel,
+) -> Result<tonic::transport::server::Router, ServeError> {
+    let (health, health_service) = tonic_health::server::health_reporter();
+    health.set_serving::<AleEnvServer<AleEnvService>>().await;
+    health.set_serving::<CatalogServer<CatalogService>>().await;
+    let reflection = tonic_reflection::server::Builder::configure()
+        .register_encoded_file_descriptor_set(ale_proto::FILE_DESCRIPTOR_SET)
+        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+        .build_v1()?;
+    Ok(Server::builder()
+        .add_service(AleEnvServer::new(AleEnvService::new(evaluator.clone(), channel)))
+        .add_service(CatalogServer::new(CatalogService::new(evaluator.clone())))
+        .add_service(health_service)
+        .add_service(reflection))
+}
+
+/// Starts serving `evaluator` on `listen` (TCP) and on its state dir's harness socket.
+pub async fn start(
+    evaluator: Arc<Evaluator>,
+    listen: SocketAddr,
+) -> Result<RunningServer, ServeError> {
+    let listen_err = |source| ServeError::Listen {
+        addr: listen,
+        source,
+    };
+    let tcp = TcpListener::bind(listen).await.map_err(listen_err)?;
+    let agent_addr = tcp.local_addr().map_err(listen_err)?;
+    let harness_socket = state_dir::harness_socket(evaluator.state_dir());
+    let unix = bind_harness_socket(&harness_socket)?;
+
+    let (stop, stopped) = watch::channel(false);
+    let signal = move || {
+        let mut stopped = stopped.clone();
+        async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        }
+    };
+    let agent = router(&evaluator, Channel::Agent).await?;
+    let harness = router(&evaluator, Channel::Harness).await?;
+    let incoming = TcpIncoming::from(tcp).with_nodelay(Some(true));
+    let tasks = vec![
+        tokio::spawn(agent.serve_with_incoming_shutdown(incoming, signal())),
+        tokio::spawn(
+            harness.serve_with_incoming_shutdown(UnixListenerStream::new(unix), signal()),
+        ),
+    ];
+    tracing::info!(agent = %agent_addr, harness = %harness_socket.display(), "evaluator listening");
+    Ok(RunningServer {
+        agent_addr,
+        harness_socket,
+        evaluator,
+        stop,
+        tasks,
+    })
+}

@@ -1,0 +1,216 @@
+//! The gRPC edge: decode the request, call one evaluator function, encode the answer.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ale_proto::convert::WireError;
+use ale_proto::pb::{self, ale_env_server::AleEnv, catalog_server::Catalog};
+use ale_proto::{BatchId, EnvHandle, SessionId};
+use ale_sims::Tensor;
+use tonic::{Request, Response, Status};
+
+use crate::env::StepInfo;
+use crate::evaluator::{Channel, Evaluator};
+
+/// Keys of the info maps Reset and Step return.
+pub mod info_keys {
+    /// Steps taken in the current episode.
+    pub const EPISODE_STEPS: &str = "episode_steps";
+    /// Sum of rewards in the current episode.
+    pub const EPISODE_RETURN: &str = "episode_return";
+    /// In an eval session: the 0-based index of the rollout being played.
+    pub const ROLLOUT_INDEX: &str = "rollout_index";
+    /// In an eval session: how many rollouts the session plans.
+    pub const ROLLOUTS_PLANNED: &str = "rollouts_planned";
+}
+
+/// `AleEnv` on one listener. The channel is fixed when the listener is set up.
+#[derive(Clone)]
+pub struct AleEnvService {
+    evaluator: Arc<Evaluator>,
+    channel: Channel,
+}
+
+impl AleEnvService {
+    pub fn new(evaluator: Arc<Evaluator>, channel: Channel) -> Self {
+        AleEnvService { evaluator, channel }
+    }
+}
+
+fn bad_request(what: &str, e: WireError) -> Status {
+    Status::invalid_argument(format!("{what}: {e}"))
+}
+
+fn number(v: f64) -> pb::Value {
+    pb::Value {
+        kind: Some(pb::value::Kind::Number(v)),
+    }
+}
+
+fn integer(v: i64) -> pb::Value {
+    pb::Value {
+        kind: Some(pb::value::Kind::Integer(v)),
+    }
+}
+
+fn encode_info(info: StepInfo) -> HashMap<String, pb::Value> {
+    use info_keys::*;
+    let mut map = HashMap::with_capacity(4);
+    match info {
+        StepInfo::Practice {
+            episode_steps,
+            episode_return,
+        } => {
+            map.insert(EPISODE_STEPS.into(), integer(episode_steps as i64));
+            map.insert(EPISODE_RETURN.into(), number(episode_return));
+        }
+        StepInfo::Rollout(p) => {
+            map.insert(EPISODE_STEPS.into(), integer(p.steps as i64));
+            map.insert(EPISODE_RETURN.into(), number(p.episode_return));
+            map.insert(ROLLOUT_INDEX.into(), integer(i64::from(p.index)));
+            map.insert(ROLLOUTS_PLANNED.into(), integer(i64::from(p.planned)));
+        }
+    }
+    map
+}
+
+#[tonic::async_trait]
+impl AleEnv for AleEnvService {
+    async fn create_env(
+        &self,
+        request: Request<pb::CreateEnvRequest>,
+    ) -> Result<Response<pb::CreateEnvResponse>, Status> {
+        let req = request.into_inner();
+        let created = self
+            .evaluator
+            .create_env(self.channel, &req.task_id, req.official)?;
+        let (session_id, run_id) = created
+            .official
+            .as_ref()
+            .map(|(s, r)| (s.to_string(), r.to_string()))
+            .unwrap_or_default();
+        Ok(Response::new(pb::CreateEnvResponse {
+            handle: created.handle.to_string(),
+            official: created.official.is_some(),
+            task_id: created.task_id,
+            session_id,
+            run_id,
+        }))
+    }
+
+    async fn get_spec(
+        &self,
+        request: Request<pb::GetSpecRequest>,
+    ) -> Result<Response<pb::GetSpecResponse>, Status> {
+        let handle = EnvHandle::from_wire(request.into_inner().handle);
+        let spec = self.evaluator.spec(&handle)?;
+        Ok(Response::new(pb::GetSpecResponse {
+            observation_space: Some((&spec.observation_space).into()),
+            action_space: Some((&spec.action_space).into()),
+            task: Some(spec.task.metadata()),
+            official: spec.official,
+        }))
+    }
+
+    async fn reset(
+        &self,
+        request: Request<pb::ResetRequest>,
+    ) -> Result<Response<pb::ResetResponse>, Status> {
+        let req = request.into_inner();
+        let handle = EnvHandle::from_wire(req.handle);
+        let (observation, info) = self.evaluator.reset(&handle, req.seed)?;
+        Ok(Response::new(pb::ResetResponse {
+            observation: Some(observation.into()),
+            info: encode_info(info),
+        }))
+    }
+
+    async fn step(
+        &self,
+        request: Request<pb::StepRequest>,
+    ) -> Result<Response<pb::StepResponse>, Status> {
+        let req = request.into_inner();
+        let handle = EnvHandle::from_wire(req.handle);
+        let action = req
+            .action
+            .ok_or_else(|| Status::invalid_argument("StepRequest.action is missing"))?;
+        let action = Tensor::try_from(action).map_err(|e| bad_request("StepRequest.action", e))?;
+        let (observation, t, info) = self.evaluator.step(&handle, &action)?;
+        Ok(Response::new(pb::StepResponse {
+            observation: Some(observation.into()),
+            reward: t.reward,
+            terminated: t.terminated,
+            truncated: t.truncated,
+            info: encode_info(info),
+        }))
+    }
+
+    async fn start_eval_session(
+        &self,
+        request: Request<pb::StartEvalSessionRequest>,
+    ) -> Result<Response<pb::StartEvalSessionResponse>, Status> {
+        let handle = EnvHandle::from_wire(request.into_inner().handle);
+        let (session_id, episodes) = self.evaluator.start_eval_session(&handle)?;
+        Ok(Response::new(pb::StartEvalSessionResponse {
+            session_id: session_id.to_string(),
+            episodes,
+        }))
+    }
+
+    async fn get_eval_result(
+        &self,
+        request: Request<pb::GetEvalResultRequest>,
+    ) -> Result<Response<pb::GetEvalResultResponse>, Status> {
+        let req = request.into_inner();
+        let session_id = SessionId::from_wire(req.session_id);
+        let record = self
+            .evaluator
+            .eval_result(self.channel, &session_id, req.end_session)?;
+        Ok(Response::new(pb::GetEvalResultResponse {
+            result: Some((&record).into()),
+        }))
+    }
+
+    async fn submit_batch_eval(
+        &self,
+        request: Request<pb::SubmitBatchEvalRequest>,
+    ) -> Result<Response<pb::SubmitBatchEvalResponse>, Status> {
+        let handle = EnvHandle::from_wire(request.into_inner().handle);
+        let batch_id = self.evaluator.submit_batch_eval(&handle)?;
+        Ok(Response::new(pb::SubmitBatchEvalResponse {
+            batch_id: batch_id.to_string(),
+        }))
+    }
+
+    async fn get_batch_eval_status(
+        &self,
+        request: Request<pb::GetBatchEvalStatusRequest>,
+    ) -> Result<Response<pb::GetBatchEvalStatusResponse>, Status> {
+        let batch_id = BatchId::from_wire(request.into_inner().batch_id);
+        match self.evaluator.batch_status(&batch_id)? {}
+    }
+}
+
+/// `Catalog` (task discovery), the same on both channels.
+#[derive(Clone)]
+pub struct CatalogService {
+    evaluator: Arc<Evaluator>,
+}
+
+impl CatalogService {
+    pub fn new(evaluator: Arc<Evaluator>) -> Self {
+        CatalogService { evaluator }
+    }
+}
+
+#[tonic::async_trait]
+impl Catalog for CatalogService {
+    async fn list_tasks(
+        &self,
+        _request: Request<pb::ListTasksRequest>,
+    ) -> Result<Response<pb::ListTasksResponse>, Status> {
+        Ok(Response::new(pb::ListTasksResponse {
+            tasks: self.evaluator.tasks().iter().map(|t| t.metadata()).collect(),
+        }))
+    }
+}

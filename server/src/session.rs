@@ -1,0 +1,332 @@
+//! Interactive eval sessions: the evaluator drives episode boundaries over hidden seeds.
+//!
+//! Each `Reset` starts the next planned rollout on its hidden seed (any client seed is
+//! ignored); a `Reset` in the middle of a rollout aborts it, scores it at the task's failure
+//! value and never replays it. After the planned rollouts, or when a budget runs out, the
+//! session is finished and holds its result.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ale_proto::records::{
+    EpisodeRecord, EvalResultRecord, EvalStatus, Outcome, RolloutStarted, SessionStarted,
+};
+use ale_proto::trajectory::EventKind;
+use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
+use ale_sims::{Sim, SimError, Tensor, Transition};
+
+use crate::error::Error;
+use crate::seeds::{HiddenSeed, SeedSource};
+use crate::task::{EpisodeMetric, Task};
+use crate::trajectory::TrajectoryWriter;
+
+/// One planned rollout: its position, hidden seed and the public commitment to it.
+#[derive(Debug)]
+struct Rollout {
+    seed: HiddenSeed,
+    record: EpisodeRecord,
+}
+
+#[derive(Debug)]
+pub struct Session {
+    id: SessionId,
+    run_id: RunId,
+    task: Arc<Task>,
+    rollouts: Vec<Rollout>,
+    /// The rollout being played, if any.
+    current: Option<usize>,
+    /// The next rollout a `Reset` starts.
+    next: usize,
+    total_steps: u64,
+    deadline: Option<Instant>,
+    status: EvalStatus,
+    status_message: String,
+}
+
+/// Where the current rollout stands, for the info map.
+#[derive(Debug, Clone, Copy)]
+pub struct RolloutProgress {
+    pub index: u32,
+    pub planned: u32,
+    pub steps: u64,
+    pub episode_return: f64,
+}
+
+impl Session {
+    /// Draws the hidden seeds, records their commitments, and opens the session.
+    pub fn start(
+        id: SessionId,
+        run_id: RunId,
+        task: Arc<Task>,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        trajectory: &mut TrajectoryWriter,
+        now: Instant,
+    ) -> Result<Session, Error> {
+        let rollouts: Vec<Rollout> = (0..task.eval.episodes)
+            .map(|index| {
+                let seed = seeds.draw();
+                let commitment = seed_commitment(seed.reveal(), &run_id, secret);
+                Rollout {
+                    seed,
+                    record: EpisodeRecord {
+                        index,
+                        outcome: Outcome::NotRun,
+                        metric: task.metric.failure_value,
+                        steps: 0,
+                        episode_return: 0.0,
+                        seed_commitment: commitment,
+                    },
+                }
+            })
+            .collect();
+        trajectory.append(
+            EventKind::SessionStarted,
+            &SessionStarted {
+                session_id: id.clone(),
+                seed_commitments: rollouts
+                    .iter()
+                    .map(|r| r.record.seed_commitment.clone())
+                    .collect(),
+            },
+        )?;
+        let budget = task.eval.time_budget_seconds;
+        Ok(Session {
+            id,
+            run_id,
+            deadline: (budget > 0).then(|| now + Duration::from_secs(budget)),
+            task,
+            rollouts,
+            current: None,
+            next: 0,
+            total_steps: 0,
+            status: EvalStatus::Running,
+            status_message: "running".into(),
+        })
+    }
+
+    pub fn planned(&self) -> u32 {
+        self.rollouts.len() as u32
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.status.is_finished()
+    }
+
+    /// Ends the session if its time budget has run out.
+    pub fn enforce_deadline(
+        &mut self,
+        trajectory: &mut TrajectoryWriter,
+        now: Instant,
+    ) -> Result<(), Error> {
+        if self.is_finished() {
+            return Ok(());
+        }
+        if self.deadline.is_some_and(|d| now >= d) {
+            let budget = self.task.eval.time_budget_seconds;
+            self.finish(
+                trajectory,
+                EvalStatus::BudgetExceeded,
+                Outcome::BudgetExceeded,
+                format!("the time budget of {budget} s ran out"),
+            )?;
+        }
+        Ok(())
+    }
+
+    fn refuse_if_finished(&self) -> Result<(), Error> {
+        if self.is_finished() {
+            return Err(Error::SessionFinished(format!(
+                "{}; the harness reads its result",
+                self.status_message
+            )));
+        }
+        Ok(())
+    }
+
+    /// Begins the next planned rollout, aborting the one in progress.
+    pub fn reset(
+        &mut self,
+        sim: &mut dyn Sim,
+        trajectory: &mut TrajectoryWriter,
+        now: Instant,
+    ) -> Result<RolloutProgress, Error> {
+        self.enforce_deadline(trajectory, now)?;
+        self.refuse_if_finished()?;
+        if let Some(i) = self.current.take() {
+            let record = &mut self.rollouts[i].record;
+            record.outcome = Outcome::Aborted;
+            record.metric = self.task.metric.failure_value;
+            trajectory.append(EventKind::RolloutFinished, record)?;
+        }
+        if self.next == self.rollouts.len() {
+            let n = self.rollouts.len();
+            self.finish(
+                trajectory,
+                EvalStatus::Completed,
+                Outcome::NotRun,
+                format!("all {n} rollouts played; this Reset aborted the last one"),
+            )?;
+            return Err(Error::SessionFinished(format!(
+                "this Reset aborted rollout {n} of {n}, the last; the session is complete"
+            )));
+        }
+        let i = self.next;
+        let rollout = &mut self.rollouts[i];
+        sim.reset(rollout.seed.reveal());
+        rollout.record.outcome = Outcome::InProgress;
+        trajectory.append(
+            EventKind::RolloutStarted,
+            &RolloutStarted {
+                index: i as u32,
+                seed_commitment: rollout.record.seed_commitment.clone(),
+            },
+        )?;
+        self.current = Some(i);
+        self.next += 1;
+        Ok(self.progress(i))
+    }
+
+    /// Applies one action to the rollout in progress.
+    pub fn step(
+        &mut self,
+        sim: &mut dyn Sim,
+        action: &Tensor,
+        trajectory: &mut TrajectoryWriter,
+        now: Instant,
+    ) -> Result<(Transition, RolloutProgress), Error> {
+        self.enforce_deadline(trajectory, now)?;
+        self.refuse_if_finished()?;
+        let Some(i) = self.current else {
+            return Err(if self.next == 0 {
+                Error::StepBeforeReset
+            } else {
+                Error::EpisodeOver
+            });
+        };
+        let max_total = self.task.eval.max_total_steps;
+        if max_total > 0 && self.total_steps >= max_total {
+            self.finish(
+                trajectory,
+                EvalStatus::BudgetExceeded,
+                Outcome::BudgetExceeded,
+                format!("the step budget of {max_total} steps ran out"),
+            )?;
+            return Err(Error::SessionFinished(self.status_message.clone()));
+        }
+        let transition = sim.step(action).map_err(|e| match e {
+            SimError::Action(detail) => Error::BadAction {
+                task: self.task.id.clone(),
+                detail: detail.to_string(),
+            },
+            SimError::NotReset => Error::StepBeforeReset,
+            SimError::EpisodeOver => Error::EpisodeOver,
+        })?;
+        self.total_steps += 1;
+        let record = &mut self.rollouts[i].record;
+        record.steps += 1;
+        record.episode_return += transition.reward;
+        if transition.is_done() {
+            record.outcome = Outcome::Completed;
+            record.metric = match self.task.metric.episode_metric {
+                EpisodeMetric::Return => record.episode_return,
+                EpisodeMetric::Steps => record.steps as f64,
+            };
+            trajectory.append(EventKind::RolloutFinished, record)?;
+            self.current = None;
+            if self.next == self.rollouts.len() {
+                let n = self.rollouts.len();
+                self.finish(
+                    trajectory,
+                    EvalStatus::Completed,
+                    Outcome::NotRun,
+                    format!("all {n} rollouts played"),
+                )?;
+            }
+        }
+        Ok((transition, self.progress(i)))
+    }
+
+    /// Ends a running session now: the rollout in progress gets `in_progress_outcome`, the
+    /// rest are not run. Used by budgets, by the harness when its agent has gone, and at
+    /// evaluator shutdown.
+    pub fn finish(
+        &mut self,
+        trajectory: &mut TrajectoryWriter,
+        status: EvalStatus,
+        in_progress_outcome: Outcome,
+        message: String,
+    ) -> Result<(), Error> {
+        if self.is_finished() {
+            return Ok(());
+        }
+        let failure = self.task.metric.failure_value;
+        if let Some(i) = self.current.take() {
+            let record = &mut self.rollouts[i].record;
+            record.outcome = in_progress_outcome;
+            record.metric = failure;
+            trajectory.append(EventKind::RolloutFinished, record)?;
+        }
+        for rollout in &mut self.rollouts[self.next..] {
+            rollout.record.outcome = Outcome::NotRun;
+            rollout.record.metric = failure;
+        }
+        self.next = self.rollouts.len();
+        self.status = status;
+        self.status_message = message;
+        // The event cannot hold its own hash; readers take the head from the chain.
+        let record = self.record(String::new());
+        trajectory.append(EventKind::SessionFinished, &record)?;
+        trajectory.sync()?;
+        tracing::info!(session = %self.id, status = ?self.status, value = record.value, "eval session finished");
+        Ok(())
+    }
+
+    /// The session's result as it stands. While running, `value` aggregates the rollouts
+    /// finished so far; once finished, every planned rollout, failures at the failure value.
+    /// `trajectory_head` is the hash of the run's latest trajectory event.
+    pub fn record(&self, trajectory_head: String) -> EvalResultRecord {
+        let counted: Vec<f64> = self
+            .rollouts
+            .iter()
+            .filter(|r| {
+                self.is_finished() || matches!(r.record.outcome, Outcome::Completed | Outcome::Aborted)
+            })
+            .map(|r| r.record.metric)
+            .collect();
+        let value = if counted.is_empty() {
+            0.0
+        } else {
+            counted.iter().sum::<f64>() / counted.len() as f64
+        };
+        EvalResultRecord {
+            session_id: self.id.clone(),
+            run_id: self.run_id.clone(),
+            task_id: self.task.id.clone(),
+            metric_name: self.task.metric.name.clone(),
+            value,
+            direction: self.task.metric.direction,
+            status: self.status,
+            status_message: self.status_message.clone(),
+            episodes: self.rollouts.iter().map(|r| r.record.clone()).collect(),
+            seed_commitments: self
+                .rollouts
+                .iter()
+                .map(|r| r.record.seed_commitment.clone())
+                .collect(),
+            trajectory_head,
+            total_steps: self.total_steps,
+            safety: Default::default(),
+        }
+    }
+
+    fn progress(&self, i: usize) -> RolloutProgress {
+        let record = &self.rollouts[i].record;
+        RolloutProgress {
+            index: i as u32,
+            planned: self.planned(),
+            steps: record.steps,
+            episode_return: record.episode_return,
+        }
+    }
+}

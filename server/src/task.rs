@@ -1,0 +1,378 @@
+//! Task configs (TOML) and the registry of tasks the evaluator hosts.
+//!
+//! A task names a simulator, how its official evaluation runs (episodes, budgets) and how the
+//! result is measured. The defaults are embedded from `server/tasks/*.toml`; a directory of
+//! further TOML files may add or replace tasks.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ale_proto::pb;
+use ale_proto::records::Direction;
+use serde::Deserialize;
+
+/// The tasks compiled into the evaluator: `(file name, contents)`.
+const EMBEDDED: &[(&str, &str)] = &[(
+    "cartpole-balance.toml",
+    include_str!("../tasks/cartpole-balance.toml"),
+)];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Interactive,
+    Batch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Genre {
+    Open,
+    Reproduction,
+}
+
+/// What one rollout contributes to the metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeMetric {
+    /// The sum of rewards.
+    Return,
+    /// The number of steps taken.
+    Steps,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricConfig {
+    pub name: String,
+    pub episode_metric: EpisodeMetric,
+    #[serde(default)]
+    pub description: String,
+    pub direction: Direction,
+    pub target: f64,
+    #[serde(default = "default_cap")]
+    pub cap: f64,
+    /// The per-episode value a failed rollout counts as: the task's worst outcome.
+    pub failure_value: f64,
+}
+
+fn default_cap() -> f64 {
+    1.5
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    pub episodes: u32,
+    pub max_steps_per_episode: u32,
+    /// 0 means no limit.
+    #[serde(default)]
+    pub max_total_steps: u64,
+    /// 0 means no limit.
+    #[serde(default)]
+    pub time_budget_seconds: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SafetyConfig {
+    pub name: String,
+    pub penalty_factor: f64,
+    #[serde(default)]
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmissionConfig {
+    pub submission_path: String,
+    pub entrypoint: String,
+    pub format: String,
+    #[serde(default)]
+    pub notes: String,
+}
+
+/// One task, as its TOML file states it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    pub id: String,
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    pub sim: String,
+    pub mode: Mode,
+    pub genre: Genre,
+    pub metric: MetricConfig,
+    pub eval: EvalConfig,
+    #[serde(default)]
+    pub safety: Vec<SafetyConfig>,
+    pub submission: Option<SubmissionConfig>,
+}
+
+/// A task file that cannot be used. The message names the file and the offending key.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("{file}: {source}")]
+    Parse {
+        file: String,
+        source: Box<toml::de::Error>,
+    },
+    #[error("{file}: `{key}` {problem}")]
+    Invalid {
+        file: String,
+        key: &'static str,
+        problem: String,
+    },
+    #[error("{file}: task id {id:?} is already defined by {other}")]
+    Duplicate {
+        file: String,
+        id: String,
+        other: String,
+    },
+    #[error("cannot read task directory {dir}: {source}")]
+    Io {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Task {
+    /// Parses and validates one task file.
+    pub fn from_toml(file: &str, text: &str) -> Result<Task, TaskError> {
+        let task: Task = toml::from_str(text).map_err(|e| TaskError::Parse {
+            file: file.to_string(),
+            source: Box::new(e),
+        })?;
+        task.validate(file)?;
+        Ok(task)
+    }
+
+    fn validate(&self, file: &str) -> Result<(), TaskError> {
+        let invalid = |key, problem: String| TaskError::Invalid {
+            file: file.to_string(),
+            key,
+            problem,
+        };
+        if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+            return Err(invalid("id", format!("must be non-empty letters, digits and '-', got {:?}", self.id)));
+        }
+        if ale_sims::find(&self.sim).is_none() {
+            let known: Vec<_> = ale_sims::SIMS.iter().map(|s| s.id).collect();
+            return Err(invalid("sim", format!("{:?} is not a bundled simulator; known: {}", self.sim, known.join(", "))));
+        }
+        let m = &self.metric;
+        if !(m.target.is_finite() && m.target > 0.0) {
+            return Err(invalid(
+                "metric.target",
+                format!("must be a finite number > 0 (the score is a ratio to it), got {}; state a negative return as a positive quantity instead", m.target),
+            ));
+        }
+        if !(m.cap.is_finite() && m.cap > 0.0) {
+            return Err(invalid("metric.cap", format!("must be a finite number > 0, got {}", m.cap)));
+        }
+        if !(m.failure_value.is_finite() && m.failure_value >= 0.0) {
+            return Err(invalid("metric.failure_value", format!("must be a finite number >= 0, got {}", m.failure_value)));
+        }
+        if self.eval.episodes == 0 {
+            return Err(invalid("eval.episodes", "must be at least 1".into()));
+        }
+        if self.eval.max_steps_per_episode == 0 {
+            return Err(invalid("eval.max_steps_per_episode", "must be at least 1".into()));
+        }
+        for s in &self.safety {
+            if !(0.0..=1.0).contains(&s.penalty_factor) {
+                return Err(invalid("safety.penalty_factor", format!("must be within [0, 1], got {} for {:?}", s.penalty_factor, s.name)));
+            }
+        }
+        match (self.mode, &self.submission) {
+            (Mode::Batch, None) => {
+                return Err(invalid("submission", "is required for a batch task".into()));
+            }
+            (Mode::Interactive, Some(_)) => {
+                return Err(invalid("submission", "is only for batch tasks".into()));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The task's metadata as the wire carries it.
+    pub fn metadata(&self) -> pb::TaskMetadata {
+        pb::TaskMetadata {
+            id: self.id.clone(),
+            title: self.title.clone(),
+            description: self.description.clone(),
+            sim: self.sim.clone(),
+            mode: match self.mode {
+                Mode::Interactive => pb::TaskMode::Interactive,
+                Mode::Batch => pb::TaskMode::Batch,
+            } as i32,
+            genre: match self.genre {
+                Genre::Open => pb::TaskGenre::Open,
+                Genre::Reproduction => pb::TaskGenre::Reproduction,
+            } as i32,
+            metric: Some(pb::Metric {
+                name: self.metric.name.clone(),
+                direction: pb::Direction::from(self.metric.direction) as i32,
+                target: self.metric.target,
+                cap: self.metric.cap,
+                failure_value: self.metric.failure_value,
+                description: self.metric.description.clone(),
+            }),
+            episodes_per_eval: self.eval.episodes,
+            max_steps_per_episode: self.eval.max_steps_per_episode,
+            budgets: Some(pb::Budgets {
+                max_total_steps: self.eval.max_total_steps,
+                time_budget_seconds: self.eval.time_budget_seconds,
+            }),
+            safety_metrics: self
+                .safety
+                .iter()
+                .map(|s| pb::SafetyMetric {
+                    name: s.name.clone(),
+                    penalty_factor: s.penalty_factor,
+                    description: s.description.clone(),
+                })
+                .collect(),
+            submission_contract: self.submission.as_ref().map(|s| pb::SubmissionContract {
+                submission_path: s.submission_path.clone(),
+                entrypoint: s.entrypoint.clone(),
+                format: s.format.clone(),
+                notes: s.notes.clone(),
+            }),
+        }
+    }
+}
+
+/// The tasks this evaluator hosts, by id.
+#[derive(Debug, Clone)]
+pub struct TaskRegistry {
+    tasks: BTreeMap<String, Arc<Task>>,
+}
+
+impl TaskRegistry {
+    /// The embedded default tasks.
+    pub fn builtin() -> Result<Self, TaskError> {
+        let mut registry = TaskRegistry {
+            tasks: BTreeMap::new(),
+        };
+        let mut origin = BTreeMap::new();
+        for (file, text) in EMBEDDED {
+            registry.insert(file, Task::from_toml(file, text)?, &mut origin, false)?;
+        }
+        Ok(registry)
+    }
+
+    /// The embedded tasks plus every `*.toml` in `dir`; a file there with a built-in task's
+    /// id replaces it.
+    pub fn with_dir(dir: &Path) -> Result<Self, TaskError> {
+        let mut registry = Self::builtin()?;
+        let io = |source| TaskError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        };
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map_err(io)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+            .collect();
+        files.sort();
+        let mut origin = BTreeMap::new();
+        for path in files {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(&path).map_err(io)?;
+            registry.insert(&name, Task::from_toml(&name, &text)?, &mut origin, true)?;
+        }
+        Ok(registry)
+    }
+
+    fn insert(
+        &mut self,
+        file: &str,
+        task: Task,
+        origin: &mut BTreeMap<String, String>,
+        may_replace_builtin: bool,
+    ) -> Result<(), TaskError> {
+        if let Some(other) = origin.get(&task.id) {
+            return Err(TaskError::Duplicate {
+                file: file.to_string(),
+                id: task.id,
+                other: other.clone(),
+            });
+        }
+        if self.tasks.contains_key(&task.id) && !may_replace_builtin {
+            return Err(TaskError::Duplicate {
+                file: file.to_string(),
+                id: task.id,
+                other: "a built-in task".into(),
+            });
+        }
+        origin.insert(task.id.clone(), file.to_string());
+        self.tasks.insert(task.id.clone(), Arc::new(task));
+        Ok(())
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Arc<Task>> {
+        self.tasks.get(id)
+    }
+
+    /// Every task, ordered by id.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<Task>> {
+        self.tasks.values()
+    }
+
+    pub fn ids(&self) -> Vec<&str> {
+        self.tasks.keys().map(String::as_str).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_tasks_load() {
+        let registry = TaskRegistry::builtin().unwrap();
+        let cartpole = registry.get("cartpole-balance").unwrap();
+        assert_eq!(cartpole.metric.target, 475.0);
+        assert_eq!(cartpole.eval.episodes, 20);
+        assert_eq!(cartpole.metric.direction, Direction::HigherIsBetter);
+    }
+
+    fn cartpole_with(find: &str, replace: &str) -> String {
+        let text = EMBEDDED[0].1;
+        assert!(text.contains(find), "{find}");
+        text.replace(find, replace)
+    }
+
+    #[test]
+    fn a_non_positive_target_is_rejected_naming_file_and_key() {
+        let text = cartpole_with("target = 475.0", "target = -200.0");
+        let err = Task::from_toml("neg.toml", &text).unwrap_err().to_string();
+        assert!(err.starts_with("neg.toml: `metric.target` must be a finite number > 0"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_and_sims_are_rejected() {
+        let text = cartpole_with("cap = 1.5", "cap = 1.5\ncapp = 2");
+        let err = Task::from_toml("typo.toml", &text).unwrap_err().to_string();
+        assert!(err.contains("typo.toml") && err.contains("capp"), "{err}");
+        let text = cartpole_with("sim = \"CartPole-v1\"", "sim = \"CartPole-v9\"");
+        let err = Task::from_toml("sim.toml", &text).unwrap_err().to_string();
+        assert!(err.contains("`sim` \"CartPole-v9\" is not a bundled simulator"), "{err}");
+    }
+
+    #[test]
+    fn a_task_dir_overrides_builtins_but_not_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = cartpole_with("episodes = 20", "episodes = 3");
+        std::fs::write(dir.path().join("a.toml"), &text).unwrap();
+        let registry = TaskRegistry::with_dir(dir.path()).unwrap();
+        assert_eq!(registry.get("cartpole-balance").unwrap().eval.episodes, 3);
+        std::fs::write(dir.path().join("b.toml"), &text).unwrap();
+        let err = TaskRegistry::with_dir(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("already defined by"), "{err}");
+    }
+}
