@@ -10,11 +10,15 @@ use crate::pb;
 /// A message that cannot become a domain value.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum WireError {
-    #[error("tensor dtype is unset or unknown ({0}); set one of float32, float64, int64, int32, uint8, bool")]
+    #[error(
+        "tensor dtype is unset or unknown ({0}); set one of float32, float64, int64, int32, uint8, bool"
+    )]
     UnknownDType(i32),
     #[error("tensor shape {0:?} has a negative dimension")]
     NegativeDimension(Vec<i64>),
-    #[error("a {dtype} tensor must carry its data in the `{expected}` field only, but `{got}` is filled")]
+    #[error(
+        "a {dtype} tensor must carry its data in the `{expected}` field only, but `{got}` is filled"
+    )]
     WrongDataField {
         dtype: DType,
         expected: &'static str,
@@ -260,7 +264,12 @@ mod tests {
     #[test]
     fn spaces_round_trip() {
         let spaces = [
-            Space::Box(BoxSpace::uniform(vec![2, 3], DType::F32, -1.0, f64::INFINITY)),
+            Space::Box(BoxSpace::uniform(
+                vec![2, 3],
+                DType::F32,
+                -1.0,
+                f64::INFINITY,
+            )),
             Space::Discrete(DiscreteSpace::new(4).with_labels(&["a", "b", "c", "d"])),
             Space::MultiBinary(vec![5]),
             Space::Dict(vec![("d".into(), Space::Discrete(DiscreteSpace::new(2)))]),

@@ -22,7 +22,8 @@ pub mod pb {
 }
 
 /// The encoded `FileDescriptorSet` of the `ale.v1` protos, for the reflection service.
-pub const FILE_DESCRIPTOR_SET: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/ale_descriptor.bin"));
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/ale_descriptor.bin"));
 
 /// Environment variables the harness sets for the agent it launches.
 pub mod agent_env {

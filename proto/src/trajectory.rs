@@ -200,7 +200,10 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
         });
     }
     for (i, line) in text.lines().enumerate() {
-        let fail = |reason: String| ChainError { line: i + 1, reason };
+        let fail = |reason: String| ChainError {
+            line: i + 1,
+            reason,
+        };
         let mut object: Value =
             serde_json::from_str(line).map_err(|e| fail(format!("not JSON: {e}")))?;
         if canonical_json(&object) != line {
@@ -220,7 +223,10 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
         let event: Event =
             serde_json::from_value(object).map_err(|e| fail(format!("malformed event: {e}")))?;
         if event.seq != i as u64 {
-            return Err(fail(format!("sequence number {} where {i} was expected", event.seq)));
+            return Err(fail(format!(
+                "sequence number {} where {i} was expected",
+                event.seq
+            )));
         }
         prev = expected;
         events.push(SealedEvent {
@@ -250,7 +256,12 @@ mod tests {
         .into_iter()
         .enumerate()
         {
-            let (line, _) = chain.seal(Level::TrustedEvaluator, kind, 1000 + i as u64, json!({"i": i, "x": 0.5}));
+            let (line, _) = chain.seal(
+                Level::TrustedEvaluator,
+                kind,
+                1000 + i as u64,
+                json!({"i": i, "x": 0.5}),
+            );
             text.push_str(&line);
             text.push('\n');
         }
@@ -272,7 +283,9 @@ mod tests {
         for i in 0..bytes.len() {
             let mut flipped = bytes.to_vec();
             flipped[i] ^= 0x01;
-            let Ok(s) = String::from_utf8(flipped) else { continue };
+            let Ok(s) = String::from_utf8(flipped) else {
+                continue;
+            };
             assert!(verify(&s).is_err(), "flip at byte {i} went unnoticed");
         }
     }

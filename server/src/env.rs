@@ -18,7 +18,10 @@ use crate::trajectory::TrajectoryWriter;
 /// What the info map of a Reset or Step reports.
 #[derive(Debug, Clone, Copy)]
 pub enum StepInfo {
-    Practice { episode_steps: u64, episode_return: f64 },
+    Practice {
+        episode_steps: u64,
+        episode_return: f64,
+    },
     Rollout(RolloutProgress),
 }
 
@@ -64,8 +67,9 @@ fn sim_error(task: &Task, e: SimError) -> Error {
 
 fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
     // Task configs are validated against the sim registry at load.
-    let info = ale_sims::find(&task.sim)
-        .ok_or_else(|| Error::InvalidRequest(format!("task {} names unknown sim {}", task.id, task.sim)))?;
+    let info = ale_sims::find(&task.sim).ok_or_else(|| {
+        Error::InvalidRequest(format!("task {} names unknown sim {}", task.id, task.sim))
+    })?;
     Ok(info.build(task.eval.max_steps_per_episode))
 }
 
@@ -163,7 +167,11 @@ impl Env {
                 if seed.is_some() {
                     tracing::debug!(handle = %self.handle, "client seed ignored in eval session");
                 }
-                Ok(StepInfo::Rollout(session.reset(self.sim.as_mut(), trajectory, now)?))
+                Ok(StepInfo::Rollout(session.reset(
+                    self.sim.as_mut(),
+                    trajectory,
+                    now,
+                )?))
             }
         }
     }
@@ -172,7 +180,10 @@ impl Env {
         self.last_used = now;
         match &mut self.kind {
             Kind::Practice(episode) => {
-                let t = self.sim.step(action).map_err(|e| sim_error(&self.task, e))?;
+                let t = self
+                    .sim
+                    .step(action)
+                    .map_err(|e| sim_error(&self.task, e))?;
                 episode.steps += 1;
                 episode.episode_return += t.reward;
                 Ok((
@@ -238,7 +249,12 @@ impl Env {
         now: Instant,
     ) -> Result<EvalResultRecord, Error> {
         if end_session {
-            self.end_session("the harness ended the session before the agent finished it", seeds, secret, now)?;
+            self.end_session(
+                "the harness ended the session before the agent finished it",
+                seeds,
+                secret,
+                now,
+            )?;
         }
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
@@ -280,7 +296,12 @@ impl Env {
             ..
         } = official.as_mut();
         if let Some(session) = session {
-            session.finish(trajectory, EvalStatus::EndedEarly, Outcome::Aborted, why.to_string())?;
+            session.finish(
+                trajectory,
+                EvalStatus::EndedEarly,
+                Outcome::Aborted,
+                why.to_string(),
+            )?;
         }
         Ok(())
     }

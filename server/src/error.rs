@@ -21,7 +21,9 @@ pub enum Error {
     StepBeforeReset,
     #[error("the episode is over (terminated or truncated): call Reset to begin another")]
     EpisodeOver,
-    #[error("{0} is a practice env; only the official env the harness created can run an eval session")]
+    #[error(
+        "{0} is a practice env; only the official env the harness created can run an eval session"
+    )]
     PracticeEnvInEval(EnvHandle),
     #[error("official env {0} has no eval session yet: call StartEvalSession before Reset or Step")]
     SessionNotStarted(EnvHandle),
@@ -35,7 +37,9 @@ pub enum Error {
     ResultNeedsHarness,
     #[error("{0}")]
     Unimplemented(String),
-    #[error("the evaluator holds its maximum of {0} envs; reuse an env or let idle practice envs expire")]
+    #[error(
+        "the evaluator holds its maximum of {0} envs; reuse an env or let idle practice envs expire"
+    )]
     TooManyEnvs(usize),
     #[error("cannot write the trajectory: {0}")]
     Trajectory(#[from] std::io::Error),

@@ -125,7 +125,12 @@ impl Evaluator {
         })
     }
 
-    pub fn create_env(&self, channel: Channel, task_id: &str, official: bool) -> Result<CreatedEnv, Error> {
+    pub fn create_env(
+        &self,
+        channel: Channel,
+        task_id: &str,
+        official: bool,
+    ) -> Result<CreatedEnv, Error> {
         if official && channel != Channel::Harness {
             return Err(Error::OfficialNeedsHarness);
         }
@@ -147,7 +152,14 @@ impl Evaluator {
             let run_id = RunId::from_random(random_id_bytes());
             let session_id = SessionId::from_random(random_id_bytes());
             let run_dir = state_dir::run_dir(&self.state_dir, &run_id);
-            let env = Env::official(handle.clone(), task, run_id.clone(), session_id.clone(), &run_dir, now)?;
+            let env = Env::official(
+                handle.clone(),
+                task,
+                run_id.clone(),
+                session_id.clone(),
+                &run_dir,
+                now,
+            )?;
             tracing::info!(%handle, %run_id, task = task_id, "official env created");
             (env, Some((session_id, run_id)))
         } else {
@@ -177,14 +189,22 @@ impl Evaluator {
     }
 
     /// Begins an episode and returns its first observation.
-    pub fn reset(&self, handle: &EnvHandle, seed: Option<u64>) -> Result<(Tensor, StepInfo), Error> {
+    pub fn reset(
+        &self,
+        handle: &EnvHandle,
+        seed: Option<u64>,
+    ) -> Result<(Tensor, StepInfo), Error> {
         let env = self.env(handle)?;
         let mut env = lock(&env);
         let info = env.reset(seed, Instant::now())?;
         Ok((env.sim().observation().clone(), info))
     }
 
-    pub fn step(&self, handle: &EnvHandle, action: &Tensor) -> Result<(Tensor, Transition, StepInfo), Error> {
+    pub fn step(
+        &self,
+        handle: &EnvHandle,
+        action: &Tensor,
+    ) -> Result<(Tensor, Transition, StepInfo), Error> {
         let env = self.env(handle)?;
         let mut env = lock(&env);
         let (transition, info) = env.step(action, Instant::now())?;
@@ -212,7 +232,12 @@ impl Evaluator {
             .cloned()
             .ok_or_else(|| Error::UnknownSession(session_id.clone()))?;
         let mut env = lock(&env);
-        env.eval_result(self.seeds.as_ref(), &self.secret, end_session, Instant::now())
+        env.eval_result(
+            self.seeds.as_ref(),
+            &self.secret,
+            end_session,
+            Instant::now(),
+        )
     }
 
     /// Batch evaluation is not available for any hosted task yet.

@@ -112,7 +112,10 @@ async fn router(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     Ok(Server::builder()
-        .add_service(AleEnvServer::new(AleEnvService::new(evaluator.clone(), channel)))
+        .add_service(AleEnvServer::new(AleEnvService::new(
+            evaluator.clone(),
+            channel,
+        )))
         .add_service(CatalogServer::new(CatalogService::new(evaluator.clone())))
         .add_service(health_service)
         .add_service(reflection))
@@ -144,9 +147,7 @@ pub async fn start(
     let incoming = TcpIncoming::from(tcp).with_nodelay(Some(true));
     let tasks = vec![
         tokio::spawn(agent.serve_with_incoming_shutdown(incoming, signal())),
-        tokio::spawn(
-            harness.serve_with_incoming_shutdown(UnixListenerStream::new(unix), signal()),
-        ),
+        tokio::spawn(harness.serve_with_incoming_shutdown(UnixListenerStream::new(unix), signal())),
     ];
     tracing::info!(agent = %agent_addr, harness = %harness_socket.display(), "evaluator listening");
     Ok(RunningServer {

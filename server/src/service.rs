@@ -210,7 +210,12 @@ impl Catalog for CatalogService {
         _request: Request<pb::ListTasksRequest>,
     ) -> Result<Response<pb::ListTasksResponse>, Status> {
         Ok(Response::new(pb::ListTasksResponse {
-            tasks: self.evaluator.tasks().iter().map(|t| t.metadata()).collect(),
+            tasks: self
+                .evaluator
+                .tasks()
+                .iter()
+                .map(|t| t.metadata())
+                .collect(),
         }))
     }
 }

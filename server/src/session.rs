@@ -290,7 +290,8 @@ impl Session {
             .rollouts
             .iter()
             .filter(|r| {
-                self.is_finished() || matches!(r.record.outcome, Outcome::Completed | Outcome::Aborted)
+                self.is_finished()
+                    || matches!(r.record.outcome, Outcome::Completed | Outcome::Aborted)
             })
             .map(|r| r.record.metric)
             .collect();

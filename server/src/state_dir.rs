@@ -93,7 +93,11 @@ mod tests {
         let a = load_or_create_secret(&dir).unwrap();
         let b = load_or_create_secret(&dir).unwrap();
         assert_eq!(a, b);
-        let mode = fs::metadata(dir.join(SECRET_FILE)).unwrap().permissions().mode() & 0o777;
+        let mode = fs::metadata(dir.join(SECRET_FILE))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
         assert_eq!(mode, 0o600);
         fs::write(dir.join(SECRET_FILE), b"short").unwrap();
         assert!(load_or_create_secret(&dir).is_err());

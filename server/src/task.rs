@@ -155,35 +155,71 @@ impl Task {
             key,
             problem,
         };
-        if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-            return Err(invalid("id", format!("must be non-empty letters, digits and '-', got {:?}", self.id)));
+        if self.id.is_empty()
+            || !self
+                .id
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-')
+        {
+            return Err(invalid(
+                "id",
+                format!(
+                    "must be non-empty letters, digits and '-', got {:?}",
+                    self.id
+                ),
+            ));
         }
         if ale_sims::find(&self.sim).is_none() {
             let known: Vec<_> = ale_sims::SIMS.iter().map(|s| s.id).collect();
-            return Err(invalid("sim", format!("{:?} is not a bundled simulator; known: {}", self.sim, known.join(", "))));
+            return Err(invalid(
+                "sim",
+                format!(
+                    "{:?} is not a bundled simulator; known: {}",
+                    self.sim,
+                    known.join(", ")
+                ),
+            ));
         }
         let m = &self.metric;
         if !(m.target.is_finite() && m.target > 0.0) {
             return Err(invalid(
                 "metric.target",
-                format!("must be a finite number > 0 (the score is a ratio to it), got {}; state a negative return as a positive quantity instead", m.target),
+                format!(
+                    "must be a finite number > 0 (the score is a ratio to it), got {}; state a negative return as a positive quantity instead",
+                    m.target
+                ),
             ));
         }
         if !(m.cap.is_finite() && m.cap > 0.0) {
-            return Err(invalid("metric.cap", format!("must be a finite number > 0, got {}", m.cap)));
+            return Err(invalid(
+                "metric.cap",
+                format!("must be a finite number > 0, got {}", m.cap),
+            ));
         }
         if !(m.failure_value.is_finite() && m.failure_value >= 0.0) {
-            return Err(invalid("metric.failure_value", format!("must be a finite number >= 0, got {}", m.failure_value)));
+            return Err(invalid(
+                "metric.failure_value",
+                format!("must be a finite number >= 0, got {}", m.failure_value),
+            ));
         }
         if self.eval.episodes == 0 {
             return Err(invalid("eval.episodes", "must be at least 1".into()));
         }
         if self.eval.max_steps_per_episode == 0 {
-            return Err(invalid("eval.max_steps_per_episode", "must be at least 1".into()));
+            return Err(invalid(
+                "eval.max_steps_per_episode",
+                "must be at least 1".into(),
+            ));
         }
         for s in &self.safety {
             if !(0.0..=1.0).contains(&s.penalty_factor) {
-                return Err(invalid("safety.penalty_factor", format!("must be within [0, 1], got {} for {:?}", s.penalty_factor, s.name)));
+                return Err(invalid(
+                    "safety.penalty_factor",
+                    format!(
+                        "must be within [0, 1], got {} for {:?}",
+                        s.penalty_factor, s.name
+                    ),
+                ));
             }
         }
         match (self.mode, &self.submission) {
@@ -351,7 +387,10 @@ mod tests {
     fn a_non_positive_target_is_rejected_naming_file_and_key() {
         let text = cartpole_with("target = 475.0", "target = -200.0");
         let err = Task::from_toml("neg.toml", &text).unwrap_err().to_string();
-        assert!(err.starts_with("neg.toml: `metric.target` must be a finite number > 0"), "{err}");
+        assert!(
+            err.starts_with("neg.toml: `metric.target` must be a finite number > 0"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -361,7 +400,10 @@ mod tests {
         assert!(err.contains("typo.toml") && err.contains("capp"), "{err}");
         let text = cartpole_with("sim = \"CartPole-v1\"", "sim = \"CartPole-v9\"");
         let err = Task::from_toml("sim.toml", &text).unwrap_err().to_string();
-        assert!(err.contains("`sim` \"CartPole-v9\" is not a bundled simulator"), "{err}");
+        assert!(
+            err.contains("`sim` \"CartPole-v9\" is not a bundled simulator"),
+            "{err}"
+        );
     }
 
     #[test]

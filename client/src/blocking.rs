@@ -1,0 +1,97 @@
+//! A blocking client for agents that do not use tokio: the same calls, each run to completion
+//! on a private single-threaded runtime.
+
+use ale_proto::EnvHandle;
+use ale_sims::Tensor;
+use tokio::runtime::{Builder, Runtime};
+
+use crate::env::{self, EnvSpec, EvalSession, ResetResult, StepResult};
+use crate::error::ClientError;
+
+fn runtime() -> Result<Runtime, ClientError> {
+    Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(ClientError::Runtime)
+}
+
+/// A blocking connection to an evaluator.
+///
+/// ```no_run
+/// let client = ale_client::blocking::Client::connect("http://127.0.0.1:50051").unwrap();
+/// let mut env = client.create("cartpole-balance").unwrap();
+/// env.reset(Some(7)).unwrap();
+/// ```
+pub struct Client {
+    rt: std::sync::Arc<Runtime>,
+    inner: env::Client,
+}
+
+impl Client {
+    pub fn connect(endpoint: &str) -> Result<Client, ClientError> {
+        let rt = runtime()?;
+        let inner = rt.block_on(env::Client::connect(endpoint))?;
+        Ok(Client {
+            rt: std::sync::Arc::new(rt),
+            inner,
+        })
+    }
+
+    pub fn list_tasks(&self) -> Result<Vec<ale_proto::pb::TaskMetadata>, ClientError> {
+        self.rt.block_on(self.inner.list_tasks())
+    }
+
+    pub fn create(&self, task_id: &str) -> Result<Env, ClientError> {
+        let inner = self.rt.block_on(self.inner.create(task_id))?;
+        Ok(Env {
+            rt: self.rt.clone(),
+            inner,
+        })
+    }
+
+    pub fn attach(&self, handle: EnvHandle) -> Result<Env, ClientError> {
+        let inner = self.rt.block_on(self.inner.attach(handle))?;
+        Ok(Env {
+            rt: self.rt.clone(),
+            inner,
+        })
+    }
+}
+
+/// A blocking handle on one environment.
+pub struct Env {
+    rt: std::sync::Arc<Runtime>,
+    inner: env::Env,
+}
+
+impl Env {
+    /// Attaches to the env a harness launched this agent for (`ALE_ENDPOINT`, `ALE_ENV_HANDLE`).
+    pub fn from_agent_env() -> Result<Env, ClientError> {
+        let rt = runtime()?;
+        let inner = rt.block_on(env::Env::from_agent_env())?;
+        Ok(Env {
+            rt: std::sync::Arc::new(rt),
+            inner,
+        })
+    }
+
+    pub fn handle(&self) -> &EnvHandle {
+        self.inner.handle()
+    }
+
+    pub fn spec(&self) -> &EnvSpec {
+        self.inner.spec()
+    }
+
+    pub fn reset(&mut self, seed: Option<u64>) -> Result<ResetResult, ClientError> {
+        self.rt.block_on(self.inner.reset(seed))
+    }
+
+    pub fn step(&mut self, action: &Tensor) -> Result<StepResult, ClientError> {
+        self.rt.block_on(self.inner.step(action))
+    }
+
+    pub fn start_eval_session(&mut self) -> Result<EvalSession, ClientError> {
+        self.rt.block_on(self.inner.start_eval_session())
+    }
+}

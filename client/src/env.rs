@@ -1,0 +1,255 @@
+//! The async client: connect to an evaluator, create or attach to envs, drive episodes.
+
+use std::collections::BTreeMap;
+
+use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogClient};
+use ale_proto::{EnvHandle, SessionId, agent_env};
+use ale_sims::{Space, Tensor};
+use tonic::transport::{Channel, Endpoint};
+
+use crate::error::ClientError;
+
+/// A connection to an evaluator's agent channel.
+///
+/// ```no_run
+/// # async fn run() -> Result<(), ale_client::ClientError> {
+/// let client = ale_client::Client::connect("http://127.0.0.1:50051").await?;
+/// let mut env = client.create("cartpole-balance").await?;
+/// let first = env.reset(Some(7)).await?;
+/// let step = env.step(&ale_sims::Tensor::scalar_i64(1)).await?;
+/// # let _ = (first, step); Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    env: AleEnvClient<Channel>,
+    catalog: CatalogClient<Channel>,
+}
+
+/// A value in an info map.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InfoValue {
+    Number(f64),
+    Integer(i64),
+    Flag(bool),
+    Text(String),
+    Tensor(Tensor),
+}
+
+pub type Info = BTreeMap<String, InfoValue>;
+
+/// What `GetSpec` says about an env, decoded.
+#[derive(Debug, Clone)]
+pub struct EnvSpec {
+    pub observation_space: Space,
+    pub action_space: Space,
+    pub task: pb::TaskMetadata,
+    pub official: bool,
+}
+
+/// The first observation of an episode.
+#[derive(Debug, Clone)]
+pub struct ResetResult {
+    pub observation: Tensor,
+    pub info: Info,
+}
+
+/// One step's outcome (Gymnasium ≥ 0.26 semantics).
+#[derive(Debug, Clone)]
+pub struct StepResult {
+    pub observation: Tensor,
+    pub reward: f64,
+    pub terminated: bool,
+    pub truncated: bool,
+    pub info: Info,
+}
+
+impl StepResult {
+    pub fn is_done(&self) -> bool {
+        self.terminated || self.truncated
+    }
+}
+
+/// A started eval session, as the agent sees it (no result: the harness reads that).
+#[derive(Debug, Clone)]
+pub struct EvalSession {
+    pub session_id: SessionId,
+    pub episodes: u32,
+}
+
+fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Info {
+    info.into_iter()
+        .filter_map(|(k, v)| {
+            let value = match v.kind? {
+                pb::value::Kind::Number(x) => InfoValue::Number(x),
+                pb::value::Kind::Integer(x) => InfoValue::Integer(x),
+                pb::value::Kind::Flag(x) => InfoValue::Flag(x),
+                pb::value::Kind::Text(x) => InfoValue::Text(x),
+                pb::value::Kind::Tensor(t) => InfoValue::Tensor(Tensor::try_from(t).ok()?),
+            };
+            Some((k, value))
+        })
+        .collect()
+}
+
+fn decode_observation(t: Option<pb::Tensor>) -> Result<Tensor, ClientError> {
+    let t = t.ok_or(ClientError::Missing("an observation"))?;
+    Tensor::try_from(t).map_err(|source| ClientError::Wire {
+        what: "observation",
+        source,
+    })
+}
+
+impl Client {
+    /// Connects to `endpoint`, e.g. `http://127.0.0.1:50051`.
+    pub async fn connect(endpoint: &str) -> Result<Client, ClientError> {
+        let connect_err = |source| ClientError::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        };
+        let channel = Endpoint::from_shared(endpoint.to_string())
+            .map_err(connect_err)?
+            .tcp_nodelay(true)
+            .connect()
+            .await
+            .map_err(connect_err)?;
+        Ok(Client {
+            env: AleEnvClient::new(channel.clone()),
+            catalog: CatalogClient::new(channel),
+        })
+    }
+
+    /// Every task the evaluator hosts.
+    pub async fn list_tasks(&self) -> Result<Vec<pb::TaskMetadata>, ClientError> {
+        let resp = self
+            .catalog
+            .clone()
+            .list_tasks(pb::ListTasksRequest {})
+            .await?;
+        Ok(resp.into_inner().tasks)
+    }
+
+    /// Creates a practice env for `task_id`.
+    pub async fn create(&self, task_id: &str) -> Result<Env, ClientError> {
+        let resp = self
+            .env
+            .clone()
+            .create_env(pb::CreateEnvRequest {
+                task_id: task_id.to_string(),
+                official: false,
+            })
+            .await?
+            .into_inner();
+        self.attach(EnvHandle::from_wire(resp.handle)).await
+    }
+
+    /// Attaches to an env created elsewhere (e.g. the official env a harness hands over).
+    pub async fn attach(&self, handle: EnvHandle) -> Result<Env, ClientError> {
+        let mut client = self.env.clone();
+        let spec = client
+            .get_spec(pb::GetSpecRequest {
+                handle: handle.to_string(),
+            })
+            .await?
+            .into_inner();
+        let space = |s: Option<pb::Space>, what| {
+            let s = s.ok_or(ClientError::Missing(what))?;
+            Space::try_from(s).map_err(|source| ClientError::Wire { what, source })
+        };
+        let spec = EnvSpec {
+            observation_space: space(spec.observation_space, "observation space")?,
+            action_space: space(spec.action_space, "action space")?,
+            task: spec.task.ok_or(ClientError::Missing("task metadata"))?,
+            official: spec.official,
+        };
+        Ok(Env {
+            client,
+            handle,
+            spec,
+        })
+    }
+
+    /// The raw generated client, for RPCs this wrapper does not cover.
+    pub fn raw(&self) -> AleEnvClient<Channel> {
+        self.env.clone()
+    }
+}
+
+/// One environment on the evaluator.
+pub struct Env {
+    client: AleEnvClient<Channel>,
+    handle: EnvHandle,
+    spec: EnvSpec,
+}
+
+impl Env {
+    /// Attaches to the env a harness launched this agent for: reads `ALE_ENDPOINT` and
+    /// `ALE_ENV_HANDLE`.
+    pub async fn from_agent_env() -> Result<Env, ClientError> {
+        let var =
+            |name: &'static str| std::env::var(name).map_err(|_| ClientError::MissingEnvVar(name));
+        let endpoint = var(agent_env::ENDPOINT)?;
+        let handle = var(agent_env::ENV_HANDLE)?;
+        Client::connect(&endpoint)
+            .await?
+            .attach(EnvHandle::from_wire(handle))
+            .await
+    }
+
+    pub fn handle(&self) -> &EnvHandle {
+        &self.handle
+    }
+
+    pub fn spec(&self) -> &EnvSpec {
+        &self.spec
+    }
+
+    /// Begins an episode. `seed` makes a practice episode reproducible; in an eval session it
+    /// is ignored and the evaluator's hidden seed is used.
+    pub async fn reset(&mut self, seed: Option<u64>) -> Result<ResetResult, ClientError> {
+        let resp = self
+            .client
+            .reset(pb::ResetRequest {
+                handle: self.handle.to_string(),
+                seed,
+            })
+            .await?
+            .into_inner();
+        Ok(ResetResult {
+            observation: decode_observation(resp.observation)?,
+            info: decode_info(resp.info),
+        })
+    }
+
+    pub async fn step(&mut self, action: &Tensor) -> Result<StepResult, ClientError> {
+        let resp = self
+            .client
+            .step(pb::StepRequest {
+                handle: self.handle.to_string(),
+                action: Some(action.clone().into()),
+            })
+            .await?
+            .into_inner();
+        Ok(StepResult {
+            observation: decode_observation(resp.observation)?,
+            reward: resp.reward,
+            terminated: resp.terminated,
+            truncated: resp.truncated,
+            info: decode_info(resp.info),
+        })
+    }
+
+    /// Starts the official eval session on this (official) env.
+    pub async fn start_eval_session(&mut self) -> Result<EvalSession, ClientError> {
+        let resp = self
+            .client
+            .start_eval_session(pb::StartEvalSessionRequest {
+                handle: self.handle.to_string(),
+            })
+            .await?
+            .into_inner();
+        Ok(EvalSession {
+            session_id: SessionId::from_wire(resp.session_id),
+            episodes: resp.episodes,
+        })
+    }
+}

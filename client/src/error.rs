@@ -1,0 +1,37 @@
+//! Errors an agent sees.
+
+use ale_proto::convert::WireError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to the evaluator at {endpoint}: {source}")]
+    Connect {
+        endpoint: String,
+        source: tonic::transport::Error,
+    },
+    #[error("{}: {}", .0.code(), .0.message())]
+    Rpc(#[from] tonic::Status),
+    #[error("the evaluator sent a malformed {what}: {source}")]
+    Wire {
+        what: &'static str,
+        source: WireError,
+    },
+    #[error("the evaluator's answer lacks {0}")]
+    Missing(&'static str),
+    #[error(
+        "environment variable {0} is not set; run this agent under `ale harness run` or set it yourself"
+    )]
+    MissingEnvVar(&'static str),
+    #[error("cannot start a runtime for the blocking client: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl ClientError {
+    /// The gRPC code, if the evaluator answered with an error status.
+    pub fn code(&self) -> Option<tonic::Code> {
+        match self {
+            ClientError::Rpc(status) => Some(status.code()),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,54 @@
+//! Built-in policies. Each sees only observations (and the spaces), never simulator state.
+
+mod cartpole;
+mod random;
+
+pub use cartpole::CartPoleHeuristic;
+pub use random::RandomPolicy;
+
+use ale_sims::Tensor;
+
+use crate::env::EnvSpec;
+
+/// Maps an observation to an action.
+pub trait Policy: Send {
+    fn act(&mut self, observation: &Tensor) -> Tensor;
+}
+
+/// Which built-in policy to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyKind {
+    Random,
+    Heuristic,
+}
+
+impl PolicyKind {
+    pub const ALL: [PolicyKind; 2] = [PolicyKind::Random, PolicyKind::Heuristic];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyKind::Random => "random",
+            PolicyKind::Heuristic => "heuristic",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PolicyKind> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// No heuristic is bundled for this env's simulator.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("no heuristic policy for simulator {0}; use the random policy")]
+pub struct NoHeuristic(pub String);
+
+/// Builds a built-in policy for an env. `seed` drives the random policy.
+pub fn build(kind: PolicyKind, spec: &EnvSpec, seed: u64) -> Result<Box<dyn Policy>, NoHeuristic> {
+    match kind {
+        PolicyKind::Random => Ok(Box::new(RandomPolicy::new(spec.action_space.clone(), seed))),
+        PolicyKind::Heuristic => match spec.task.sim.as_str() {
+            ale_sims::cartpole::ID => Ok(Box::new(CartPoleHeuristic::default())),
+            other => Err(NoHeuristic(other.to_string())),
+        },
+    }
+}
