@@ -1,1 +1,71 @@
-fn main() {}
+//! `ale`: the ALE console and its command-line tools in one binary.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+#[derive(Parser)]
+#[command(
+    name = "ale",
+    version,
+    about = "ALE Robotics evaluator, harness and console"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run an evaluator: the agent channel on TCP, the harness channel on <state-dir>/harness.sock.
+    Serve(cli::serve::ServeArgs),
+    /// Official evaluations: create the official env, hand it to an agent, read the result.
+    #[command(subcommand)]
+    Harness(cli::harness::HarnessCommand),
+    /// List the tasks an evaluator hosts.
+    Tasks(cli::tasks::TasksArgs),
+    /// Measure the evaluator.
+    #[command(subcommand)]
+    Bench(cli::bench::BenchCommand),
+}
+
+/// `--state-dir`, shared by every subcommand that touches evaluator state.
+#[derive(clap::Args, Debug, Clone)]
+pub struct StateDirArg {
+    /// The evaluator's state directory [default: $XDG_STATE_HOME/ale or ~/.local/state/ale]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
+}
+
+impl StateDirArg {
+    pub fn resolve(&self) -> PathBuf {
+        self.state_dir
+            .clone()
+            .unwrap_or_else(ale_server::state_dir::default_state_dir)
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let Some(command) = cli.command else {
+        use clap::CommandFactory;
+        let _ = Cli::command().print_help();
+        return std::process::ExitCode::SUCCESS;
+    };
+    cli::init_logging();
+    let result = match command {
+        Command::Serve(args) => cli::serve::run(args),
+        Command::Harness(cmd) => cli::harness::run(cmd),
+        Command::Tasks(args) => cli::tasks::run(args),
+        Command::Bench(cmd) => cli::bench::run(cmd),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

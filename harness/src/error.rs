@@ -1,0 +1,32 @@
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    #[error(
+        "cannot reach the evaluator's harness socket {socket}: {source}; is `ale serve` running on that state dir?"
+    )]
+    Connect {
+        socket: PathBuf,
+        source: tonic::transport::Error,
+    },
+    #[error("the evaluator refused {rpc}: {}: {}", .status.code(), .status.message())]
+    Rpc {
+        rpc: &'static str,
+        status: tonic::Status,
+    },
+    #[error("the evaluator's answer to {0} is malformed")]
+    Malformed(&'static str),
+    #[error("cannot launch the agent {command:?}: {source}")]
+    Launch {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("no agent command given: pass it after `--`")]
+    NoAgent,
+}
+
+impl HarnessError {
+    pub fn rpc(rpc: &'static str) -> impl FnOnce(tonic::Status) -> HarnessError {
+        move |status| HarnessError::Rpc { rpc, status }
+    }
+}

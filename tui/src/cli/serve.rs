@@ -1,0 +1,67 @@
+//! `ale serve`: run an evaluator until Ctrl-C or SIGTERM.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ale_server::{Evaluator, TaskRegistry};
+use anyhow::Context;
+
+use crate::StateDirArg;
+
+/// The line prefixes `ale serve` prints once it is listening.
+pub const READY_AGENT: &str = "agent channel:   ";
+pub const READY_HARNESS: &str = "harness channel: ";
+
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Address of the agent channel (TCP). Port 0 picks a free port.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:50051")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub state_dir: StateDirArg,
+    /// Extra task configs (*.toml); a file there replaces a built-in task with the same id.
+    #[arg(long, value_name = "DIR")]
+    pub tasks_dir: Option<PathBuf>,
+    /// Runtime worker threads; 1 serves everything from one thread (lowest latency).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: usize,
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let tasks = match &args.tasks_dir {
+        Some(dir) => TaskRegistry::with_dir(dir)?,
+        None => TaskRegistry::builtin()?,
+    };
+    let state_dir = args.state_dir.resolve();
+    let evaluator = Evaluator::new(tasks, &state_dir)
+        .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
+    let rt = super::runtime(args.threads)?;
+    rt.block_on(async move {
+        let server = ale_server::serve::start(Arc::new(evaluator), args.listen).await?;
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "ale evaluator ready")?;
+        writeln!(out, "  {READY_AGENT}{}", server.agent_endpoint())?;
+        writeln!(
+            out,
+            "  {READY_HARNESS}{}",
+            server.harness_socket().display()
+        )?;
+        out.flush()?;
+        drop(out);
+        wait_for_stop_signal().await?;
+        tracing::info!("stop signal received; shutting down");
+        server.shutdown().await;
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+async fn wait_for_stop_signal() -> std::io::Result<()> {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        r = tokio::signal::ctrl_c() => r,
+        _ = term.recv() => Ok(()),
+    }
+}
