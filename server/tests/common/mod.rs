@@ -1,0 +1,139 @@
+//! A real evaluator on 127.0.0.1 and a private Unix socket, for tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use ale_proto::pb::{self, ale_env_client::AleEnvClient};
+use ale_server::seeds::{HiddenSeed, OsSeeds, SeedSource};
+use ale_server::{Evaluator, Limits, RunningServer, TaskRegistry};
+use tonic::transport::Channel;
+
+/// Draws from the OS like the real evaluator, and remembers what it drew.
+#[derive(Clone, Default)]
+pub struct RecordingSeeds(pub Arc<Mutex<Vec<u64>>>);
+
+impl SeedSource for RecordingSeeds {
+    fn draw(&self) -> HiddenSeed {
+        let seed = OsSeeds.draw();
+        self.0.lock().unwrap().push(seed.reveal());
+        seed
+    }
+}
+
+pub struct TestServer {
+    pub server: RunningServer,
+    pub seeds: RecordingSeeds,
+    pub dir: tempfile::TempDir,
+}
+
+/// The cartpole task with some lines replaced, as an extra task file.
+pub fn cartpole_variant(id: &str, replacements: &[(&str, &str)]) -> String {
+    let mut text = include_str!("../../tasks/cartpole-balance.toml")
+        .replace("id = \"cartpole-balance\"", &format!("id = \"{id}\""));
+    for (from, to) in replacements {
+        assert!(text.contains(from), "{from}");
+        text = text.replace(from, to);
+    }
+    text
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        Self::start_with(&[], Limits::default()).await
+    }
+
+    /// Starts with extra task files `(name, toml)`.
+    pub async fn start_with(tasks: &[(&str, String)], limits: Limits) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = if tasks.is_empty() {
+            TaskRegistry::builtin().unwrap()
+        } else {
+            let tasks_dir = dir.path().join("tasks");
+            std::fs::create_dir(&tasks_dir).unwrap();
+            for (name, text) in tasks {
+                std::fs::write(tasks_dir.join(name), text).unwrap();
+            }
+            TaskRegistry::with_dir(&tasks_dir).unwrap()
+        };
+        let seeds = RecordingSeeds::default();
+        let evaluator = Evaluator::with_seed_source(
+            registry,
+            &dir.path().join("state"),
+            Box::new(seeds.clone()),
+            limits,
+        )
+        .unwrap();
+        let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        TestServer { server, seeds, dir }
+    }
+
+    pub fn endpoint(&self) -> String {
+        self.server.agent_endpoint()
+    }
+
+    pub fn state_dir(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+
+    pub fn drawn_seeds(&self) -> Vec<u64> {
+        self.seeds.0.lock().unwrap().clone()
+    }
+
+    /// A raw client on the agent channel (TCP).
+    pub async fn agent(&self) -> AleEnvClient<Channel> {
+        AleEnvClient::connect(self.endpoint()).await.unwrap()
+    }
+
+    /// A raw client on the harness channel (Unix socket).
+    pub async fn harness(&self) -> AleEnvClient<Channel> {
+        ale_harness::channel::connect(self.server.harness_socket())
+            .await
+            .unwrap()
+    }
+
+    /// Creates an official env over the harness channel: (handle, session id, run id).
+    pub async fn official_env(&self, task: &str) -> (String, String, String) {
+        let r = self
+            .harness()
+            .await
+            .create_env(pb::CreateEnvRequest {
+                task_id: task.into(),
+                official: true,
+            })
+            .await
+            .unwrap()
+            .into_inner();
+        assert!(r.official);
+        (r.handle, r.session_id, r.run_id)
+    }
+
+    pub fn trajectory_path(&self, run_id: &str) -> PathBuf {
+        self.state_dir()
+            .join("runs")
+            .join(run_id)
+            .join("trajectory.jsonl")
+    }
+}
+
+pub fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+pub fn action(a: i64) -> Option<pb::Tensor> {
+    Some(ale_sims::Tensor::scalar_i64(a).into())
+}
+
+pub async fn result(h: &mut AleEnvClient<Channel>, session: &str, end: bool) -> pb::EvalResult {
+    h.get_eval_result(pb::GetEvalResultRequest {
+        session_id: session.into(),
+        end_session: end,
+    })
+    .await
+    .unwrap()
+    .into_inner()
+    .result
+    .unwrap()
+}

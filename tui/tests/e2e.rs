@@ -1,0 +1,133 @@
+//! `ale serve`, `ale harness run` and the example agent as three real processes.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ALE: &str = env!("CARGO_BIN_EXE_ale");
+
+/// Builds a client example with the same profile as this test and returns its path.
+fn example(name: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--quiet", "-p", "ale-client", "--example", name])
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "building example {name}");
+    Path::new(ALE).parent().unwrap().join("examples").join(name)
+}
+
+/// `ale serve` on a free port; returns the child and its agent endpoint.
+fn serve(state_dir: &Path) -> (Child, String) {
+    let mut child = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(state_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let endpoint = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("agent channel:")
+                .map(|e| e.trim().to_string())
+        })
+        .expect("serve prints its agent endpoint");
+    (child, endpoint)
+}
+
+fn sigterm(child: &mut Child) -> std::process::ExitStatus {
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn serve_harness_and_example_agent_as_three_processes() {
+    let agent = example("cartpole_agent");
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let (mut server, endpoint) = serve(&state);
+    assert!(state.join("harness.sock").exists());
+
+    let output = Command::new(ALE)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--state-dir",
+        ])
+        .arg(&state)
+        .args(["--endpoint", &endpoint, "--"])
+        .arg(&agent)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(result["status"], "completed");
+    assert_eq!(result["value"], 500.0);
+    assert_eq!(result["episodes"].as_array().unwrap().len(), 20);
+
+    let run_id = result["run_id"].as_str().unwrap();
+    let trajectory =
+        std::fs::read_to_string(state.join("runs").join(run_id).join("trajectory.jsonl")).unwrap();
+    let chain = ale_proto::trajectory::verify(&trajectory).unwrap();
+    assert_eq!(chain.head, result["trajectory_head"].as_str().unwrap());
+
+    let status = sigterm(&mut server);
+    assert!(status.success(), "{status}");
+    assert!(!state.join("harness.sock").exists());
+}
+
+#[test]
+fn a_second_evaluator_on_the_same_state_dir_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut first, _) = serve(tmp.path());
+    let second = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(!second.status.success());
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(stderr.contains("already serving"), "{stderr}");
+    sigterm(&mut first);
+}
+
+#[test]
+fn harness_run_without_an_evaluator_says_what_to_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(ALE)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--state-dir",
+        ])
+        .arg(tmp.path())
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("is `ale serve` running"), "{stderr}");
+}
