@@ -7,6 +7,7 @@ use ale_proto::{EnvHandle, SessionId, agent_env};
 use ale_sims::{Space, Tensor};
 use tonic::transport::{Channel, Endpoint};
 
+
 use crate::error::ClientError;
 
 /// A connection to an evaluator's agent channel.
@@ -93,23 +94,21 @@ fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Info {
 
 fn decode_observation(t: Option<pb::Tensor>) -> Result<Tensor, ClientError> {
     let t = t.ok_or(ClientError::Missing("an observation"))?;
-    Tensor::try_from(t).map_err(|source| ClientError::Wire {
+    Tensor::try_from(t).map_err(|cause| ClientError::Wire {
         what: "observation",
-        source,
+        cause,
     })
 }
 
 impl Client {
     /// Connects to `endpoint`, e.g. `http://127.0.0.1:50051`.
     pub async fn connect(endpoint: &str) -> Result<Client, ClientError> {
-        let connect_err = |source| ClientError::Connect {
+        let connect_err = |cause| ClientError::Connect {
             endpoint: endpoint.to_string(),
-            source,
+            cause,
         };
-        let channel = Endpoint::from_shared(endpoint.to_string())
-            .map_err(connect_err)?
-            .tcp_nodelay(true)
-            .connect()
+        let endpoint_config = Endpoint::from_shared(endpoint.to_string()).map_err(connect_err)?;
+        let channel = crate::transport::connect(endpoint_config)
             .await
             .map_err(connect_err)?;
         Ok(Client {
@@ -153,7 +152,7 @@ impl Client {
             .into_inner();
         let space = |s: Option<pb::Space>, what| {
             let s = s.ok_or(ClientError::Missing(what))?;
-            Space::try_from(s).map_err(|source| ClientError::Wire { what, source })
+            Space::try_from(s).map_err(|cause| ClientError::Wire { what, cause })
         };
         let spec = EnvSpec {
             observation_space: space(spec.observation_space, "observation space")?,

@@ -4,17 +4,17 @@ use ale_proto::convert::WireError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("cannot connect to the evaluator at {endpoint}: {source}")]
+    #[error("cannot connect to the evaluator at {endpoint}: {}", ale_proto::error_chain(.cause))]
     Connect {
         endpoint: String,
-        source: tonic::transport::Error,
+        cause: tonic::transport::Error,
     },
     #[error("{}: {}", .0.code(), .0.message())]
     Rpc(#[from] tonic::Status),
-    #[error("the evaluator sent a malformed {what}: {source}")]
+    #[error("the evaluator sent a malformed {what}: {cause}")]
     Wire {
         what: &'static str,
-        source: WireError,
+        cause: WireError,
     },
     #[error("the evaluator's answer lacks {0}")]
     Missing(&'static str),

@@ -24,6 +24,7 @@ pub mod blocking;
 mod env;
 mod error;
 pub mod policy;
+mod transport;
 
 pub use ale_proto::{EnvHandle, SessionId};
 pub use ale_sims::{Space, Tensor};

@@ -28,9 +28,9 @@ impl Agent {
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| HarnessError::Launch {
+            .map_err(|cause| HarnessError::Launch {
                 command: command.join(" "),
-                source,
+                cause,
             })?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());
         Ok(Agent { child, pgid })

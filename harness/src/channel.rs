@@ -21,9 +21,9 @@ pub async fn connect(path: &Path) -> Result<AleEnvClient<Channel>, HarnessError>
             }
         }))
         .await
-        .map_err(|source| HarnessError::Connect {
+        .map_err(|cause| HarnessError::Connect {
             socket: path.to_path_buf(),
-            source,
+            cause,
         })?;
     Ok(AleEnvClient::new(channel))
 }

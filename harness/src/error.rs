@@ -3,11 +3,11 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error(
-        "cannot reach the evaluator's harness socket {socket}: {source}; is `ale serve` running on that state dir?"
+        "cannot reach the evaluator's harness socket {socket} ({}); is `ale serve` running on that state dir?", ale_proto::error_chain(.cause)
     )]
     Connect {
         socket: PathBuf,
-        source: tonic::transport::Error,
+        cause: tonic::transport::Error,
     },
     #[error("the evaluator refused {rpc}: {}: {}", .status.code(), .status.message())]
     Rpc {
@@ -16,10 +16,10 @@ pub enum HarnessError {
     },
     #[error("the evaluator's answer to {0} is malformed")]
     Malformed(&'static str),
-    #[error("cannot launch the agent {command:?}: {source}")]
+    #[error("cannot launch the agent {command:?}: {cause}")]
     Launch {
         command: String,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("no agent command given: pass it after `--`")]
     NoAgent,

@@ -32,3 +32,20 @@ pub mod agent_env {
     /// The handle of the official env the agent is to play.
     pub const ENV_HANDLE: &str = "ALE_ENV_HANDLE";
 }
+
+/// An error and its chain of causes, joined by ": ". For errors such as tonic's transport
+/// error whose own message ("transport error") says nothing without its causes.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let part = e.to_string();
+        // Some errors repeat their cause in their own message.
+        if !text.ends_with(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = e.source();
+    }
+    text
+}

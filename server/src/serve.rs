@@ -12,7 +12,9 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::UnixListenerStream;
 use tonic::transport::Server;
-use tonic::transport::server::TcpIncoming;
+use tonic::transport::server::{Router, TcpIncoming};
+use tower::layer::util::{Identity, Stack};
+use tower::util::MapResponseLayer;
 
 use crate::evaluator::{Channel, Evaluator};
 use crate::service::{AleEnvService, CatalogService};
@@ -20,17 +22,17 @@ use crate::state_dir;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}: {cause}")]
     Listen {
         addr: SocketAddr,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("another evaluator is already serving {0}; stop it or use another --state-dir")]
     SocketInUse(PathBuf),
-    #[error("cannot create the harness socket {path}: {source}")]
+    #[error("cannot create the harness socket {path}: {cause}")]
     Socket {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("cannot build the reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
@@ -83,9 +85,9 @@ impl RunningServer {
 
 /// Binds `<state>/harness.sock` (0600), replacing a stale socket file but never a live one.
 fn bind_harness_socket(path: &std::path::Path) -> Result<UnixListener, ServeError> {
-    let socket_err = |source| ServeError::Socket {
+    let socket_err = |cause| ServeError::Socket {
         path: path.to_path_buf(),
-        source,
+        cause,
     };
     if path.exists() {
         if std::os::unix::net::UnixStream::connect(path).is_ok() {
@@ -98,12 +100,32 @@ fn bind_harness_socket(path: &std::path::Path) -> Result<UnixListener, ServeErro
     Ok(listener)
 }
 
+/// The largest request a client may send.
+pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// tonic refuses an oversized request with `OUT_OF_RANGE` before any handler runs; the protocol
+/// names caps `RESOURCE_EXHAUSTED`. No handler answers `OUT_OF_RANGE`, so the rewrite is exact.
+fn size_cap_is_resource_exhausted(mut response: HttpResponse) -> HttpResponse {
+    use tonic::codegen::http::HeaderValue;
+    let out_of_range = HeaderValue::from(tonic::Code::OutOfRange as i32);
+    if response.headers().get("grpc-status") == Some(&out_of_range) {
+        response.headers_mut().insert(
+            "grpc-status",
+            HeaderValue::from(tonic::Code::ResourceExhausted as i32),
+        );
+    }
+    response
+}
+
+type HttpResponse = tonic::codegen::http::Response<tonic::body::Body>;
+type HttpResponseMap = fn(HttpResponse) -> HttpResponse;
+
 /// The services one listener serves: `AleEnv` with that listener's privilege, `Catalog`,
 /// health and reflection.
 async fn router(
     evaluator: &Arc<Evaluator>,
     channel: Channel,
-) -> Result<tonic::transport::server::Router, ServeError> {
+) -> Result<Router<Stack<MapResponseLayer<HttpResponseMap>, Identity>>, ServeError> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AleEnvServer<AleEnvService>>().await;
     health.set_serving::<CatalogServer<CatalogService>>().await;
@@ -112,10 +134,13 @@ async fn router(
         .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
         .build_v1()?;
     Ok(Server::builder()
-        .add_service(AleEnvServer::new(AleEnvService::new(
-            evaluator.clone(),
-            channel,
-        )))
+        .layer(MapResponseLayer::new(
+            size_cap_is_resource_exhausted as HttpResponseMap,
+        ))
+        .add_service(
+            AleEnvServer::new(AleEnvService::new(evaluator.clone(), channel))
+                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+        )
         .add_service(CatalogServer::new(CatalogService::new(evaluator.clone())))
         .add_service(health_service)
         .add_service(reflection))
@@ -126,9 +151,9 @@ pub async fn start(
     evaluator: Arc<Evaluator>,
     listen: SocketAddr,
 ) -> Result<RunningServer, ServeError> {
-    let listen_err = |source| ServeError::Listen {
+    let listen_err = |cause| ServeError::Listen {
         addr: listen,
-        source,
+        cause,
     };
     let tcp = TcpListener::bind(listen).await.map_err(listen_err)?;
     let agent_addr = tcp.local_addr().map_err(listen_err)?;

@@ -114,10 +114,10 @@ pub struct Task {
 /// A task file that cannot be used. The message names the file and the offending key.
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
-    #[error("{file}: {source}")]
+    #[error("{file}: {cause}")]
     Parse {
         file: String,
-        source: Box<toml::de::Error>,
+        cause: Box<toml::de::Error>,
     },
     #[error("{file}: `{key}` {problem}")]
     Invalid {
@@ -131,10 +131,10 @@ pub enum TaskError {
         id: String,
         other: String,
     },
-    #[error("cannot read task directory {dir}: {source}")]
+    #[error("cannot read task directory {dir}: {cause}")]
     Io {
         dir: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -143,7 +143,7 @@ impl Task {
     pub fn from_toml(file: &str, text: &str) -> Result<Task, TaskError> {
         let task: Task = toml::from_str(text).map_err(|e| TaskError::Parse {
             file: file.to_string(),
-            source: Box::new(e),
+            cause: Box::new(e),
         })?;
         task.validate(file)?;
         Ok(task)
@@ -305,9 +305,9 @@ impl TaskRegistry {
     /// id replaces it.
     pub fn with_dir(dir: &Path) -> Result<Self, TaskError> {
         let mut registry = Self::builtin()?;
-        let io = |source| TaskError::Io {
+        let io = |cause| TaskError::Io {
             dir: dir.to_path_buf(),
-            source,
+            cause,
         };
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
             .map_err(io)?

@@ -670,3 +670,43 @@ async fn shutdown_ends_running_sessions_in_the_trajectory() {
     assert!(r.status_message.contains("shut down"));
     drop(dir);
 }
+
+#[tokio::test]
+async fn an_oversized_request_is_resource_exhausted_and_changes_nothing() {
+    let t = TestServer::start().await;
+    let mut agent = t.agent().await;
+    let handle = agent
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: false,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .handle;
+    agent
+        .reset(pb::ResetRequest {
+            handle: handle.clone(),
+            seed: Some(1),
+        })
+        .await
+        .unwrap();
+    let huge = Tensor::new(vec![5_000_000], TensorData::U8(vec![0; 5_000_000])).unwrap();
+    let err = agent
+        .step(pb::StepRequest {
+            handle: handle.clone(),
+            action: Some(huge.into()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{}", err.message());
+    let r = agent
+        .step(pb::StepRequest {
+            handle,
+            action: action(1),
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(r.info["episode_steps"].kind, Some(pb::value::Kind::Integer(1)));
+}

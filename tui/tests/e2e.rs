@@ -131,3 +131,21 @@ fn harness_run_without_an_evaluator_says_what_to_do() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("is `ale serve` running"), "{stderr}");
 }
+
+/// Regression: `ale serve` exited when whoever read its ready line closed the pipe.
+#[test]
+fn serve_keeps_running_when_its_stdout_is_closed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(child.try_wait().unwrap().is_none(), "serve exited");
+    assert!(tmp.path().join("harness.sock").exists());
+    assert!(sigterm(&mut child).success());
+}

@@ -41,21 +41,25 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {
         let server = ale_server::serve::start(Arc::new(evaluator), args.listen).await?;
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "ale evaluator ready")?;
-        writeln!(out, "  {READY_AGENT}{}", server.agent_endpoint())?;
-        writeln!(
-            out,
-            "  {READY_HARNESS}{}",
-            server.harness_socket().display()
-        )?;
-        out.flush()?;
-        drop(out);
+        announce(&server);
         wait_for_stop_signal().await?;
         tracing::info!("stop signal received; shutting down");
         server.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Prints the endpoints once listening. Best-effort: a closed stdout must not stop a server.
+fn announce(server: &ale_server::RunningServer) {
+    let text = format!(
+        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_HARNESS}{}\n",
+        server.agent_endpoint(),
+        server.harness_socket().display()
+    );
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        tracing::warn!(error = %e, "could not print the endpoints to stdout");
+    }
 }
 
 async fn wait_for_stop_signal() -> std::io::Result<()> {
