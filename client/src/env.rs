@@ -7,7 +7,6 @@ use ale_proto::{EnvHandle, SessionId, agent_env};
 use ale_sims::{Space, Tensor};
 use tonic::transport::{Channel, Endpoint};
 
-
 use crate::error::ClientError;
 
 /// A connection to an evaluator's agent channel.

@@ -132,10 +132,7 @@ pub enum TaskError {
         other: String,
     },
     #[error("cannot read task directory {dir}: {cause}")]
-    Io {
-        dir: PathBuf,
-        cause: std::io::Error,
-    },
+    Io { dir: PathBuf, cause: std::io::Error },
 }
 
 impl Task {

@@ -708,5 +708,8 @@ async fn an_oversized_request_is_resource_exhausted_and_changes_nothing() {
         .await
         .unwrap()
         .into_inner();
-    assert_eq!(r.info["episode_steps"].kind, Some(pb::value::Kind::Integer(1)));
+    assert_eq!(
+        r.info["episode_steps"].kind,
+        Some(pb::value::Kind::Integer(1))
+    );
 }
