@@ -1,10 +1,11 @@
 //! Gymnasium's `CartPole-v1`, step for step: the same constants, Euler integration in f64,
 //! float32 observations, termination thresholds and the 500-step time limit.
 
+use crate::draw::{Drawing, Role, Viewport, obs};
 use crate::rng::Rng;
-use crate::sim::{EpisodeClock, Sim, SimError, Transition};
-use crate::space::{BoxSpace, DiscreteSpace, Space, SpaceError};
-use crate::tensor::{DType, Tensor, TensorData};
+use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
+use crate::space::{BoxSpace, DiscreteSpace, Space};
+use crate::tensor::{DType, Tensor};
 
 pub const ID: &str = "CartPole-v1";
 /// Gymnasium registers CartPole-v1 with `max_episode_steps=500`.
@@ -136,20 +137,6 @@ impl CartPole {
             ]);
         }
     }
-
-    fn decode_action(&self, action: &Tensor) -> Result<bool, SpaceError> {
-        match (action.shape(), action.data()) {
-            ([], TensorData::I64(v)) if v[0] == 0 || v[0] == 1 => Ok(v[0] == 1),
-            _ => Err(self
-                .action_space
-                .check(action)
-                .err()
-                .unwrap_or_else(|| SpaceError {
-                    space: self.action_space.to_string(),
-                    problem: "expected 0 or 1".into(),
-                })),
-        }
-    }
 }
 
 impl Sim for CartPole {
@@ -178,8 +165,20 @@ impl Sim for CartPole {
     }
 
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError> {
-        let push_right = self.decode_action(action)?;
-        self.step_action(push_right)
+        let a = crate::action::discrete(&self.action_space, action)?;
+        self.step_action(a == 1)
+    }
+
+    /// `[x, x_dot, theta, theta_dot]`.
+    fn reset_to_state(&mut self, state: &[f64]) -> Result<(), SimError> {
+        let [x, x_dot, theta, theta_dot] = state_array(state)?;
+        self.reset_to(CartPoleState {
+            x,
+            x_dot,
+            theta,
+            theta_dot,
+        });
+        Ok(())
     }
 
     fn observation(&self) -> &Tensor {
@@ -189,6 +188,33 @@ impl Sim for CartPole {
     fn episode_steps(&self) -> u32 {
         self.clock.steps()
     }
+}
+
+/// The cart on its track and the pole, from the observed position and angle.
+pub fn draw(observation: &Tensor) -> Drawing {
+    let (x, theta) = (obs(observation, 0), obs(observation, 2));
+    let mut d = Drawing::new(Viewport {
+        x_min: -X_THRESHOLD - 0.4,
+        x_max: X_THRESHOLD + 0.4,
+        y_min: -0.6,
+        y_max: 1.6,
+    });
+    d.line(
+        (-X_THRESHOLD - 0.4, 0.0),
+        (X_THRESHOLD + 0.4, 0.0),
+        Role::Ground,
+    );
+    d.line((-X_THRESHOLD, -0.2), (-X_THRESHOLD, 0.2), Role::Hazard);
+    d.line((X_THRESHOLD, -0.2), (X_THRESHOLD, 0.2), Role::Hazard);
+    d.rect((x, 0.1), (0.25, 0.1), Role::Body);
+    let pivot = (x, 0.2);
+    let tip = (
+        x + 2.0 * LENGTH * theta.sin(),
+        0.2 + 2.0 * LENGTH * theta.cos(),
+    );
+    d.line(pivot, tip, Role::Limb);
+    d.circle(pivot, 0.03, Role::Joint);
+    d
 }
 
 #[cfg(test)]
@@ -234,7 +260,7 @@ mod tests {
         for bad in [
             Tensor::scalar_i64(2),
             Tensor::vector_f32(vec![1.0]),
-            Tensor::new(vec![1], TensorData::I64(vec![1])).unwrap(),
+            Tensor::new(vec![1], crate::TensorData::I64(vec![1])).unwrap(),
         ] {
             let err = sim.step(&bad).unwrap_err();
             assert!(err.to_string().contains("Discrete(2)"), "{err}");

@@ -1,15 +1,26 @@
 //! The simulators behind the ALE evaluator, and the domain types they speak: [`Tensor`],
 //! [`Space`] and the [`Sim`] trait. Pure computation: no I/O, no async, no gRPC.
+//!
+//! Classic control, step for step as in Gymnasium 1.x: [`cartpole`], [`pendulum`],
+//! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`].
 
+pub mod acrobot;
+pub mod action;
 pub mod cartpole;
+pub mod draw;
+pub mod mountain_car;
+pub mod mountain_car_continuous;
+pub mod parity;
+pub mod pendulum;
 mod registry;
 mod rng;
 mod sim;
 mod space;
 mod tensor;
 
+pub use draw::{Drawing, Role, Shape, Viewport};
 pub use registry::{SIMS, SimInfo, find};
 pub use rng::Rng;
-pub use sim::{EpisodeClock, Sim, SimError, Transition};
+pub use sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 pub use space::{BoxSpace, DiscreteSpace, InvalidSpace, MultiDiscreteSpace, Space, SpaceError};
 pub use tensor::{DType, ShapeMismatch, Tensor, TensorData};

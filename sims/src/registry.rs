@@ -1,7 +1,9 @@
 //! Every bundled simulator, by id.
 
-use crate::cartpole::{self, CartPole};
+use crate::draw::Drawing;
 use crate::sim::Sim;
+use crate::tensor::Tensor;
+use crate::{acrobot, cartpole, mountain_car, mountain_car_continuous, pendulum};
 
 /// A simulator the registry can build.
 #[derive(Debug, Clone, Copy)]
@@ -9,7 +11,10 @@ pub struct SimInfo {
     pub id: &'static str,
     /// Gymnasium's `max_episode_steps` for this env, used when a task does not set its own.
     pub default_max_steps: u32,
+    /// Whether episodes match a Gymnasium env step for step (parity fixtures apply).
+    pub gymnasium_parity: bool,
     build: fn(u32) -> Box<dyn Sim>,
+    draw: fn(&Tensor) -> Drawing,
 }
 
 impl SimInfo {
@@ -17,13 +22,50 @@ impl SimInfo {
     pub fn build(&self, max_steps: u32) -> Box<dyn Sim> {
         (self.build)(max_steps)
     }
+
+    /// A picture of the scene as far as `observation` shows it; nothing else goes in.
+    pub fn draw(&self, observation: &Tensor) -> Drawing {
+        (self.draw)(observation)
+    }
 }
 
-pub const SIMS: &[SimInfo] = &[SimInfo {
-    id: cartpole::ID,
-    default_max_steps: cartpole::MAX_EPISODE_STEPS,
-    build: |max_steps| Box::new(CartPole::new(max_steps)),
-}];
+pub const SIMS: &[SimInfo] = &[
+    SimInfo {
+        id: cartpole::ID,
+        default_max_steps: cartpole::MAX_EPISODE_STEPS,
+        gymnasium_parity: true,
+        build: |n| Box::new(cartpole::CartPole::new(n)),
+        draw: cartpole::draw,
+    },
+    SimInfo {
+        id: pendulum::ID,
+        default_max_steps: pendulum::MAX_EPISODE_STEPS,
+        gymnasium_parity: true,
+        build: |n| Box::new(pendulum::Pendulum::new(n)),
+        draw: pendulum::draw,
+    },
+    SimInfo {
+        id: mountain_car::ID,
+        default_max_steps: mountain_car::MAX_EPISODE_STEPS,
+        gymnasium_parity: true,
+        build: |n| Box::new(mountain_car::MountainCar::new(n)),
+        draw: mountain_car::draw,
+    },
+    SimInfo {
+        id: mountain_car_continuous::ID,
+        default_max_steps: mountain_car_continuous::MAX_EPISODE_STEPS,
+        gymnasium_parity: true,
+        build: |n| Box::new(mountain_car_continuous::MountainCarContinuous::new(n)),
+        draw: mountain_car_continuous::draw,
+    },
+    SimInfo {
+        id: acrobot::ID,
+        default_max_steps: acrobot::MAX_EPISODE_STEPS,
+        gymnasium_parity: true,
+        build: |n| Box::new(acrobot::Acrobot::new(n)),
+        draw: acrobot::draw,
+    },
+];
 
 /// The simulator registered under `id`.
 ///

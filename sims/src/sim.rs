@@ -27,6 +27,8 @@ pub enum SimError {
     NotReset,
     #[error("the episode is over (terminated or truncated): call reset to begin another")]
     EpisodeOver,
+    #[error("invalid state: {0}")]
+    State(String),
 }
 
 /// A simulator: a Gymnasium env with its `TimeLimit` applied.
@@ -43,6 +45,10 @@ pub trait Sim: Send {
     /// Applies one action. An action outside the action space, a step before the first reset
     /// and a step after the episode ended are errors that leave the sim unchanged.
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError>;
+    /// Begins an episode from an exact state instead of a seed, as Gymnasium's
+    /// `env.unwrapped.state = state` right after `reset` does (what parity fixtures record).
+    /// The state's layout is the sim's own; see its module.
+    fn reset_to_state(&mut self, state: &[f64]) -> Result<(), SimError>;
     /// The latest observation.
     fn observation(&self) -> &Tensor;
     /// Steps taken in the current episode.
@@ -104,4 +110,15 @@ impl EpisodeClock {
     pub fn max_steps(&self) -> u32 {
         self.max_steps
     }
+}
+
+/// Checks that a state given to `reset_to_state` has `N` finite elements.
+pub fn state_array<const N: usize>(state: &[f64]) -> Result<[f64; N], SimError> {
+    let array: [f64; N] = state
+        .try_into()
+        .map_err(|_| SimError::State(format!("expected {N} numbers, got {}", state.len())))?;
+    if let Some(i) = array.iter().position(|v| !v.is_finite()) {
+        return Err(SimError::State(format!("element {i} is {}", array[i])));
+    }
+    Ok(array)
 }

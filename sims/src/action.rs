@@ -1,0 +1,58 @@
+//! Decoding actions into the plain values a sim's dynamics take, without allocating.
+//!
+//! A sim accepts exactly what Gymnasium's env accepts: Discrete actions in range; Box actions of
+//! the right dtype and shape with finite elements. Finite Box values beyond the bounds are
+//! passed through, for the sim to clip as Gymnasium does; the evaluator's protocol layer is
+//! stricter and refuses them before they reach a sim.
+
+use crate::space::{Space, SpaceError};
+use crate::tensor::{Tensor, TensorData};
+
+fn reject(space: &Space, problem: String) -> SpaceError {
+    SpaceError {
+        space: space.to_string(),
+        problem,
+    }
+}
+
+/// A scalar int64 action in `0..n` of a `Discrete(n)` space.
+pub fn discrete(space: &Space, action: &Tensor) -> Result<i64, SpaceError> {
+    if let ([], TensorData::I64(v)) = (action.shape(), action.data())
+        && let Space::Discrete(d) = space
+        && d.contains(v[0])
+    {
+        return Ok(v[0]);
+    }
+    Err(space
+        .check(action)
+        .err()
+        .unwrap_or_else(|| reject(space, "not a Discrete space".into())))
+}
+
+/// The `N` float32 elements of a 1-D Box action, finite but not clipped.
+pub fn box_f32<const N: usize>(space: &Space, action: &Tensor) -> Result<[f32; N], SpaceError> {
+    let values = match (action.shape(), action.data()) {
+        ([n], TensorData::F32(v)) if *n == N => v,
+        _ => {
+            return Err(reject(
+                space,
+                format!(
+                    "expected dtype float32 and shape [{N}], got {} of shape {:?}",
+                    action.dtype(),
+                    action.shape()
+                ),
+            ));
+        }
+    };
+    let mut out = [0.0f32; N];
+    for (i, (o, v)) in out.iter_mut().zip(values).enumerate() {
+        if !v.is_finite() {
+            return Err(reject(
+                space,
+                format!("element {i} is {v}, not a finite number"),
+            ));
+        }
+        *o = *v;
+    }
+    Ok(out)
+}
