@@ -54,15 +54,22 @@ pub struct Env {
     last_used: Instant,
 }
 
-fn sim_error(task: &Task, e: SimError) -> Error {
-    match e {
-        SimError::Action(detail) => Error::BadAction {
-            task: task.id.clone(),
-            detail: detail.to_string(),
-        },
+/// Steps `sim` under the protocol's rules: the action must be a member of the action space,
+/// bounds included (a sim alone would clip a Box action the way Gymnasium does).
+pub(crate) fn step_checked(task: &Task, sim: &mut dyn Sim, action: &Tensor) -> Result<Transition, Error> {
+    let bad_action = |detail: String| Error::BadAction {
+        task: task.id.clone(),
+        detail,
+    };
+    sim.action_space()
+        .check(action)
+        .map_err(|e| bad_action(e.to_string()))?;
+    sim.step(action).map_err(|e| match e {
+        SimError::Action(detail) => bad_action(detail.to_string()),
+        SimError::State(detail) => bad_action(detail),
         SimError::NotReset => Error::StepBeforeReset,
         SimError::EpisodeOver => Error::EpisodeOver,
-    }
+    })
 }
 
 fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
@@ -180,10 +187,7 @@ impl Env {
         self.last_used = now;
         match &mut self.kind {
             Kind::Practice(episode) => {
-                let t = self
-                    .sim
-                    .step(action)
-                    .map_err(|e| sim_error(&self.task, e))?;
+                let t = step_checked(&self.task, self.sim.as_mut(), action)?;
                 episode.steps += 1;
                 episode.episode_return += t.reward;
                 Ok((

@@ -13,8 +13,9 @@ use ale_proto::records::{
 };
 use ale_proto::trajectory::EventKind;
 use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
-use ale_sims::{Sim, SimError, Tensor, Transition};
+use ale_sims::{Sim, Tensor, Transition};
 
+use crate::env::step_checked;
 use crate::error::Error;
 use crate::seeds::{HiddenSeed, SeedSource};
 use crate::task::{EpisodeMetric, Task};
@@ -214,14 +215,7 @@ impl Session {
             )?;
             return Err(Error::SessionFinished(self.status_message.clone()));
         }
-        let transition = sim.step(action).map_err(|e| match e {
-            SimError::Action(detail) => Error::BadAction {
-                task: self.task.id.clone(),
-                detail: detail.to_string(),
-            },
-            SimError::NotReset => Error::StepBeforeReset,
-            SimError::EpisodeOver => Error::EpisodeOver,
-        })?;
+        let transition = step_checked(&self.task, sim, action)?;
         self.total_steps += 1;
         let record = &mut self.rollouts[i].record;
         record.steps += 1;

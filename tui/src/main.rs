@@ -26,6 +26,9 @@ enum Command {
     Harness(cli::harness::HarnessCommand),
     /// List the tasks an evaluator hosts.
     Tasks(cli::tasks::TasksArgs),
+    /// The bundled simulators; check Gymnasium parity fixtures.
+    #[command(subcommand)]
+    Sims(cli::sims::SimsCommand),
     /// Measure the evaluator.
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
@@ -59,6 +62,7 @@ fn main() -> std::process::ExitCode {
         Command::Serve(args) => cli::serve::run(args),
         Command::Harness(cmd) => cli::harness::run(cmd),
         Command::Tasks(args) => cli::tasks::run(args),
+        Command::Sims(cmd) => cli::sims::run(cmd),
         Command::Bench(cmd) => cli::bench::run(cmd),
     };
     match result {

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod harness;
 pub mod serve;
+pub mod sims;
 pub mod tasks;
 
 /// Logs go to stderr, filtered by `RUST_LOG` (default `info`).
