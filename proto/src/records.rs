@@ -60,6 +60,8 @@ pub struct EpisodeRecord {
     pub steps: u64,
     pub episode_return: f64,
     pub seed_commitment: String,
+    /// The task's safety metrics over this rollout.
+    pub safety: BTreeMap<String, f64>,
 }
 
 /// The authoritative result of an evaluation session.
@@ -215,6 +217,7 @@ impl From<&EvalResultRecord> for pb::EvalResult {
                     steps: e.steps,
                     episode_return: e.episode_return,
                     seed_commitment: e.seed_commitment.clone(),
+                    safety: e.safety.iter().map(|(k, v)| (k.clone(), *v)).collect(),
                 })
                 .collect(),
             seed_commitments: r.seed_commitments.clone(),
@@ -249,6 +252,7 @@ impl TryFrom<pb::EvalResult> for EvalResultRecord {
                         steps: e.steps,
                         episode_return: e.episode_return,
                         seed_commitment: e.seed_commitment,
+                        safety: e.safety.into_iter().collect(),
                     })
                 })
                 .collect::<Result<_, UnknownEnum>>()?,

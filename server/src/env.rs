@@ -7,7 +7,7 @@ use std::time::Instant;
 use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome, RunStarted};
 use ale_proto::trajectory::EventKind;
 use ale_proto::{EnvHandle, RunId, SECRET_LEN, SessionId};
-use ale_sims::{Sim, SimError, Tensor, Transition};
+use ale_sims::{Counter, Sim, SimError, Tensor, Transition};
 
 use crate::error::Error;
 use crate::seeds::{SeedSource, random_u64};
@@ -16,13 +16,34 @@ use crate::task::Task;
 use crate::trajectory::TrajectoryWriter;
 
 /// What the info map of a Reset or Step reports.
-#[derive(Debug, Clone, Copy)]
-pub enum StepInfo {
-    Practice {
-        episode_steps: u64,
-        episode_return: f64,
-    },
-    Rollout(RolloutProgress),
+#[derive(Debug, Clone)]
+pub struct StepInfo {
+    pub episode_steps: u64,
+    pub episode_return: f64,
+    /// In an eval session: (rollout index, rollouts planned).
+    pub rollout: Option<(u32, u32)>,
+    /// The sim's episode counters.
+    pub counters: Vec<Counter>,
+}
+
+impl StepInfo {
+    fn practice(episode: PracticeEpisode, sim: &dyn Sim) -> StepInfo {
+        StepInfo {
+            episode_steps: episode.steps,
+            episode_return: episode.episode_return,
+            rollout: None,
+            counters: sim.counters().to_vec(),
+        }
+    }
+
+    fn rollout(p: RolloutProgress, sim: &dyn Sim) -> StepInfo {
+        StepInfo {
+            episode_steps: p.steps,
+            episode_return: p.episode_return,
+            rollout: Some((p.index, p.planned)),
+            counters: sim.counters().to_vec(),
+        }
+    }
 }
 
 /// A practice episode's running totals.
@@ -157,10 +178,7 @@ impl Env {
             Kind::Practice(episode) => {
                 self.sim.reset(seed.unwrap_or_else(random_u64));
                 *episode = PracticeEpisode::default();
-                Ok(StepInfo::Practice {
-                    episode_steps: 0,
-                    episode_return: 0.0,
-                })
+                Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }
             Kind::Official(official) => {
                 let Official {
@@ -174,11 +192,8 @@ impl Env {
                 if seed.is_some() {
                     tracing::debug!(handle = %self.handle, "client seed ignored in eval session");
                 }
-                Ok(StepInfo::Rollout(session.reset(
-                    self.sim.as_mut(),
-                    trajectory,
-                    now,
-                )?))
+                let progress = session.reset(self.sim.as_mut(), trajectory, now)?;
+                Ok(StepInfo::rollout(progress, self.sim.as_ref()))
             }
         }
     }
@@ -190,13 +205,7 @@ impl Env {
                 let t = step_checked(&self.task, self.sim.as_mut(), action)?;
                 episode.steps += 1;
                 episode.episode_return += t.reward;
-                Ok((
-                    t,
-                    StepInfo::Practice {
-                        episode_steps: episode.steps,
-                        episode_return: episode.episode_return,
-                    },
-                ))
+                Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
             Kind::Official(official) => {
                 let Official {
@@ -208,7 +217,7 @@ impl Env {
                     .as_mut()
                     .ok_or_else(|| Error::SessionNotStarted(self.handle.clone()))?;
                 let (t, progress) = session.step(self.sim.as_mut(), action, trajectory, now)?;
-                Ok((t, StepInfo::Rollout(progress)))
+                Ok((t, StepInfo::rollout(progress, self.sim.as_ref())))
             }
         }
     }
@@ -270,7 +279,7 @@ impl Env {
         } = official.as_mut();
         match session {
             Some(session) => {
-                session.enforce_deadline(trajectory, now)?;
+                session.enforce_deadline(self.sim.as_ref(), trajectory, now)?;
                 Ok(session.record(trajectory.head()))
             }
             None => Err(Error::SessionNotStarted(self.handle.clone())),
@@ -301,6 +310,7 @@ impl Env {
         } = official.as_mut();
         if let Some(session) = session {
             session.finish(
+                self.sim.as_ref(),
                 trajectory,
                 EvalStatus::EndedEarly,
                 Outcome::Aborted,

@@ -22,6 +22,7 @@ pub mod info_keys {
     pub const ROLLOUT_INDEX: &str = "rollout_index";
     /// In an eval session: how many rollouts the session plans.
     pub const ROLLOUTS_PLANNED: &str = "rollouts_planned";
+    // Besides these, each of the sim's episode counters appears under its own name.
 }
 
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
@@ -55,21 +56,15 @@ fn integer(v: i64) -> pb::Value {
 
 fn encode_info(info: StepInfo) -> HashMap<String, pb::Value> {
     use info_keys::*;
-    let mut map = HashMap::with_capacity(4);
-    match info {
-        StepInfo::Practice {
-            episode_steps,
-            episode_return,
-        } => {
-            map.insert(EPISODE_STEPS.into(), integer(episode_steps as i64));
-            map.insert(EPISODE_RETURN.into(), number(episode_return));
-        }
-        StepInfo::Rollout(p) => {
-            map.insert(EPISODE_STEPS.into(), integer(p.steps as i64));
-            map.insert(EPISODE_RETURN.into(), number(p.episode_return));
-            map.insert(ROLLOUT_INDEX.into(), integer(i64::from(p.index)));
-            map.insert(ROLLOUTS_PLANNED.into(), integer(i64::from(p.planned)));
-        }
+    let mut map = HashMap::with_capacity(4 + info.counters.len());
+    map.insert(EPISODE_STEPS.into(), integer(info.episode_steps as i64));
+    map.insert(EPISODE_RETURN.into(), number(info.episode_return));
+    if let Some((index, planned)) = info.rollout {
+        map.insert(ROLLOUT_INDEX.into(), integer(i64::from(index)));
+        map.insert(ROLLOUTS_PLANNED.into(), integer(i64::from(planned)));
+    }
+    for c in info.counters {
+        map.insert(c.name.into(), number(c.value));
     }
     map
 }

@@ -18,7 +18,7 @@ use ale_sims::{Sim, Tensor, Transition};
 use crate::env::step_checked;
 use crate::error::Error;
 use crate::seeds::{HiddenSeed, SeedSource};
-use crate::task::{EpisodeMetric, Task};
+use crate::task::{Task, counter};
 use crate::trajectory::TrajectoryWriter;
 
 /// One planned rollout: its position, hidden seed and the public commitment to it.
@@ -77,6 +77,7 @@ impl Session {
                         steps: 0,
                         episode_return: 0.0,
                         seed_commitment: commitment,
+                        safety: Default::default(),
                     },
                 }
             })
@@ -117,6 +118,7 @@ impl Session {
     /// Ends the session if its time budget has run out.
     pub fn enforce_deadline(
         &mut self,
+        sim: &dyn Sim,
         trajectory: &mut TrajectoryWriter,
         now: Instant,
     ) -> Result<(), Error> {
@@ -126,6 +128,7 @@ impl Session {
         if self.deadline.is_some_and(|d| now >= d) {
             let budget = self.task.eval.time_budget_seconds;
             self.finish(
+                sim,
                 trajectory,
                 EvalStatus::BudgetExceeded,
                 Outcome::BudgetExceeded,
@@ -152,17 +155,15 @@ impl Session {
         trajectory: &mut TrajectoryWriter,
         now: Instant,
     ) -> Result<RolloutProgress, Error> {
-        self.enforce_deadline(trajectory, now)?;
+        self.enforce_deadline(sim, trajectory, now)?;
         self.refuse_if_finished()?;
         if let Some(i) = self.current.take() {
-            let record = &mut self.rollouts[i].record;
-            record.outcome = Outcome::Aborted;
-            record.metric = self.task.metric.failure_value;
-            trajectory.append(EventKind::RolloutFinished, record)?;
+            self.close_rollout(i, Outcome::Aborted, sim, trajectory)?;
         }
         if self.next == self.rollouts.len() {
             let n = self.rollouts.len();
             self.finish(
+                sim,
                 trajectory,
                 EvalStatus::Completed,
                 Outcome::NotRun,
@@ -196,7 +197,7 @@ impl Session {
         trajectory: &mut TrajectoryWriter,
         now: Instant,
     ) -> Result<(Transition, RolloutProgress), Error> {
-        self.enforce_deadline(trajectory, now)?;
+        self.enforce_deadline(sim, trajectory, now)?;
         self.refuse_if_finished()?;
         let Some(i) = self.current else {
             return Err(if self.next == 0 {
@@ -208,6 +209,7 @@ impl Session {
         let max_total = self.task.eval.max_total_steps;
         if max_total > 0 && self.total_steps >= max_total {
             self.finish(
+                sim,
                 trajectory,
                 EvalStatus::BudgetExceeded,
                 Outcome::BudgetExceeded,
@@ -221,16 +223,12 @@ impl Session {
         record.steps += 1;
         record.episode_return += transition.reward;
         if transition.is_done() {
-            record.outcome = Outcome::Completed;
-            record.metric = match self.task.metric.episode_metric {
-                EpisodeMetric::Return => record.episode_return,
-                EpisodeMetric::Steps => record.steps as f64,
-            };
-            trajectory.append(EventKind::RolloutFinished, record)?;
             self.current = None;
+            self.close_rollout(i, Outcome::Completed, sim, trajectory)?;
             if self.next == self.rollouts.len() {
                 let n = self.rollouts.len();
                 self.finish(
+                    sim,
                     trajectory,
                     EvalStatus::Completed,
                     Outcome::NotRun,
@@ -246,6 +244,7 @@ impl Session {
     /// evaluator shutdown.
     pub fn finish(
         &mut self,
+        sim: &dyn Sim,
         trajectory: &mut TrajectoryWriter,
         status: EvalStatus,
         in_progress_outcome: Outcome,
@@ -256,10 +255,7 @@ impl Session {
         }
         let failure = self.task.metric.failure_value;
         if let Some(i) = self.current.take() {
-            let record = &mut self.rollouts[i].record;
-            record.outcome = in_progress_outcome;
-            record.metric = failure;
-            trajectory.append(EventKind::RolloutFinished, record)?;
+            self.close_rollout(i, in_progress_outcome, sim, trajectory)?;
         }
         for rollout in &mut self.rollouts[self.next..] {
             rollout.record.outcome = Outcome::NotRun;
@@ -278,6 +274,37 @@ impl Session {
 
     /// The session's result as it stands. While running, `value` aggregates the rollouts
     /// finished so far; once finished, every planned rollout, failures at the failure value.
+    /// Records how rollout `i` ended, with its metric (the failure value unless completed) and
+    /// its safety values from the sim, which still holds that episode.
+    fn close_rollout(
+        &mut self,
+        i: usize,
+        outcome: Outcome,
+        sim: &dyn Sim,
+        trajectory: &mut TrajectoryWriter,
+    ) -> Result<(), Error> {
+        let counters = sim.counters();
+        let record = &mut self.rollouts[i].record;
+        record.outcome = outcome;
+        record.metric = match outcome {
+            Outcome::Completed => {
+                self.task
+                    .metric
+                    .episode_metric
+                    .measure(record.episode_return, record.steps, counters)
+            }
+            _ => self.task.metric.failure_value,
+        };
+        record.safety = self
+            .task
+            .safety
+            .iter()
+            .map(|s| (s.name.clone(), counter(counters, &s.counter)))
+            .collect();
+        trajectory.append(EventKind::RolloutFinished, record)?;
+        Ok(())
+    }
+
     /// `trajectory_head` is the hash of the run's latest trajectory event.
     pub fn record(&self, trajectory_head: String) -> EvalResultRecord {
         let counted: Vec<f64> = self
@@ -311,7 +338,15 @@ impl Session {
                 .collect(),
             trajectory_head,
             total_steps: self.total_steps,
-            safety: Default::default(),
+            safety: self
+                .task
+                .safety
+                .iter()
+                .map(|s| {
+                    let total = self.rollouts.iter().filter_map(|r| r.record.safety.get(&s.name)).sum();
+                    (s.name.clone(), total)
+                })
+                .collect(),
         }
     }
 

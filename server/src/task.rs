@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use ale_proto::pb;
 use ale_proto::records::Direction;
+use ale_sims::Counter;
 use serde::Deserialize;
 
 /// The tasks compiled into the evaluator: `(file name, contents)`.
@@ -33,13 +34,40 @@ pub enum Genre {
 }
 
 /// What one rollout contributes to the metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EpisodeMetric {
     /// The sum of rewards.
     Return,
+    /// The sum of rewards, negated: for tasks whose rewards are costs.
+    NegatedReturn,
+    /// The sum of rewards, or 0 if it is negative.
+    PositiveReturn,
     /// The number of steps taken.
     Steps,
+    /// The final value of one of the sim's episode counters (`{ counter = "success" }`).
+    Counter(String),
+}
+
+impl EpisodeMetric {
+    /// The per-episode value of a rollout that ran to its end.
+    pub fn measure(&self, episode_return: f64, steps: u64, counters: &[Counter]) -> f64 {
+        match self {
+            EpisodeMetric::Return => episode_return,
+            EpisodeMetric::NegatedReturn => -episode_return,
+            EpisodeMetric::PositiveReturn => episode_return.max(0.0),
+            EpisodeMetric::Steps => steps as f64,
+            EpisodeMetric::Counter(name) => counter(counters, name),
+        }
+    }
+}
+
+/// The value of the counter `name` (0 if the sim has none by that name).
+pub fn counter(counters: &[Counter], name: &str) -> f64 {
+    counters
+        .iter()
+        .find(|c| c.name == name)
+        .map_or(0.0, |c| c.value)
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -78,6 +106,8 @@ pub struct EvalConfig {
 #[serde(deny_unknown_fields)]
 pub struct SafetyConfig {
     pub name: String,
+    /// The sim counter whose per-episode values are summed into this metric.
+    pub counter: String,
     pub penalty_factor: f64,
     #[serde(default)]
     pub description: String,
@@ -166,7 +196,7 @@ impl Task {
                 ),
             ));
         }
-        if ale_sims::find(&self.sim).is_none() {
+        let Some(sim) = ale_sims::find(&self.sim) else {
             let known: Vec<_> = ale_sims::SIMS.iter().map(|s| s.id).collect();
             return Err(invalid(
                 "sim",
@@ -176,6 +206,19 @@ impl Task {
                     known.join(", ")
                 ),
             ));
+        };
+        let has_counter = |name: &str| sim.counters.contains(&name);
+        let no_counter = |name: &str| {
+            format!(
+                "{} has no counter {name:?}; it has: {}",
+                self.sim,
+                if sim.counters.is_empty() { "none".to_string() } else { sim.counters.join(", ") }
+            )
+        };
+        if let EpisodeMetric::Counter(name) = &self.metric.episode_metric
+            && !has_counter(name)
+        {
+            return Err(invalid("metric.episode_metric", no_counter(name)));
         }
         let m = &self.metric;
         if !(m.target.is_finite() && m.target > 0.0) {
@@ -209,6 +252,9 @@ impl Task {
             ));
         }
         for s in &self.safety {
+            if !has_counter(&s.counter) {
+                return Err(invalid("safety.counter", no_counter(&s.counter)));
+            }
             if !(0.0..=1.0).contains(&s.penalty_factor) {
                 return Err(invalid(
                     "safety.penalty_factor",

@@ -21,6 +21,6 @@ mod tensor;
 pub use draw::{Drawing, Role, Shape, Viewport};
 pub use registry::{SIMS, SimInfo, find};
 pub use rng::Rng;
-pub use sim::{EpisodeClock, Sim, SimError, Transition, state_array};
+pub use sim::{Counter, EpisodeClock, Sim, SimError, Transition, state_array};
 pub use space::{BoxSpace, DiscreteSpace, InvalidSpace, MultiDiscreteSpace, Space, SpaceError};
 pub use tensor::{DType, ShapeMismatch, Tensor, TensorData};

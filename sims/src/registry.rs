@@ -13,6 +13,8 @@ pub struct SimInfo {
     pub default_max_steps: u32,
     /// Whether episodes match a Gymnasium env step for step (parity fixtures apply).
     pub gymnasium_parity: bool,
+    /// Names of the episode counters the sim reports, in order.
+    pub counters: &'static [&'static str],
     build: fn(u32) -> Box<dyn Sim>,
     draw: fn(&Tensor) -> Drawing,
 }
@@ -34,6 +36,7 @@ pub const SIMS: &[SimInfo] = &[
         id: cartpole::ID,
         default_max_steps: cartpole::MAX_EPISODE_STEPS,
         gymnasium_parity: true,
+        counters: &[],
         build: |n| Box::new(cartpole::CartPole::new(n)),
         draw: cartpole::draw,
     },
@@ -41,6 +44,7 @@ pub const SIMS: &[SimInfo] = &[
         id: pendulum::ID,
         default_max_steps: pendulum::MAX_EPISODE_STEPS,
         gymnasium_parity: true,
+        counters: &[],
         build: |n| Box::new(pendulum::Pendulum::new(n)),
         draw: pendulum::draw,
     },
@@ -48,6 +52,7 @@ pub const SIMS: &[SimInfo] = &[
         id: mountain_car::ID,
         default_max_steps: mountain_car::MAX_EPISODE_STEPS,
         gymnasium_parity: true,
+        counters: &[],
         build: |n| Box::new(mountain_car::MountainCar::new(n)),
         draw: mountain_car::draw,
     },
@@ -55,6 +60,7 @@ pub const SIMS: &[SimInfo] = &[
         id: mountain_car_continuous::ID,
         default_max_steps: mountain_car_continuous::MAX_EPISODE_STEPS,
         gymnasium_parity: true,
+        counters: &[],
         build: |n| Box::new(mountain_car_continuous::MountainCarContinuous::new(n)),
         draw: mountain_car_continuous::draw,
     },
@@ -62,6 +68,7 @@ pub const SIMS: &[SimInfo] = &[
         id: acrobot::ID,
         default_max_steps: acrobot::MAX_EPISODE_STEPS,
         gymnasium_parity: true,
+        counters: &[],
         build: |n| Box::new(acrobot::Acrobot::new(n)),
         draw: acrobot::draw,
     },

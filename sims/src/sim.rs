@@ -31,6 +31,14 @@ pub enum SimError {
     State(String),
 }
 
+/// A running total a sim keeps over the current episode (collisions, success, time to goal),
+/// reported in info maps and usable as a task's metric or safety metric.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Counter {
+    pub name: &'static str,
+    pub value: f64,
+}
+
 /// A simulator: a Gymnasium env with its `TimeLimit` applied.
 ///
 /// The sim owns its observation buffer and rewrites it in place, so stepping allocates nothing;
@@ -53,6 +61,10 @@ pub trait Sim: Send {
     fn observation(&self) -> &Tensor;
     /// Steps taken in the current episode.
     fn episode_steps(&self) -> u32;
+    /// The sim's episode counters, in a fixed order; none for the classic-control sims.
+    fn counters(&self) -> &[Counter] {
+        &[]
+    }
 }
 
 /// Where a sim is within an episode, and the step limit that truncates it.
