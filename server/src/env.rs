@@ -77,7 +77,11 @@ pub struct Env {
 
 /// Steps `sim` under the protocol's rules: the action must be a member of the action space,
 /// bounds included (a sim alone would clip a Box action the way Gymnasium does).
-pub(crate) fn step_checked(task: &Task, sim: &mut dyn Sim, action: &Tensor) -> Result<Transition, Error> {
+pub(crate) fn step_checked(
+    task: &Task,
+    sim: &mut dyn Sim,
+    action: &Tensor,
+) -> Result<Transition, Error> {
     let bad_action = |detail: String| Error::BadAction {
         task: task.id.clone(),
         detail,

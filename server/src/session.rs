@@ -287,12 +287,11 @@ impl Session {
         let record = &mut self.rollouts[i].record;
         record.outcome = outcome;
         record.metric = match outcome {
-            Outcome::Completed => {
-                self.task
-                    .metric
-                    .episode_metric
-                    .measure(record.episode_return, record.steps, counters)
-            }
+            Outcome::Completed => self.task.metric.episode_metric.measure(
+                record.episode_return,
+                record.steps,
+                counters,
+            ),
             _ => self.task.metric.failure_value,
         };
         record.safety = self
@@ -343,7 +342,11 @@ impl Session {
                 .safety
                 .iter()
                 .map(|s| {
-                    let total = self.rollouts.iter().filter_map(|r| r.record.safety.get(&s.name)).sum();
+                    let total = self
+                        .rollouts
+                        .iter()
+                        .filter_map(|r| r.record.safety.get(&s.name))
+                        .sum();
                     (s.name.clone(), total)
                 })
                 .collect(),

@@ -13,11 +13,21 @@ use ale_proto::records::Direction;
 use ale_sims::Counter;
 use serde::Deserialize;
 
+macro_rules! embed {
+    ($file:literal) => {
+        ($file, include_str!(concat!("../tasks/", $file)))
+    };
+}
+
 /// The tasks compiled into the evaluator: `(file name, contents)`.
-const EMBEDDED: &[(&str, &str)] = &[(
-    "cartpole-balance.toml",
-    include_str!("../tasks/cartpole-balance.toml"),
-)];
+const EMBEDDED: &[(&str, &str)] = &[
+    embed!("acrobot-swingup.toml"),
+    embed!("cartpole-balance.toml"),
+    embed!("mountaincar-continuous.toml"),
+    embed!("mountaincar-sarsa-reproduction.toml"),
+    embed!("mountaincar.toml"),
+    embed!("pendulum-swingup.toml"),
+];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -212,7 +222,11 @@ impl Task {
             format!(
                 "{} has no counter {name:?}; it has: {}",
                 self.sim,
-                if sim.counters.is_empty() { "none".to_string() } else { sim.counters.join(", ") }
+                if sim.counters.is_empty() {
+                    "none".to_string()
+                } else {
+                    sim.counters.join(", ")
+                }
             )
         };
         if let EpisodeMetric::Counter(name) = &self.metric.episode_metric
@@ -421,7 +435,7 @@ mod tests {
     }
 
     fn cartpole_with(find: &str, replace: &str) -> String {
-        let text = EMBEDDED[0].1;
+        let text = include_str!("../tasks/cartpole-balance.toml");
         assert!(text.contains(find), "{find}");
         text.replace(find, replace)
     }

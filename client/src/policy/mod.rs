@@ -1,9 +1,15 @@
 //! Built-in policies. Each sees only observations (and the spaces), never simulator state.
 
+mod acrobot;
 mod cartpole;
+mod mountain_car;
+mod pendulum;
 mod random;
 
+pub use acrobot::AcrobotHeuristic;
 pub use cartpole::CartPoleHeuristic;
+pub use mountain_car::{MountainCarContinuousHeuristic, MountainCarHeuristic};
+pub use pendulum::PendulumHeuristic;
 pub use random::RandomPolicy;
 
 use ale_sims::Tensor;
@@ -46,9 +52,21 @@ pub struct NoHeuristic(pub String);
 pub fn build(kind: PolicyKind, spec: &EnvSpec, seed: u64) -> Result<Box<dyn Policy>, NoHeuristic> {
     match kind {
         PolicyKind::Random => Ok(Box::new(RandomPolicy::new(spec.action_space.clone(), seed))),
-        PolicyKind::Heuristic => match spec.task.sim.as_str() {
-            ale_sims::cartpole::ID => Ok(Box::new(CartPoleHeuristic::default())),
-            other => Err(NoHeuristic(other.to_string())),
-        },
+        PolicyKind::Heuristic => {
+            heuristic(&spec.task.sim).ok_or_else(|| NoHeuristic(spec.task.sim.clone()))
+        }
     }
+}
+
+/// The bundled observation-only heuristic for a simulator.
+pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
+    use ale_sims::{acrobot, cartpole, mountain_car, mountain_car_continuous, pendulum};
+    Some(match sim {
+        cartpole::ID => Box::new(CartPoleHeuristic::default()),
+        pendulum::ID => Box::new(PendulumHeuristic::default()),
+        mountain_car::ID => Box::new(MountainCarHeuristic),
+        mountain_car_continuous::ID => Box::new(MountainCarContinuousHeuristic::default()),
+        acrobot::ID => Box::new(AcrobotHeuristic),
+        _ => return None,
+    })
 }

@@ -137,3 +137,41 @@ pub async fn result(h: &mut AleEnvClient<Channel>, session: &str, end: bool) -> 
     .result
     .unwrap()
 }
+
+/// Seeds from a fixed sequence, so an evaluation in a test is the same every run.
+pub struct SequenceSeeds(std::sync::atomic::AtomicU64);
+
+impl SequenceSeeds {
+    pub fn new(start: u64) -> Self {
+        SequenceSeeds(std::sync::atomic::AtomicU64::new(start))
+    }
+}
+
+impl SeedSource for SequenceSeeds {
+    fn draw(&self) -> HiddenSeed {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        HiddenSeed::new(ale_sims::Rng::new(n).next_u64())
+    }
+}
+
+impl TestServer {
+    /// The built-in tasks with hidden seeds from a fixed sequence.
+    pub async fn start_deterministic(start: u64) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let evaluator = Evaluator::with_seed_source(
+            TaskRegistry::builtin().unwrap(),
+            &dir.path().join("state"),
+            Box::new(SequenceSeeds::new(start)),
+            Limits::default(),
+        )
+        .unwrap();
+        let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
+            .await
+            .unwrap();
+        TestServer {
+            server,
+            seeds: RecordingSeeds::default(),
+            dir,
+        }
+    }
+}

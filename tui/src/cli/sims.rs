@@ -39,7 +39,11 @@ fn replay(files: &[PathBuf]) -> ExitCode {
         let outcome = std::fs::read_to_string(file)
             .map_err(|e| format!("cannot read: {e}"))
             .and_then(|text| Fixture::parse(&text).map_err(|e| e.to_string()))
-            .and_then(|f| f.replay().map(|steps| (f.env, steps)).map_err(|e| e.to_string()));
+            .and_then(|f| {
+                f.replay()
+                    .map(|steps| (f.env, steps))
+                    .map_err(|e| e.to_string())
+            });
         match outcome {
             Ok((env, steps)) => {
                 passed += 1;

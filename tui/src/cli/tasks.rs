@@ -24,28 +24,49 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
             .map(|t| t.metadata())
             .collect(),
     };
-    println!(
-        "{:<24} {:<14} {:<12} {:<22} {:>8}  TITLE",
-        "ID", "SIM", "MODE", "METRIC", "TARGET"
-    );
-    for t in tasks {
-        let metric = t.metric.unwrap_or_default();
-        let mode = pb::TaskMode::try_from(t.mode)
-            .map(|m| m.as_str_name())
-            .unwrap_or("?");
-        let arrow = match pb::Direction::try_from(metric.direction) {
-            Ok(pb::Direction::LowerIsBetter) => "↓",
-            _ => "↑",
-        };
-        println!(
-            "{:<24} {:<14} {:<12} {:<22} {:>8}  {}",
-            t.id,
-            t.sim,
-            mode.trim_start_matches("TASK_MODE_").to_lowercase(),
-            format!("{} {arrow}", metric.name),
-            metric.target,
-            t.title
-        );
+    let rows: Vec<[String; 6]> = tasks
+        .into_iter()
+        .map(|t| {
+            let metric = t.metric.unwrap_or_default();
+            let mode = match pb::TaskMode::try_from(t.mode) {
+                Ok(pb::TaskMode::Batch) => "batch",
+                _ => "interactive",
+            };
+            let arrow = match pb::Direction::try_from(metric.direction) {
+                Ok(pb::Direction::LowerIsBetter) => "↓",
+                _ => "↑",
+            };
+            [
+                t.id,
+                t.sim,
+                mode.to_string(),
+                format!("{} {arrow}", metric.name),
+                metric.target.to_string(),
+                t.title,
+            ]
+        })
+        .collect();
+    let header = ["ID", "SIM", "MODE", "METRIC", "TARGET", "TITLE"].map(String::from);
+    let width = |col: usize| {
+        rows.iter()
+            .chain([&header])
+            .map(|r| r[col].chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..6).map(width).collect();
+    for row in [&header].into_iter().chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, w))| match i {
+                4 => format!("{cell:>w$}"),
+                5 => cell.clone(),
+                _ => format!("{cell:<w$}"),
+            })
+            .collect();
+        println!("{}", cells.join("  "));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,91 @@
+//! Every bundled heuristic policy solves its task: it plays the task's official evaluation
+//! through the server (over real gRPC) and reaches the task's target.
+
+mod common;
+
+use ale_client::{Client, play_episode, policy};
+use ale_proto::records::{Direction, EvalResultRecord, EvalStatus};
+use ale_proto::{EnvHandle, pb};
+use common::{TestServer, result};
+
+fn meets(value: f64, target: f64, direction: Direction) -> bool {
+    match direction {
+        Direction::HigherIsBetter => value >= target,
+        Direction::LowerIsBetter => value <= target,
+    }
+}
+
+/// Plays `task`'s official session with its sim's heuristic; returns the result.
+async fn official_run(t: &TestServer, task: &str) -> EvalResultRecord {
+    let (handle, session, _) = t.official_env(task).await;
+    let client = Client::connect(&t.endpoint()).await.unwrap();
+    let mut env = client.attach(EnvHandle::from_wire(handle)).await.unwrap();
+    let mut agent = policy::heuristic(&env.spec().task.sim).expect("a heuristic for every sim");
+    let planned = env.start_eval_session().await.unwrap().episodes;
+    for _ in 0..planned {
+        play_episode(&mut env, agent.as_mut(), None).await.unwrap();
+    }
+    EvalResultRecord::try_from(result(&mut t.harness().await, &session, false).await).unwrap()
+}
+
+#[tokio::test]
+async fn each_interactive_heuristic_meets_its_target_in_an_official_session() {
+    let t = TestServer::start_deterministic(1).await;
+    let client = Client::connect(&t.endpoint()).await.unwrap();
+    let tasks: Vec<pb::TaskMetadata> = client.list_tasks().await.unwrap();
+    let mut checked = Vec::new();
+    for task in tasks
+        .iter()
+        .filter(|t| t.mode == pb::TaskMode::Interactive as i32)
+    {
+        let r = official_run(&t, &task.id).await;
+        let metric = task.metric.clone().unwrap();
+        assert_eq!(r.status, EvalStatus::Completed, "{}", task.id);
+        assert!(
+            meets(r.value, metric.target, r.direction),
+            "{}: {} = {} misses the target {}",
+            task.id,
+            r.metric_name,
+            r.value,
+            metric.target
+        );
+        checked.push(format!("{} {}={:.1}", task.id, r.metric_name, r.value));
+    }
+    assert!(checked.len() >= 5, "{checked:?}");
+    eprintln!("{}", checked.join("\n"));
+}
+
+/// Batch tasks are rolled out by the evaluator itself once batch mode exists; until then the
+/// heuristic is checked over as many practice episodes as the evaluation plans.
+#[tokio::test]
+async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
+    let t = TestServer::start_deterministic(2).await;
+    let client = Client::connect(&t.endpoint()).await.unwrap();
+    for task in client
+        .list_tasks()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|t| t.mode == pb::TaskMode::Batch as i32)
+    {
+        let metric = task.metric.clone().unwrap();
+        let mut env = client.create(&task.id).await.unwrap();
+        let mut agent = policy::heuristic(&task.sim).unwrap();
+        let mut total = 0.0;
+        for seed in 0..u64::from(task.episodes_per_eval) {
+            let summary = play_episode(&mut env, agent.as_mut(), Some(seed))
+                .await
+                .unwrap();
+            // The batch tasks' per-episode metrics are returns floored at zero.
+            total += summary.episode_return.max(0.0);
+        }
+        let mean = total / f64::from(task.episodes_per_eval);
+        let direction = ale_proto::records::direction_from_pb(metric.direction).unwrap();
+        assert!(
+            meets(mean, metric.target, direction),
+            "{}: {mean} vs {}",
+            task.id,
+            metric.target
+        );
+    }
+}
