@@ -26,6 +26,7 @@ const EMBEDDED: &[(&str, &str)] = &[
     embed!("mountaincar-continuous.toml"),
     embed!("mountaincar-sarsa-reproduction.toml"),
     embed!("mountaincar.toml"),
+    embed!("nav2d-barn.toml"),
     embed!("pendulum-swingup.toml"),
 ];
 

@@ -10,6 +10,7 @@ pub mod cartpole;
 pub mod draw;
 pub mod mountain_car;
 pub mod mountain_car_continuous;
+pub mod nav2d;
 pub mod parity;
 pub mod pendulum;
 mod registry;

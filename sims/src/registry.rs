@@ -3,7 +3,7 @@
 use crate::draw::Drawing;
 use crate::sim::Sim;
 use crate::tensor::Tensor;
-use crate::{acrobot, cartpole, mountain_car, mountain_car_continuous, pendulum};
+use crate::{acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum};
 
 /// A simulator the registry can build.
 #[derive(Debug, Clone, Copy)]
@@ -71,6 +71,14 @@ pub const SIMS: &[SimInfo] = &[
         counters: &[],
         build: |n| Box::new(acrobot::Acrobot::new(n)),
         draw: acrobot::draw,
+    },
+    SimInfo {
+        id: nav2d::ID,
+        default_max_steps: nav2d::MAX_EPISODE_STEPS,
+        gymnasium_parity: false,
+        counters: nav2d::COUNTERS,
+        build: |n| Box::new(nav2d::Nav2d::new(n)),
+        draw: nav2d::draw,
     },
 ];
 

@@ -3,12 +3,14 @@
 mod acrobot;
 mod cartpole;
 mod mountain_car;
+mod nav2d;
 mod pendulum;
 mod random;
 
 pub use acrobot::AcrobotHeuristic;
 pub use cartpole::CartPoleHeuristic;
 pub use mountain_car::{MountainCarContinuousHeuristic, MountainCarHeuristic};
+pub use nav2d::Nav2dHeuristic;
 pub use pendulum::PendulumHeuristic;
 pub use random::RandomPolicy;
 
@@ -60,13 +62,14 @@ pub fn build(kind: PolicyKind, spec: &EnvSpec, seed: u64) -> Result<Box<dyn Poli
 
 /// The bundled observation-only heuristic for a simulator.
 pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
-    use ale_sims::{acrobot, cartpole, mountain_car, mountain_car_continuous, pendulum};
+    use ale_sims::{acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum};
     Some(match sim {
         cartpole::ID => Box::new(CartPoleHeuristic::default()),
         pendulum::ID => Box::new(PendulumHeuristic::default()),
         mountain_car::ID => Box::new(MountainCarHeuristic),
         mountain_car_continuous::ID => Box::new(MountainCarContinuousHeuristic::default()),
         acrobot::ID => Box::new(AcrobotHeuristic),
+        nav2d::ID => Box::new(Nav2dHeuristic::default()),
         _ => return None,
     })
 }
