@@ -32,12 +32,14 @@ pub use env::{Client, Env, EnvSpec, EvalSession, Info, InfoValue, ResetResult, S
 pub use error::ClientError;
 
 /// What one episode amounted to.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EpisodeSummary {
     pub episode_return: f64,
     pub steps: u64,
     pub terminated: bool,
     pub truncated: bool,
+    /// The info map of the last step (the sim's episode counters among it).
+    pub info: Info,
 }
 
 /// Resets `env` (with `seed`, ignored in an eval session) and steps it with `policy` until
@@ -48,11 +50,13 @@ pub async fn play_episode(
     seed: Option<u64>,
 ) -> Result<EpisodeSummary, ClientError> {
     let mut observation = env.reset(seed).await?.observation;
+    policy.reset();
     let mut summary = EpisodeSummary {
         episode_return: 0.0,
         steps: 0,
         terminated: false,
         truncated: false,
+        info: Info::new(),
     };
     loop {
         let step = env.step(&policy.act(&observation)).await?;
@@ -61,6 +65,7 @@ pub async fn play_episode(
         if step.is_done() {
             summary.terminated = step.terminated;
             summary.truncated = step.truncated;
+            summary.info = step.info;
             return Ok(summary);
         }
         observation = step.observation;

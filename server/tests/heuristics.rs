@@ -56,36 +56,42 @@ async fn each_interactive_heuristic_meets_its_target_in_an_official_session() {
 }
 
 /// Batch tasks are rolled out by the evaluator itself once batch mode exists; until then the
-/// heuristic is checked over as many practice episodes as the evaluation plans.
+/// heuristic is checked over as many practice episodes as the evaluation plans, each measured
+/// with the task's own per-episode metric.
 #[tokio::test]
 async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
     let t = TestServer::start_deterministic(2).await;
     let client = Client::connect(&t.endpoint()).await.unwrap();
-    for task in client
-        .list_tasks()
-        .await
-        .unwrap()
-        .iter()
-        .filter(|t| t.mode == pb::TaskMode::Batch as i32)
-    {
-        let metric = task.metric.clone().unwrap();
+    let registry = ale_server::TaskRegistry::builtin().unwrap();
+    let batch: Vec<_> = registry.iter().filter(|t| t.mode == ale_server::task::Mode::Batch).collect();
+    assert!(batch.len() >= 2);
+    for task in batch {
         let mut env = client.create(&task.id).await.unwrap();
         let mut agent = policy::heuristic(&task.sim).unwrap();
         let mut total = 0.0;
-        for seed in 0..u64::from(task.episodes_per_eval) {
-            let summary = play_episode(&mut env, agent.as_mut(), Some(seed))
-                .await
-                .unwrap();
-            // The batch tasks' per-episode metrics are returns floored at zero.
-            total += summary.episode_return.max(0.0);
+        for seed in 0..u64::from(task.eval.episodes) {
+            let s = play_episode(&mut env, agent.as_mut(), Some(seed)).await.unwrap();
+            let counters: Vec<ale_sims::Counter> = ale_sims::find(&task.sim)
+                .unwrap()
+                .counters
+                .iter()
+                .map(|name| ale_sims::Counter {
+                    name,
+                    value: match s.info.get(*name) {
+                        Some(ale_client::InfoValue::Number(v)) => *v,
+                        other => panic!("{}: counter {name} is {other:?}", task.id),
+                    },
+                })
+                .collect();
+            total += task.metric.episode_metric.measure(s.episode_return, s.steps, &counters);
         }
-        let mean = total / f64::from(task.episodes_per_eval);
-        let direction = ale_proto::records::direction_from_pb(metric.direction).unwrap();
+        let mean = total / f64::from(task.eval.episodes);
         assert!(
-            meets(mean, metric.target, direction),
+            meets(mean, task.metric.target, task.metric.direction),
             "{}: {mean} vs {}",
             task.id,
-            metric.target
+            task.metric.target
         );
+        eprintln!("{} {}={mean:.2}", task.id, task.metric.name);
     }
 }

@@ -21,6 +21,8 @@ use crate::env::EnvSpec;
 /// Maps an observation to an action.
 pub trait Policy: Send {
     fn act(&mut self, observation: &Tensor) -> Tensor;
+    /// Forgets what the policy remembered of the previous episode; call it after each reset.
+    fn reset(&mut self) {}
 }
 
 /// Which built-in policy to run.

@@ -31,7 +31,6 @@ pub struct Nav2dHeuristic {
     pose: Option<(f32, f32, f32)>,
     blocked: Vec<bool>,
     distance: Vec<u32>,
-    steps: u32,
 }
 
 impl Default for Nav2dHeuristic {
@@ -43,7 +42,6 @@ impl Default for Nav2dHeuristic {
             pose: None,
             blocked: vec![false; MAP_N * MAP_N],
             distance: vec![u32::MAX; MAP_N * MAP_N],
-            steps: 0,
         }
     }
 }
@@ -133,6 +131,11 @@ impl Nav2dHeuristic {
 }
 
 impl Policy for Nav2dHeuristic {
+    fn reset(&mut self) {
+        self.pose = None;
+        self.blocked.fill(false);
+    }
+
     fn act(&mut self, observation: &Tensor) -> Tensor {
         let Some(o) = observation.as_f32().filter(|o| o.len() > TURN_RATE) else {
             return Tensor::vector_f32(vec![0.0, 0.0]);
@@ -160,7 +163,6 @@ impl Policy for Nav2dHeuristic {
         };
         self.blocked[goal] = false;
         self.plan(goal, robot);
-        self.steps += 1;
         let target = if self.distance[robot] == u32::MAX {
             gb
         } else {
@@ -205,12 +207,12 @@ mod tests {
     #[ignore = "tuning aid: cargo test -p ale-client nav2d_stats -- --ignored --nocapture"]
     fn nav2d_stats() {
         let mut sim = ale_sims::nav2d::Nav2d::new(500);
-        let mut policy;
+        let mut policy = Nav2dHeuristic::default();
         let (mut success, mut time, mut collisions) = (0.0, 0.0, 0.0);
         let n = 100;
         for seed in 0..n {
             sim.reset(seed);
-            policy = Nav2dHeuristic::default();
+            policy.reset();
             loop {
                 let t = sim.step(&policy.act(sim.observation())).unwrap();
                 if t.is_done() {
