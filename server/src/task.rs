@@ -28,6 +28,7 @@ const EMBEDDED: &[(&str, &str)] = &[
     embed!("mountaincar.toml"),
     embed!("nav2d-barn.toml"),
     embed!("pendulum-swingup.toml"),
+    embed!("reacher-reach.toml"),
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]

@@ -49,9 +49,16 @@ async fn each_interactive_heuristic_meets_its_target_in_an_official_session() {
             r.value,
             metric.target
         );
+        assert!(
+            r.safety.values().all(|v| *v == 0.0),
+            "{}: safety {:?}",
+            task.id,
+            r.safety
+        );
+        assert_eq!(r.safety.len(), task.safety_metrics.len(), "{}", task.id);
         checked.push(format!("{} {}={:.1}", task.id, r.metric_name, r.value));
     }
-    assert!(checked.len() >= 5, "{checked:?}");
+    assert!(checked.len() >= 6, "{checked:?}");
     eprintln!("{}", checked.join("\n"));
 }
 
@@ -63,14 +70,19 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
     let t = TestServer::start_deterministic(2).await;
     let client = Client::connect(&t.endpoint()).await.unwrap();
     let registry = ale_server::TaskRegistry::builtin().unwrap();
-    let batch: Vec<_> = registry.iter().filter(|t| t.mode == ale_server::task::Mode::Batch).collect();
+    let batch: Vec<_> = registry
+        .iter()
+        .filter(|t| t.mode == ale_server::task::Mode::Batch)
+        .collect();
     assert!(batch.len() >= 2);
     for task in batch {
         let mut env = client.create(&task.id).await.unwrap();
         let mut agent = policy::heuristic(&task.sim).unwrap();
         let mut total = 0.0;
         for seed in 0..u64::from(task.eval.episodes) {
-            let s = play_episode(&mut env, agent.as_mut(), Some(seed)).await.unwrap();
+            let s = play_episode(&mut env, agent.as_mut(), Some(seed))
+                .await
+                .unwrap();
             let counters: Vec<ale_sims::Counter> = ale_sims::find(&task.sim)
                 .unwrap()
                 .counters
@@ -83,7 +95,10 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
                     },
                 })
                 .collect();
-            total += task.metric.episode_metric.measure(s.episode_return, s.steps, &counters);
+            total += task
+                .metric
+                .episode_metric
+                .measure(s.episode_return, s.steps, &counters);
         }
         let mean = total / f64::from(task.eval.episodes);
         assert!(

@@ -13,6 +13,7 @@ pub mod mountain_car_continuous;
 pub mod nav2d;
 pub mod parity;
 pub mod pendulum;
+pub mod reacher2d;
 mod registry;
 mod rng;
 mod sim;

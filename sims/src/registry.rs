@@ -3,7 +3,7 @@
 use crate::draw::Drawing;
 use crate::sim::Sim;
 use crate::tensor::Tensor;
-use crate::{acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum};
+use crate::{acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d};
 
 /// A simulator the registry can build.
 #[derive(Debug, Clone, Copy)]
@@ -79,6 +79,14 @@ pub const SIMS: &[SimInfo] = &[
         counters: nav2d::COUNTERS,
         build: |n| Box::new(nav2d::Nav2d::new(n)),
         draw: nav2d::draw,
+    },
+    SimInfo {
+        id: reacher2d::ID,
+        default_max_steps: reacher2d::MAX_EPISODE_STEPS,
+        gymnasium_parity: false,
+        counters: reacher2d::COUNTERS,
+        build: |n| Box::new(reacher2d::Reacher2d::new(n)),
+        draw: reacher2d::draw,
     },
 ];
 

@@ -6,6 +6,7 @@ mod mountain_car;
 mod nav2d;
 mod pendulum;
 mod random;
+mod reacher;
 
 pub use acrobot::AcrobotHeuristic;
 pub use cartpole::CartPoleHeuristic;
@@ -13,6 +14,7 @@ pub use mountain_car::{MountainCarContinuousHeuristic, MountainCarHeuristic};
 pub use nav2d::Nav2dHeuristic;
 pub use pendulum::PendulumHeuristic;
 pub use random::RandomPolicy;
+pub use reacher::ReacherHeuristic;
 
 use ale_sims::Tensor;
 
@@ -64,7 +66,9 @@ pub fn build(kind: PolicyKind, spec: &EnvSpec, seed: u64) -> Result<Box<dyn Poli
 
 /// The bundled observation-only heuristic for a simulator.
 pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
-    use ale_sims::{acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum};
+    use ale_sims::{
+        acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d,
+    };
     Some(match sim {
         cartpole::ID => Box::new(CartPoleHeuristic::default()),
         pendulum::ID => Box::new(PendulumHeuristic::default()),
@@ -72,6 +76,7 @@ pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
         mountain_car_continuous::ID => Box::new(MountainCarContinuousHeuristic::default()),
         acrobot::ID => Box::new(AcrobotHeuristic),
         nav2d::ID => Box::new(Nav2dHeuristic::default()),
+        reacher2d::ID => Box::new(ReacherHeuristic::default()),
         _ => return None,
     })
 }
