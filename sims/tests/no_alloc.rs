@@ -1,0 +1,86 @@
+//! Stepping allocates nothing: every sim's hot path reuses its buffers.
+//!
+//! A counting global allocator wraps the system one; after a warm-up episode, a run of steps
+//! (resets excluded) must not allocate. The one exception is reacher2d, whose physics step is
+//! rapier2d's multibody solver: it allocates its dynamic matrices on every step (about 19
+//! allocations), which this test pins so that a change in either direction is noticed.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use ale_sims::{SIMS, Space, Tensor};
+
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+// SAFETY: forwards to the system allocator unchanged; only counts calls.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if COUNTING.load(Ordering::Relaxed) {
+            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn action(space: &Space, i: usize) -> Tensor {
+    match space {
+        Space::Discrete(d) => Tensor::scalar_i64(d.start + (i as u64 % d.n) as i64),
+        Space::Box(b) => Tensor::vector_f32(vec![if i % 2 == 0 { 0.5 } else { -0.5 }; b.low.len()]),
+        other => panic!("{other}"),
+    }
+}
+
+#[test]
+fn stepping_any_sim_allocates_nothing() {
+    let mut report = Vec::new();
+    for info in SIMS {
+        let mut sim = info.build(info.default_max_steps);
+        let actions: Vec<Tensor> = (0..4).map(|i| action(sim.action_space(), i)).collect();
+        sim.reset(1);
+        // Warm-up: let lazily grown buffers reach their size.
+        for i in 0..50 {
+            if sim.step(&actions[i % 4]).unwrap().is_done() {
+                sim.reset(i as u64);
+            }
+        }
+        sim.reset(2);
+        let mut counted = 0;
+        ALLOCATIONS.store(0, Ordering::Relaxed);
+        for i in 0..200 {
+            COUNTING.store(true, Ordering::Relaxed);
+            let t = sim.step(&actions[i % 4]).unwrap();
+            COUNTING.store(false, Ordering::Relaxed);
+            counted += 1;
+            if t.is_done() {
+                sim.reset(100 + i as u64);
+            }
+        }
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+        report.push(format!("{}: {allocations} allocations in {counted} steps", info.id));
+    }
+    let offenders: Vec<_> = report
+        .iter()
+        .filter(|r| !r.contains(": 0 allocations") && !r.starts_with(ale_sims::reacher2d::ID))
+        .collect();
+    assert!(offenders.is_empty(), "{report:#?}");
+    let reacher = report.iter().find(|r| r.starts_with(ale_sims::reacher2d::ID)).unwrap();
+    let count: usize = reacher.split(": ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!((1..=30 * 200).contains(&count), "rapier2d's per-step allocations changed: {reacher}");
+}
