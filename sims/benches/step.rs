@@ -14,12 +14,16 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 /// A few valid actions for the space, cycled through.
 fn actions(space: &Space) -> Vec<Tensor> {
     match space {
-        Space::Discrete(d) => (0..d.n as i64).map(|a| Tensor::scalar_i64(d.start + a)).collect(),
+        Space::Discrete(d) => (0..d.n as i64)
+            .map(|a| Tensor::scalar_i64(d.start + a))
+            .collect(),
         Space::Box(b) => {
             let n = b.low.len();
             [0.3f32, -0.6, 0.9]
                 .iter()
-                .map(|&v| Tensor::vector_f32((0..n).map(|i| if i % 2 == 0 { v } else { -v }).collect()))
+                .map(|&v| {
+                    Tensor::vector_f32((0..n).map(|i| if i % 2 == 0 { v } else { -v }).collect())
+                })
                 .collect()
         }
         other => panic!("no bench actions for {other}"),
@@ -38,7 +42,9 @@ fn step(c: &mut Criterion) {
         group.bench_function(info.id, |b| {
             b.iter(|| {
                 i += 1;
-                let t = sim.step(black_box(&actions[i % actions.len()])).unwrap_or_else(|e| panic!("{e}"));
+                let t = sim
+                    .step(black_box(&actions[i % actions.len()]))
+                    .unwrap_or_else(|e| panic!("{e}"));
                 if t.terminated || t.truncated {
                     seed += 1;
                     sim.reset(seed);

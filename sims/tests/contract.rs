@@ -5,8 +5,14 @@ use ale_sims::{SIMS, Shape, SimError, Space, Tensor, TensorData};
 fn bad_actions(space: &Space) -> Vec<(&'static str, Tensor)> {
     let n = space.flat_len();
     let mut bad = vec![
-        ("wrong dtype", Tensor::new(vec![n], TensorData::F64(vec![0.0; n])).unwrap()),
-        ("wrong shape", Tensor::new(vec![n + 1], TensorData::F32(vec![0.0; n + 1])).unwrap()),
+        (
+            "wrong dtype",
+            Tensor::new(vec![n], TensorData::F64(vec![0.0; n])).unwrap(),
+        ),
+        (
+            "wrong shape",
+            Tensor::new(vec![n + 1], TensorData::F32(vec![0.0; n + 1])).unwrap(),
+        ),
     ];
     match space {
         Space::Box(_) => {
@@ -85,7 +91,11 @@ fn every_sim_draws_its_observation_in_its_viewport() {
             for (x, y) in points {
                 assert!(x.is_finite() && y.is_finite(), "{}: {shape:?}", info.id);
                 let slack = 0.5 * (v.x_max - v.x_min);
-                assert!(x >= v.x_min - slack && x <= v.x_max + slack, "{}: {shape:?}", info.id);
+                assert!(
+                    x >= v.x_min - slack && x <= v.x_max + slack,
+                    "{}: {shape:?}",
+                    info.id
+                );
             }
         }
     }

@@ -73,14 +73,31 @@ fn stepping_any_sim_allocates_nothing() {
             }
         }
         let allocations = ALLOCATIONS.load(Ordering::Relaxed);
-        report.push(format!("{}: {allocations} allocations in {counted} steps", info.id));
+        report.push(format!(
+            "{}: {allocations} allocations in {counted} steps",
+            info.id
+        ));
     }
     let offenders: Vec<_> = report
         .iter()
         .filter(|r| !r.contains(": 0 allocations") && !r.starts_with(ale_sims::reacher2d::ID))
         .collect();
     assert!(offenders.is_empty(), "{report:#?}");
-    let reacher = report.iter().find(|r| r.starts_with(ale_sims::reacher2d::ID)).unwrap();
-    let count: usize = reacher.split(": ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
-    assert!((1..=30 * 200).contains(&count), "rapier2d's per-step allocations changed: {reacher}");
+    let reacher = report
+        .iter()
+        .find(|r| r.starts_with(ale_sims::reacher2d::ID))
+        .unwrap();
+    let count: usize = reacher
+        .split(": ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (1..=30 * 200).contains(&count),
+        "rapier2d's per-step allocations changed: {reacher}"
+    );
 }

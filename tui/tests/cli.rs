@@ -14,23 +14,37 @@ fn sims_replay_reports_each_file_and_the_totals_last() {
     let good = fixtures().join("Acrobot-v1/00.json");
     let tmp = tempfile::tempdir().unwrap();
     // A fixture whose 4th observation was nudged by a relative 1e-5.
-    let mut value: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&good).unwrap()).unwrap();
     let x = value["observations"][3][0].as_f64().unwrap();
     value["observations"][3][0] = serde_json::json!(x * (1.0 + 1e-5) + 1e-5);
     let bad = tmp.path().join("tampered.json");
     std::fs::write(&bad, value.to_string()).unwrap();
     let missing = tmp.path().join("missing.json");
 
-    let out = Command::new(ALE).args(["sims", "replay"]).arg(&good).arg(&bad).arg(&missing).output().unwrap();
+    let out = Command::new(ALE)
+        .args(["sims", "replay"])
+        .arg(&good)
+        .arg(&bad)
+        .arg(&missing)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success());
     let lines: Vec<&str> = stdout.lines().collect();
     assert!(lines[0].starts_with("ok "), "{stdout}");
-    assert!(lines[1].contains("tampered.json: step 3: observation[0]"), "{stdout}");
+    assert!(
+        lines[1].contains("tampered.json: step 3: observation[0]"),
+        "{stdout}"
+    );
     assert!(lines[2].contains("missing.json: cannot read"), "{stdout}");
     assert_eq!(*lines.last().unwrap(), "1 passed, 2 failed");
 
-    let out = Command::new(ALE).args(["sims", "replay"]).arg(&good).output().unwrap();
+    let out = Command::new(ALE)
+        .args(["sims", "replay"])
+        .arg(&good)
+        .output()
+        .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).ends_with("1 passed, 0 failed\n"));
 }
@@ -50,7 +64,10 @@ fn tasks_lists_every_bundled_task() {
         "nav2d-barn",
         "mountaincar-sarsa-reproduction",
     ] {
-        assert!(stdout.lines().any(|l| l.starts_with(&format!("{id} "))), "{id} missing:\n{stdout}");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&format!("{id} "))),
+            "{id} missing:\n{stdout}"
+        );
     }
 }
 
