@@ -42,7 +42,10 @@ static GLOBAL: Counting = Counting;
 fn action(space: &Space, i: usize) -> Tensor {
     match space {
         Space::Discrete(d) => Tensor::scalar_i64(d.start + (i as u64 % d.n) as i64),
-        Space::Box(b) => Tensor::vector_f32(vec![if i % 2 == 0 { 0.5 } else { -0.5 }; b.low.len()]),
+        Space::Box(b) => Tensor::vector_f32(vec![
+            if i.is_multiple_of(2) { 0.5 } else { -0.5 };
+            b.low.len()
+        ]),
         other => panic!("{other}"),
     }
 }
