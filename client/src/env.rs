@@ -236,6 +236,11 @@ impl Env {
         })
     }
 
+    /// The raw generated client this env talks through, for RPCs this wrapper does not cover.
+    pub fn raw_client(&self) -> AleEnvClient<Channel> {
+        self.client.clone()
+    }
+
     /// Starts the official eval session on this (official) env.
     pub async fn start_eval_session(&mut self) -> Result<EvalSession, ClientError> {
         let resp = self

@@ -23,6 +23,15 @@ pub enum HarnessError {
     },
     #[error("no agent command given: pass it after `--`")]
     NoAgent,
+    #[error("{0}")]
+    Evaluator(String),
+    #[error("cannot write the run's records in {path}: {cause}")]
+    Records {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("the run's trajectory does not verify: {0}")]
+    Unverified(String),
 }
 
 impl HarnessError {

@@ -1,20 +1,28 @@
 //! An official interactive run: create the official env over the harness channel, hand it to
-//! an agent process, wait for the session to finish, read the authoritative result.
+//! an agent process, follow the session, read the authoritative result, verify the trajectory,
+//! score, and leave `report.json` and the harness's own chained log in the run folder.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::time::Duration;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ale_proto::pb;
-use ale_proto::records::EvalResultRecord;
+use ale_proto::layout;
+use ale_proto::pb::{self, ale_env_client::AleEnvClient};
+use ale_proto::records::{EvalResultRecord, EvalStatus, Genre};
+use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
 use ale_proto::{EnvHandle, RunId, SessionId};
-use tokio::time::Instant;
+use serde::Serialize;
+use tonic::transport::Channel;
 
 use crate::agent::Agent;
 use crate::channel;
 use crate::error::HarnessError;
+use crate::evaluator::{EvaluatorHandle, attach_or_start};
+use crate::report::{AgentSummary, RecordSummary, Report, TaskSummary, Timings, Versions};
+use crate::scoring::{Faithfulness, score};
+use crate::verify::{rules_from, verify_trajectory};
 
-/// How long an agent may take past the session's time budget before the harness ends the
+/// How long an agent may run past the session's time budget before the harness ends the
 /// session itself; covers start-up and the last RPCs in flight.
 pub const BUDGET_GRACE: Duration = Duration::from_secs(30);
 /// How long a finished agent gets to exit on its own before it is killed.
@@ -23,46 +31,100 @@ pub const EXIT_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct RunOptions {
     pub task_id: String,
-    /// The evaluator's harness socket (`<state>/harness.sock`).
-    pub harness_socket: PathBuf,
-    /// The agent channel URL handed to the agent as `ALE_ENDPOINT`.
-    pub agent_endpoint: String,
+    /// The evaluator's state dir: its harness socket and run folders are there.
+    pub state_dir: PathBuf,
+    /// The `ale` executable, to start an evaluator when none serves the state dir.
+    pub ale_exe: PathBuf,
+    /// The agent channel URL handed to the agent; by default the one the evaluator recorded.
+    pub endpoint: Option<String>,
     /// Program and arguments of the agent.
     pub agent_command: Vec<String>,
     pub poll_interval: Duration,
+    /// A faithfulness verdict file, for reproduction-genre tasks.
+    pub faithfulness: Option<PathBuf>,
 }
 
-/// How a run ended.
-#[derive(Debug)]
-pub struct RunOutcome {
-    pub handle: EnvHandle,
-    pub run_id: RunId,
-    pub result: EvalResultRecord,
-    /// `None` if the agent had to be killed or could not be reaped.
-    pub agent_exit: Option<ExitStatus>,
+/// What the harness knows while a session runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress<'a> {
+    pub run_id: &'a RunId,
+    pub task: &'a TaskSummary,
+    pub target: f64,
+    pub result: &'a EvalResultRecord,
+    pub elapsed: Duration,
 }
 
-/// Runs one official interactive evaluation. `progress` sees each result read while the
-/// session runs (status `running`) and the final one.
+/// Data of the harness's `harness_started` event.
+#[derive(Serialize)]
+struct HarnessStarted<'a> {
+    run_id: &'a RunId,
+    task_id: &'a str,
+    agent_command: &'a [String],
+    agent_endpoint: &'a str,
+    harness_version: &'a str,
+}
+
+/// Data of the harness's `result_read` event.
+#[derive(Serialize)]
+struct ResultRead<'a> {
+    evaluator_head: &'a str,
+    status: EvalStatus,
+    value: f64,
+    agent_exit: &'a str,
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn describe_exit(status: Option<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        None => "killed by the harness".into(),
+        Some(s) => match (s.code(), s.signal()) {
+            (Some(code), _) => format!("exited with status {code}"),
+            (None, Some(signal)) => format!("killed by signal {signal}"),
+            _ => s.to_string(),
+        },
+    }
+}
+
+/// Runs one official interactive evaluation and returns its report (also written to the run
+/// folder). `progress` sees each result read while the session runs and the final one.
 pub async fn run_interactive(
     options: &RunOptions,
-    mut progress: impl FnMut(&EvalResultRecord),
-) -> Result<RunOutcome, HarnessError> {
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
     if options.agent_command.is_empty() {
         return Err(HarnessError::NoAgent);
     }
-    let mut client = channel::connect(&options.harness_socket).await?;
+    let evaluator = attach_or_start(
+        &options.state_dir,
+        &options.ale_exe,
+        options.endpoint.as_deref(),
+    )
+    .await?;
+    let outcome = run_with(options, &evaluator, &mut progress).await;
+    evaluator.stop().await;
+    outcome
+}
+
+async fn create_official(
+    client: &mut AleEnvClient<Channel>,
+    task_id: &str,
+) -> Result<(EnvHandle, SessionId, RunId, pb::TaskMetadata), HarnessError> {
     let created = client
         .create_env(pb::CreateEnvRequest {
-            task_id: options.task_id.clone(),
+            task_id: task_id.to_string(),
             official: true,
         })
         .await
         .map_err(HarnessError::rpc("CreateEnv"))?
         .into_inner();
     let handle = EnvHandle::from_wire(created.handle);
-    let session_id = SessionId::from_wire(created.session_id);
-    let run_id = RunId::from_wire(created.run_id);
     let spec = client
         .get_spec(pb::GetSpecRequest {
             handle: handle.to_string(),
@@ -70,24 +132,76 @@ pub async fn run_interactive(
         .await
         .map_err(HarnessError::rpc("GetSpec"))?
         .into_inner();
-    let budget = spec
-        .task
-        .and_then(|t| t.budgets)
-        .map(|b| b.time_budget_seconds)
-        .unwrap_or(0);
-    let deadline =
-        (budget > 0).then(|| Instant::now() + Duration::from_secs(budget) + BUDGET_GRACE);
-    tracing::info!(%run_id, %handle, task = %options.task_id, "official env created; launching agent");
+    let task = spec.task.ok_or(HarnessError::Malformed("GetSpec"))?;
+    Ok((
+        handle,
+        SessionId::from_wire(created.session_id),
+        RunId::from_wire(created.run_id),
+        task,
+    ))
+}
 
-    let mut agent = Agent::launch(&options.agent_command, &options.agent_endpoint, &handle)?;
+fn task_summary(task: &pb::TaskMetadata) -> TaskSummary {
+    let budgets = task.budgets.unwrap_or_default();
+    TaskSummary {
+        id: task.id.clone(),
+        title: task.title.clone(),
+        sim: task.sim.clone(),
+        genre: if task.genre == pb::TaskGenre::Reproduction as i32 {
+            Genre::Reproduction
+        } else {
+            Genre::Open
+        },
+        episodes: task.episodes_per_eval,
+        max_total_steps: budgets.max_total_steps,
+        time_budget_seconds: budgets.time_budget_seconds,
+    }
+}
+
+async fn run_with(
+    options: &RunOptions,
+    evaluator: &EvaluatorHandle,
+    progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
+    let started = Instant::now();
+    let started_unix_ms = unix_ms();
+    let mut client = channel::connect(&evaluator.harness_socket).await?;
+    let (handle, session_id, run_id, task) = create_official(&mut client, &options.task_id).await?;
+    let summary = task_summary(&task);
+    let target = task.metric.as_ref().map_or(f64::NAN, |m| m.target);
+    let run_dir = layout::run_dir(&options.state_dir, &run_id);
+    let records_err = |cause| HarnessError::Records {
+        path: run_dir.clone(),
+        cause,
+    };
+    let mut log = ChainWriter::create(&run_dir.join(HARNESS_LOG_FILE), Level::Harness)
+        .map_err(records_err)?;
+    log.append(
+        EventKind::HarnessStarted,
+        &HarnessStarted {
+            run_id: &run_id,
+            task_id: &summary.id,
+            agent_command: &options.agent_command,
+            agent_endpoint: &evaluator.agent_endpoint,
+            harness_version: env!("CARGO_PKG_VERSION"),
+        },
+    )
+    .map_err(records_err)?;
+    tracing::info!(%run_id, task = %summary.id, "official env created; launching the agent");
+
+    let deadline = (summary.time_budget_seconds > 0)
+        .then(|| started + Duration::from_secs(summary.time_budget_seconds) + BUDGET_GRACE);
+    let mut agent = Agent::launch(&options.agent_command, &evaluator.agent_endpoint, &handle)?;
+    let mut harness_reason: Option<String> = None;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
-        let agent_gone = agent.try_exit().is_some();
+        let exited = agent.try_exit();
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
+        let end_session = exited.is_some() || overdue;
         let response = client
             .get_eval_result(pb::GetEvalResultRequest {
                 session_id: session_id.to_string(),
-                end_session: agent_gone || overdue,
+                end_session,
             })
             .await;
         match response {
@@ -97,8 +211,23 @@ pub async fn run_interactive(
                     .result
                     .and_then(|r| EvalResultRecord::try_from(r).ok())
                     .ok_or(HarnessError::Malformed("GetEvalResult"))?;
-                progress(&record);
+                progress(Progress {
+                    run_id: &run_id,
+                    task: &summary,
+                    target,
+                    result: &record,
+                    elapsed: started.elapsed(),
+                });
                 if record.status.is_finished() {
+                    if end_session && record.status == EvalStatus::EndedEarly {
+                        harness_reason = Some(match exited {
+                            Some(status) => format!(
+                                "the agent {} before finishing its session",
+                                describe_exit(Some(status))
+                            ),
+                            None => "the agent overran the session's time budget".into(),
+                        });
+                    }
                     break record;
                 }
             }
@@ -113,11 +242,104 @@ pub async fn run_interactive(
             }
         }
     };
-    let agent_exit = agent.finish(EXIT_GRACE).await;
-    Ok(RunOutcome {
-        handle,
-        run_id,
-        result,
-        agent_exit,
-    })
+    let left_early = harness_reason.is_some();
+    let exit = describe_exit(agent.finish(EXIT_GRACE).await);
+    log.append(
+        EventKind::ResultRead,
+        &ResultRead {
+            evaluator_head: &result.trajectory_head,
+            status: result.status,
+            value: result.value,
+            agent_exit: &exit,
+        },
+    )
+    .map_err(records_err)?;
+
+    // The record on disk must say what the evaluator said over the wire.
+    let trajectory_text =
+        std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).map_err(records_err)?;
+    let verified =
+        verify_trajectory(&trajectory_text).map_err(|e| HarnessError::Unverified(e.to_string()))?;
+    match &verified.result {
+        Some(on_disk) if on_disk == &result => {}
+        Some(_) => {
+            return Err(HarnessError::Unverified(
+                "the trajectory's result differs from the one the evaluator returned".into(),
+            ));
+        }
+        None => {
+            return Err(HarnessError::Unverified(
+                "the trajectory has no session_finished event".into(),
+            ));
+        }
+    }
+    let faithfulness = options
+        .faithfulness
+        .as_deref()
+        .map_or(Faithfulness::Missing, Faithfulness::read);
+    let breakdown = score(
+        &rules_from(&verified.run),
+        Some(result.value),
+        &result.safety,
+        &faithfulness,
+    );
+    let log_head = log
+        .append(EventKind::RunScored, &breakdown)
+        .map_err(records_err)?;
+    log.sync().map_err(records_err)?;
+
+    let status_message = match &harness_reason {
+        Some(why) => format!("{}: {why}", result.status_message),
+        None => result.status_message.clone(),
+    };
+    let report = Report {
+        report_version: crate::report::REPORT_VERSION,
+        run_id: run_id.clone(),
+        task: summary,
+        status: result.status,
+        status_message,
+        agent: AgentSummary {
+            command: options.agent_command.clone(),
+            exit,
+            left_early,
+        },
+        value: result.value,
+        score: breakdown,
+        episodes: result.episodes.clone(),
+        seed_commitments: result.seed_commitments.clone(),
+        safety: result.safety.clone(),
+        total_steps: result.total_steps,
+        trajectory: RecordSummary {
+            file: TRAJECTORY_FILE.into(),
+            head: verified.head.clone(),
+            events: verified.events,
+            verified: true,
+        },
+        harness_log: RecordSummary {
+            file: HARNESS_LOG_FILE.into(),
+            head: log_head,
+            events: 3,
+            verified: true,
+        },
+        timings: Timings {
+            started_unix_ms,
+            finished_unix_ms: unix_ms(),
+            duration_seconds: started.elapsed().as_secs_f64(),
+        },
+        versions: Versions {
+            harness: env!("CARGO_PKG_VERSION").into(),
+            evaluator: verified.run.evaluator_version.clone(),
+        },
+    };
+    report.write(&run_dir).map_err(records_err)?;
+    crate::plot::write_run_plots(&run_dir, &report).map_err(|e| HarnessError::Records {
+        path: run_dir.clone(),
+        cause: std::io::Error::other(e),
+    })?;
+    Ok(report)
+}
+
+/// The run folder of `run_id` under `state_dir`.
+pub fn run_folder(state_dir: &Path, run_id: &RunId) -> PathBuf {
+    layout::run_dir(state_dir, run_id)
 }

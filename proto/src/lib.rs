@@ -9,6 +9,7 @@
 pub mod commitment;
 pub mod convert;
 pub mod ids;
+pub mod layout;
 pub mod records;
 pub mod trajectory;
 

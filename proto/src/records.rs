@@ -16,6 +16,23 @@ pub enum Direction {
     LowerIsBetter,
 }
 
+/// What kind of task: optimise freely, or reproduce a published method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Genre {
+    Open,
+    /// Scored only with a passing faithfulness verdict.
+    Reproduction,
+}
+
+/// A zero-target safety metric of a task and its penalty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SafetyMetricRecord {
+    pub name: String,
+    pub penalty_factor: f64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EvalStatus {
@@ -53,6 +70,7 @@ impl Outcome {
 
 /// One planned rollout's outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EpisodeRecord {
     pub index: u32,
     pub outcome: Outcome,
@@ -66,6 +84,7 @@ pub struct EpisodeRecord {
 
 /// The authoritative result of an evaluation session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EvalResultRecord {
     pub session_id: SessionId,
     pub run_id: RunId,
@@ -82,17 +101,21 @@ pub struct EvalResultRecord {
     pub safety: BTreeMap<String, f64>,
 }
 
-/// Data of a `run_started` event.
+/// Data of a `run_started` event: the run, and everything needed to score it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RunStarted {
     pub run_id: RunId,
     pub session_id: SessionId,
     pub task_id: String,
     pub sim: String,
+    pub genre: Genre,
     pub metric_name: String,
     pub direction: Direction,
     pub target: f64,
+    pub cap: f64,
     pub failure_value: f64,
+    pub safety: Vec<SafetyMetricRecord>,
     pub episodes: u32,
     pub max_steps_per_episode: u32,
     pub max_total_steps: u64,
@@ -102,6 +125,7 @@ pub struct RunStarted {
 
 /// Data of a `session_started` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SessionStarted {
     pub session_id: SessionId,
     /// One per planned rollout, in order.
@@ -110,6 +134,7 @@ pub struct SessionStarted {
 
 /// Data of a `rollout_started` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RolloutStarted {
     pub index: u32,
     pub seed_commitment: String,

@@ -15,6 +15,8 @@ pub const GENESIS: [u8; 32] = [0; 32];
 
 /// The file name of a run's trajectory inside its run folder.
 pub const TRAJECTORY_FILE: &str = "trajectory.jsonl";
+/// The harness's own chained log inside the run folder.
+pub const HARNESS_LOG_FILE: &str = "harness.jsonl";
 
 /// Who wrote an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +43,23 @@ pub enum EventKind {
     /// The session ended; data: the final [`crate::records::EvalResultRecord`] without its
     /// `trajectory_head` (which is this event's own hash).
     SessionFinished,
+    /// In the harness's log: the harness began an official run.
+    HarnessStarted,
+    /// In the harness's log: the harness read the authoritative result; names the evaluator
+    /// trajectory's head hash at that moment.
+    ResultRead,
+    /// In the harness's log: the harness scored the run.
+    RunScored,
+}
+
+impl EventKind {
+    /// Whether only the evaluator writes this kind (into `trajectory.jsonl`).
+    pub fn is_evaluator_event(self) -> bool {
+        !matches!(
+            self,
+            EventKind::HarnessStarted | EventKind::ResultRead | EventKind::RunScored
+        )
+    }
 }
 
 /// One event, before it is sealed into the chain.
@@ -290,6 +309,32 @@ mod tests {
         }
     }
 
+    /// Regression: without serde_json's exact float parsing, some floats did not survive the
+    /// parse-and-print the verifier does, and honest trajectories failed as non-canonical.
+    #[test]
+    fn floats_of_every_magnitude_round_trip_through_verification() {
+        let mut rng_state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut chain = Chain::new();
+        let mut text = String::new();
+        for _ in 0..2000 {
+            rng_state = rng_state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let x = f64::from_bits(rng_state >> 2); // arbitrary finite doubles
+            let x = if x.is_finite() { x } else { 1.0 };
+            let y = (rng_state as f64 / u64::MAX as f64) * -3254.7;
+            let (line, _) = chain.seal(
+                Level::TrustedEvaluator,
+                EventKind::RolloutFinished,
+                0,
+                json!({"x": x, "y": y}),
+            );
+            text.push_str(&line);
+            text.push('\n');
+        }
+        verify(&text).unwrap();
+    }
+
     #[test]
     fn deleted_and_reordered_lines_are_detected() {
         let text = sample_chain();
@@ -300,5 +345,60 @@ mod tests {
         assert_eq!(verify(&swapped).unwrap_err().line, 2);
         let truncated = &text[..text.len() - 1];
         assert!(verify(truncated).is_err());
+    }
+}
+
+/// Appends sealed events of one level to a chained file, each reaching the OS before `append`
+/// returns.
+#[derive(Debug)]
+pub struct ChainWriter {
+    file: std::fs::File,
+    chain: Chain,
+    level: Level,
+}
+
+fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+impl ChainWriter {
+    /// Starts a new chained file at `path` (0600); fails if it exists.
+    pub fn create(path: &std::path::Path, level: Level) -> std::io::Result<ChainWriter> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(path)?;
+        Ok(ChainWriter {
+            file,
+            chain: Chain::new(),
+            level,
+        })
+    }
+
+    /// Seals and writes one event; returns its hash. A failed write leaves the chain where
+    /// the file is.
+    pub fn append(&mut self, kind: EventKind, data: &impl Serialize) -> std::io::Result<String> {
+        use std::io::Write;
+        let data = serde_json::to_value(data).map_err(std::io::Error::other)?;
+        let mut chain = self.chain.clone();
+        let (mut line, hash) = chain.seal(self.level, kind, now_unix_ms(), data);
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.chain = chain;
+        Ok(hash)
+    }
+
+    /// Forces everything written so far to stable storage.
+    pub fn sync(&self) -> std::io::Result<()> {
+        self.file.sync_data()
+    }
+
+    pub fn head(&self) -> String {
+        self.chain.head()
     }
 }

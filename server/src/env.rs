@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome, RunStarted};
+use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome, RunStarted, SafetyMetricRecord};
 use ale_proto::trajectory::EventKind;
 use ale_proto::{EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Counter, Sim, SimError, Tensor, Transition};
@@ -125,7 +125,7 @@ impl Env {
         run_dir: &std::path::Path,
         now: Instant,
     ) -> Result<Env, Error> {
-        let mut trajectory = TrajectoryWriter::create(run_dir)?;
+        let mut trajectory = crate::trajectory::create(run_dir)?;
         trajectory.append(
             EventKind::RunStarted,
             &RunStarted {
@@ -133,10 +133,20 @@ impl Env {
                 session_id: session_id.clone(),
                 task_id: task.id.clone(),
                 sim: task.sim.clone(),
+                genre: task.genre,
                 metric_name: task.metric.name.clone(),
                 direction: task.metric.direction,
                 target: task.metric.target,
+                cap: task.metric.cap,
                 failure_value: task.metric.failure_value,
+                safety: task
+                    .safety
+                    .iter()
+                    .map(|s| SafetyMetricRecord {
+                        name: s.name.clone(),
+                        penalty_factor: s.penalty_factor,
+                    })
+                    .collect(),
                 episodes: task.eval.episodes,
                 max_steps_per_episode: task.eval.max_steps_per_episode,
                 max_total_steps: task.eval.max_total_steps,

@@ -79,6 +79,7 @@ impl RunningServer {
         }
         self.evaluator.shutdown();
         let _ = std::fs::remove_file(&self.harness_socket);
+        let _ = std::fs::remove_file(state_dir::agent_endpoint_file(self.evaluator.state_dir()));
         tracing::info!("evaluator stopped");
     }
 }
@@ -160,6 +161,13 @@ pub async fn start(
     let harness_socket = state_dir::harness_socket(evaluator.state_dir());
     let unix = bind_harness_socket(&harness_socket)?;
 
+    let endpoint_file = state_dir::agent_endpoint_file(evaluator.state_dir());
+    std::fs::write(&endpoint_file, format!("http://{agent_addr}\n")).map_err(|cause| {
+        ServeError::Socket {
+            path: endpoint_file.clone(),
+            cause,
+        }
+    })?;
     let (stop, stopped) = watch::channel(false);
     let signal = move || {
         let mut stopped = stopped.clone();

@@ -8,12 +8,10 @@ use std::path::{Path, PathBuf};
 
 use ale_proto::SECRET_LEN;
 
-/// The harness channel's socket, inside the state dir.
-pub const HARNESS_SOCKET: &str = "harness.sock";
-/// The 32-byte secret mixed into seed commitments.
-pub const SECRET_FILE: &str = "evaluator.secret";
-/// Where each official run keeps its trajectory (and the harness its report).
-pub const RUNS_DIR: &str = "runs";
+pub use ale_proto::layout::{
+    AGENT_ENDPOINT_FILE, HARNESS_SOCKET, RUNS_DIR, SECRET_FILE, agent_endpoint_file,
+    harness_socket, run_dir,
+};
 
 /// `$XDG_STATE_HOME/ale`, or `~/.local/state/ale`, or `./.ale-state` when neither is known.
 pub fn default_state_dir() -> PathBuf {
@@ -24,14 +22,6 @@ pub fn default_state_dir() -> PathBuf {
         return PathBuf::from(home).join(".local/state/ale");
     }
     PathBuf::from(".ale-state")
-}
-
-pub fn harness_socket(state_dir: &Path) -> PathBuf {
-    state_dir.join(HARNESS_SOCKET)
-}
-
-pub fn run_dir(state_dir: &Path, run_id: &ale_proto::RunId) -> PathBuf {
-    state_dir.join(RUNS_DIR).join(run_id.as_str())
 }
 
 /// Creates the state dir (0700) and its runs folder; an existing dir is tightened to 0700.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ale_proto::pb;
-use ale_proto::records::Direction;
+use ale_proto::records::{Direction, Genre};
 use ale_sims::Counter;
 use serde::Deserialize;
 
@@ -36,13 +36,6 @@ const EMBEDDED: &[(&str, &str)] = &[
 pub enum Mode {
     Interactive,
     Batch,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Genre {
-    Open,
-    Reproduction,
 }
 
 /// What one rollout contributes to the metric.

@@ -29,6 +29,12 @@ enum Command {
     /// The bundled simulators; check Gymnasium parity fixtures.
     #[command(subcommand)]
     Sims(cli::sims::SimsCommand),
+    /// A whole official evaluation in one command: evaluator, harness and agent.
+    Demo(cli::demo::DemoArgs),
+    /// Plot a run: per-episode metric, running mean and target, as PNG or SVG.
+    Plot(cli::plot::PlotArgs),
+    /// A built-in agent for an official env (run by `ale harness run --policy`).
+    Agent(cli::agent::AgentArgs),
     /// Measure the evaluator.
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
@@ -57,12 +63,20 @@ fn main() -> std::process::ExitCode {
         let _ = Cli::command().print_help();
         return std::process::ExitCode::SUCCESS;
     };
-    cli::init_logging();
+    // Only a server's own log is news by default; the other commands report in their output.
+    cli::init_logging(if matches!(command, Command::Serve(_)) {
+        "info"
+    } else {
+        "warn"
+    });
     let result = match command {
         Command::Serve(args) => cli::serve::run(args),
         Command::Harness(cmd) => cli::harness::run(cmd),
         Command::Tasks(args) => cli::tasks::run(args),
         Command::Sims(cmd) => cli::sims::run(cmd),
+        Command::Demo(args) => cli::demo::run(args),
+        Command::Plot(args) => cli::plot::run(args),
+        Command::Agent(args) => cli::agent::run(args),
         Command::Bench(cmd) => cli::bench::run(cmd),
     };
     match result {

@@ -1,19 +1,62 @@
-//! `ale harness …`: official evaluations from the command line.
+//! `ale harness …`: official evaluations, scoring, verification and past runs.
 
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use ale_harness::{RunOptions, run_interactive};
+use ale_harness::report::Report;
+use ale_harness::runs::{self, RunSummary};
+use ale_harness::scoring::{Breakdown, Faithfulness, SafetyRule, ScoringRules, score};
+use ale_harness::verify::{verify_harness_log, verify_trajectory};
+use ale_harness::{Progress, RunOptions, run_interactive};
+use ale_proto::records::{Direction, EvalResultRecord, Genre, Outcome};
+use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
+use anyhow::{Context, bail};
 
 use crate::StateDirArg;
 
+const RUN_EXAMPLES: &str = "Examples:
+  ale harness run --task cartpole-balance --policy heuristic
+  ale harness run --task cartpole-balance -- target/release/examples/cartpole_agent
+  ale harness run --task mountaincar-sarsa-reproduction --faithfulness verdict.json -- ./my_agent
+  ale harness run --task cartpole-balance --policy random --progress json";
+
 #[derive(clap::Subcommand, Debug)]
 pub enum HarnessCommand {
-    /// Run an official interactive evaluation with an agent command and print the result as JSON.
+    /// Run an official evaluation: create the official env, hand it to an agent, read, verify
+    /// and score the result, and write report.json and plots into the run's folder.
     ///
-    /// Example: ale harness run --task cartpole-balance -- cargo run -p ale-client --example cartpole_agent
+    /// Talks to the evaluator serving --state-dir; if none does, starts `ale serve` on it for
+    /// the run and stops it afterwards.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(RunArgs),
+    /// Score an EvalResult: from a trajectory, a run folder or report, or an EvalResult JSON
+    /// file (with --task), and print the breakdown.
+    #[command(
+        after_help = "Examples:\n  ale harness score ~/.local/state/ale/runs/run-…/trajectory.jsonl\n  ale harness score result.json --task cartpole-balance"
+    )]
+    Score(ScoreArgs),
+    /// Verify a trajectory or a run folder: the hash chain, every trusted event, the recorded
+    /// result against the per-rollout events, the harness's log; re-derive the score.
+    /// Exits non-zero naming the first broken line.
+    #[command(
+        after_help = "Examples:\n  ale harness verify ~/.local/state/ale/runs/run-…\n  ale harness verify trajectory.jsonl"
+    )]
+    Verify(VerifyArgs),
+    /// List past runs: task, status, metric, score.
+    #[command(after_help = "Example:\n  ale harness runs --state-dir /tmp/ale-state")]
+    Runs(RunsArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProgressStyle {
+    /// A bar on a terminal, a line per finished rollout otherwise.
+    Auto,
+    /// One JSON object per line on stdout: progress updates, then the report.
+    Json,
+    /// Nothing until the summary.
+    None,
 }
 
 #[derive(clap::Args, Debug)]
@@ -23,41 +66,569 @@ pub struct RunArgs {
     pub task: String,
     #[command(flatten)]
     pub state_dir: StateDirArg,
-    /// The harness socket [default: <state-dir>/harness.sock]
-    #[arg(long, value_name = "PATH")]
-    pub harness_socket: Option<PathBuf>,
-    /// The agent channel URL handed to the agent as ALE_ENDPOINT.
-    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:50051")]
-    pub endpoint: String,
+    /// The agent channel URL handed to the agent [default: the one the evaluator recorded].
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Play with a built-in agent (run as its own process) instead of a command.
+    #[arg(long, value_parser = ["random", "heuristic"], conflicts_with_all = ["agent", "submission"])]
+    pub policy: Option<String>,
+    /// A batch task's submission folder.
+    #[arg(long, value_name = "DIR", conflicts_with = "agent")]
+    pub submission: Option<PathBuf>,
+    /// A faithfulness verdict ({"pass": bool, "reason": str}), for reproduction-genre tasks.
+    #[arg(long, value_name = "FILE")]
+    pub faithfulness: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub progress: ProgressStyle,
     /// The agent: program and arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "AGENT_CMD")]
+    #[arg(last = true, value_name = "AGENT_CMD")]
     pub agent: Vec<String>,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ScoreArgs {
+    /// A trajectory.jsonl, a run folder, a report.json, or an EvalResult JSON file.
+    pub file: PathBuf,
+    /// The task, when FILE is a bare EvalResult.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// A faithfulness verdict file, for reproduction-genre tasks.
+    #[arg(long, value_name = "FILE")]
+    pub faithfulness: Option<PathBuf>,
+    /// Print the breakdown as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct VerifyArgs {
+    /// A trajectory.jsonl or a run folder.
+    pub path: PathBuf,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RunsArgs {
+    #[command(flatten)]
+    pub state_dir: StateDirArg,
 }
 
 pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
     match command {
         HarnessCommand::Run(args) => run_official(args),
+        HarnessCommand::Score(args) => score_file(args),
+        HarnessCommand::Verify(args) => verify_path(&args.path),
+        HarnessCommand::Runs(args) => list_runs(&args.state_dir.resolve()),
     }
 }
 
+/// The command line of a built-in agent: this executable's `agent` subcommand.
+pub fn builtin_agent(policy: &str) -> anyhow::Result<Vec<String>> {
+    let exe = std::env::current_exe().context("cannot find the ale executable")?;
+    Ok(vec![
+        exe.to_string_lossy().to_string(),
+        "agent".into(),
+        "--policy".into(),
+        policy.into(),
+    ])
+}
+
 fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
-    let harness_socket = args
-        .harness_socket
-        .unwrap_or_else(|| ale_server::state_dir::harness_socket(&args.state_dir.resolve()));
-    let options = RunOptions {
-        task_id: args.task,
-        harness_socket,
-        agent_endpoint: args.endpoint,
-        agent_command: args.agent,
-        poll_interval: Duration::from_millis(100),
-    };
-    let rt = super::runtime(1)?;
-    let outcome = rt.block_on(run_interactive(&options, |_| {}))?;
-    match outcome.agent_exit {
-        Some(status) if status.success() => {}
-        Some(status) => eprintln!("note: the agent exited with {status}"),
-        None => eprintln!("note: the agent was killed"),
+    if let Some(dir) = &args.submission {
+        bail!(
+            "batch evaluation is not available in this evaluator yet, so the submission {} cannot be run; \
+             interactive tasks take --policy or an agent command",
+            dir.display()
+        );
     }
-    println!("{}", serde_json::to_string_pretty(&outcome.result)?);
+    let agent_command = match (&args.policy, args.agent.is_empty()) {
+        (Some(policy), _) => builtin_agent(policy)?,
+        (None, false) => args.agent.clone(),
+        (None, true) => bail!("give an agent: --policy random|heuristic, or a command after `--`"),
+    };
+    let options = RunOptions {
+        task_id: args.task.clone(),
+        state_dir: args.state_dir.resolve(),
+        ale_exe: std::env::current_exe().context("cannot find the ale executable")?,
+        endpoint: args.endpoint.clone(),
+        agent_command,
+        poll_interval: Duration::from_millis(100),
+        faithfulness: args.faithfulness.clone(),
+    };
+    let mut display = ProgressDisplay::new(args.progress);
+    let rt = super::runtime(1)?;
+    let report = rt.block_on(run_interactive(&options, |p| display.update(p)))?;
+    display.finish();
+    let run_dir = ale_proto::layout::run_dir(&options.state_dir, &report.run_id);
+    if args.progress == ProgressStyle::Json {
+        let line = serde_json::json!({"event": "report", "run_dir": run_dir, "report": report});
+        println!("{line}");
+    } else {
+        print_summary(&report, &run_dir);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Shows a run's progress as the chosen style.
+struct ProgressDisplay {
+    style: ProgressStyle,
+    bar: bool,
+    announced: usize,
+}
+
+impl ProgressDisplay {
+    fn new(style: ProgressStyle) -> Self {
+        ProgressDisplay {
+            style,
+            bar: style == ProgressStyle::Auto && std::io::stderr().is_terminal(),
+            announced: 0,
+        }
+    }
+
+    fn update(&mut self, p: Progress<'_>) {
+        let r = p.result;
+        let done = r
+            .episodes
+            .iter()
+            .filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress))
+            .count();
+        let current = r.episodes.iter().find(|e| e.outcome == Outcome::InProgress);
+        match self.style {
+            ProgressStyle::None => {}
+            ProgressStyle::Json => {
+                let line = serde_json::json!({
+                    "event": "progress",
+                    "run_id": p.run_id,
+                    "task_id": p.task.id,
+                    "status": r.status,
+                    "done": done,
+                    "planned": r.episodes.len(),
+                    "current": current.map(|e| serde_json::json!({"index": e.index, "steps": e.steps, "return": e.episode_return})),
+                    "episode_metrics": r.episodes.iter().filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress)).map(|e| e.metric).collect::<Vec<_>>(),
+                    "value": r.value,
+                    "target": p.target,
+                    "metric_name": r.metric_name,
+                    "direction": r.direction,
+                    "total_steps": r.total_steps,
+                    "max_total_steps": p.task.max_total_steps,
+                    "elapsed_seconds": p.elapsed.as_secs_f64(),
+                    "time_budget_seconds": p.task.time_budget_seconds,
+                });
+                println!("{line}");
+                let _ = std::io::stdout().flush();
+            }
+            ProgressStyle::Auto if self.bar => {
+                let planned = r.episodes.len().max(1);
+                let width = 24;
+                let filled = done * width / planned;
+                let current = current.map_or(String::new(), |e| {
+                    format!(" · current return {:.1}", e.episode_return)
+                });
+                eprint!(
+                    "\r{} [{}{}] {done}/{planned}{current} · mean {:.2} · {:.1} s   ",
+                    p.task.id,
+                    "█".repeat(filled),
+                    "░".repeat(width - filled),
+                    r.value,
+                    p.elapsed.as_secs_f64()
+                );
+            }
+            ProgressStyle::Auto => {
+                for e in r
+                    .episodes
+                    .iter()
+                    .filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress))
+                    .skip(self.announced)
+                {
+                    eprintln!(
+                        "rollout {}/{}: {:?}, {} = {:.2} in {} steps",
+                        e.index + 1,
+                        r.episodes.len(),
+                        e.outcome,
+                        r.metric_name,
+                        e.metric,
+                        e.steps
+                    );
+                }
+                self.announced = done;
+            }
+        }
+    }
+
+    fn finish(&self) {
+        if self.bar {
+            eprintln!();
+        }
+    }
+}
+
+fn direction_words(d: Direction) -> &'static str {
+    match d {
+        Direction::HigherIsBetter => "higher is better",
+        Direction::LowerIsBetter => "lower is better",
+    }
+}
+
+/// The score's breakdown, one line each.
+pub fn breakdown_lines(b: &Breakdown) -> Vec<(String, String)> {
+    let mut lines = vec![
+        (
+            "metric".into(),
+            format!(
+                "{} = {} (target {}, {})",
+                b.metric_name,
+                b.measured.map_or("missing".into(), |m| format!("{m:.4}")),
+                b.target,
+                direction_words(b.direction)
+            ),
+        ),
+        (
+            "ratio".into(),
+            format!("{:.4}, capped to [0, {}] → {:.4}", b.ratio, b.cap, b.capped),
+        ),
+    ];
+    for p in &b.penalties {
+        lines.push((
+            format!("safety {}", p.name),
+            format!(
+                "{} → {}",
+                p.value,
+                if p.applied {
+                    format!("× {}", p.penalty_factor)
+                } else {
+                    "no penalty".into()
+                }
+            ),
+        ));
+    }
+    lines.push((
+        "faithfulness".into(),
+        if b.faithfulness.required {
+            format!(
+                "{} ({})",
+                if b.faithfulness.passed {
+                    "passed"
+                } else {
+                    "FAILED"
+                },
+                b.faithfulness.reason
+            )
+        } else {
+            "not required".into()
+        },
+    ));
+    lines.push((
+        "score".into(),
+        match &b.zeroed_because {
+            Some(why) => format!("0 — {why}"),
+            None => format!("{:.4}", b.score),
+        },
+    ));
+    lines
+}
+
+fn print_table(rows: &[(String, String)]) {
+    let width = rows
+        .iter()
+        .map(|(k, _)| k.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (k, v) in rows {
+        println!("  {k:<width$}  {v}");
+    }
+}
+
+fn print_summary(report: &Report, run_dir: &Path) {
+    let count = |o: Outcome| report.episodes.iter().filter(|e| e.outcome == o).count();
+    let mut rows = vec![
+        ("run".to_string(), report.run_id.to_string()),
+        (
+            "task".into(),
+            format!("{} — {}", report.task.id, report.task.title),
+        ),
+        (
+            "status".into(),
+            format!("{:?} — {}", report.status, report.status_message).to_lowercase(),
+        ),
+        (
+            "agent".into(),
+            format!("{} ({})", report.agent.command.join(" "), report.agent.exit),
+        ),
+        (
+            "rollouts".into(),
+            format!(
+                "{} completed, {} aborted, {} over budget, {} not run · {} steps",
+                count(Outcome::Completed),
+                count(Outcome::Aborted),
+                count(Outcome::BudgetExceeded),
+                count(Outcome::NotRun),
+                report.total_steps
+            ),
+        ),
+    ];
+    rows.extend(breakdown_lines(&report.score));
+    rows.push((
+        "trajectory".into(),
+        format!(
+            "verified · {} events · head {}",
+            report.trajectory.events, report.trajectory.head
+        ),
+    ));
+    rows.push((
+        "report".into(),
+        run_dir
+            .join(ale_proto::layout::REPORT_FILE)
+            .display()
+            .to_string(),
+    ));
+    rows.push((
+        "plots".into(),
+        run_dir
+            .join(ale_harness::plot::PLOT_FILES[0])
+            .display()
+            .to_string(),
+    ));
+    println!("Official run");
+    print_table(&rows);
+}
+
+/// What `score` and `verify` accept: where the result and rules come from.
+fn rules_from_task(task_id: &str) -> anyhow::Result<ScoringRules> {
+    let registry = ale_server::TaskRegistry::builtin()?;
+    let task = registry.get(task_id).with_context(|| {
+        format!(
+            "unknown task {task_id:?}; known: {}",
+            registry.ids().join(", ")
+        )
+    })?;
+    Ok(ScoringRules {
+        metric_name: task.metric.name.clone(),
+        direction: task.metric.direction,
+        target: task.metric.target,
+        cap: task.metric.cap,
+        safety: task
+            .safety
+            .iter()
+            .map(|s| SafetyRule {
+                name: s.name.clone(),
+                penalty_factor: s.penalty_factor,
+            })
+            .collect(),
+        requires_faithfulness: task.genre == Genre::Reproduction,
+    })
+}
+
+fn rules_from_report(report: &Report) -> ScoringRules {
+    ScoringRules {
+        metric_name: report.score.metric_name.clone(),
+        direction: report.score.direction,
+        target: report.score.target,
+        cap: report.score.cap,
+        safety: report
+            .score
+            .penalties
+            .iter()
+            .map(|p| SafetyRule {
+                name: p.name.clone(),
+                penalty_factor: p.penalty_factor,
+            })
+            .collect(),
+        requires_faithfulness: report.task.genre == Genre::Reproduction,
+    }
+}
+
+fn read_trajectory_result(path: &Path) -> anyhow::Result<(EvalResultRecord, ScoringRules)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let verified =
+        verify_trajectory(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let rules = verified.rules();
+    let result = verified.result.with_context(|| {
+        format!(
+            "{}: the session has not finished; there is no result to score",
+            path.display()
+        )
+    })?;
+    Ok((result, rules))
+}
+
+fn score_file(args: ScoreArgs) -> anyhow::Result<ExitCode> {
+    let path = &args.file;
+    let (measured, safety, rules) = if path.is_dir()
+        || path
+            .file_name()
+            .is_some_and(|n| n == ale_proto::layout::REPORT_FILE)
+    {
+        let dir = if path.is_dir() {
+            path.as_path()
+        } else {
+            path.parent().unwrap_or(Path::new("."))
+        };
+        match Report::read(dir) {
+            Ok(report) => (
+                Some(report.value),
+                report.safety.clone(),
+                rules_from_report(&report),
+            ),
+            Err(_) => {
+                let (r, rules) = read_trajectory_result(&dir.join(TRAJECTORY_FILE))?;
+                (Some(r.value), r.safety, rules)
+            }
+        }
+    } else if path.extension().is_some_and(|e| e == "jsonl") {
+        let (r, rules) = read_trajectory_result(path)?;
+        (Some(r.value), r.safety, rules)
+    } else {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let task = args
+            .task
+            .clone()
+            .or_else(|| {
+                value
+                    .get("task_id")
+                    .and_then(|t| t.as_str())
+                    .map(str::to_string)
+            })
+            .context("which task? pass --task ID")?;
+        let measured = value.get("value").and_then(|v| v.as_f64());
+        let safety = value
+            .get("safety")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
+            .unwrap_or_default();
+        (measured, safety, rules_from_task(&task)?)
+    };
+    let faithfulness = args
+        .faithfulness
+        .as_deref()
+        .map_or(Faithfulness::Missing, Faithfulness::read);
+    let breakdown = score(&rules, measured, &safety, &faithfulness);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&breakdown)?);
+    } else {
+        println!("Score of {}", path.display());
+        print_table(&breakdown_lines(&breakdown));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify_path(path: &Path) -> anyhow::Result<ExitCode> {
+    let (dir, trajectory) = if path.is_dir() {
+        (Some(path), path.join(TRAJECTORY_FILE))
+    } else {
+        (None, path.to_path_buf())
+    };
+    let text = std::fs::read_to_string(&trajectory)
+        .with_context(|| format!("cannot read {}", trajectory.display()))?;
+    let verified = match verify_trajectory(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            println!("BROKEN  {} {e}", trajectory.display());
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut rows = vec![(
+        "trajectory".to_string(),
+        format!("ok · {} events · head {}", verified.events, verified.head),
+    )];
+    match &verified.result {
+        Some(r) => {
+            rows.push((
+                "result".into(),
+                format!(
+                    "{:?}, {} = {} over {} rollouts",
+                    r.status,
+                    r.metric_name,
+                    r.value,
+                    r.episodes.len()
+                )
+                .to_lowercase(),
+            ));
+            let b = score(
+                &verified.rules(),
+                Some(r.value),
+                &r.safety,
+                &Faithfulness::Missing,
+            );
+            let note = if b.faithfulness.required {
+                " (faithfulness not re-checked: no verdict given)"
+            } else {
+                ""
+            };
+            rows.push((
+                "score".into(),
+                format!("{:.4} re-derived from the trajectory{note}", b.score),
+            ));
+        }
+        None => rows.push((
+            "result".into(),
+            "none yet: the session has not finished".into(),
+        )),
+    }
+    if let Some(dir) = dir {
+        let log = dir.join(HARNESS_LOG_FILE);
+        if log.exists() {
+            let text = std::fs::read_to_string(&log)
+                .with_context(|| format!("cannot read {}", log.display()))?;
+            match verify_harness_log(&text, &verified.head) {
+                Ok(n) => rows.push((
+                    "harness log".into(),
+                    format!("ok · {n} events · read the result at this head"),
+                )),
+                Err(e) => {
+                    println!("BROKEN  {} {e}", log.display());
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        if let Ok(report) = Report::read(dir) {
+            if report.trajectory.head != verified.head
+                || verified.result.as_ref().map(|r| r.value) != Some(report.value)
+            {
+                println!(
+                    "BROKEN  {}: the report disagrees with the trajectory",
+                    dir.join(ale_proto::layout::REPORT_FILE).display()
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            rows.push(("report".into(), "agrees with the trajectory".into()));
+        }
+    }
+    println!("Verified {}", path.display());
+    print_table(&rows);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn list_runs(state_dir: &Path) -> anyhow::Result<ExitCode> {
+    let runs = runs::list(state_dir)
+        .with_context(|| format!("cannot list runs in {}", state_dir.display()))?;
+    if runs.is_empty() {
+        println!("No runs in {} yet. Try: ale demo", state_dir.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "{:<38} {:<32} {:<16} {:>12} {:>7}",
+        "RUN", "TASK", "STATUS", "METRIC", "SCORE"
+    );
+    for run in runs {
+        match run.summary {
+            RunSummary::Reported(r) => println!(
+                "{:<38} {:<32} {:<16} {:>12.3} {:>7.3}",
+                run.run_id,
+                r.task.id,
+                format!("{:?}", r.status).to_lowercase(),
+                r.value,
+                r.score.score
+            ),
+            RunSummary::Unreported { task_id, status } => {
+                println!(
+                    "{:<38} {:<32} {:<16} {:>12} {:>7}",
+                    run.run_id, task_id, status, "-", "-"
+                )
+            }
+            RunSummary::Unreadable(why) => println!("{:<38} ({why})", run.run_id),
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

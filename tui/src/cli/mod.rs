@@ -1,15 +1,18 @@
 //! The headless subcommands of `ale`.
 
+pub mod agent;
 pub mod bench;
+pub mod demo;
 pub mod harness;
+pub mod plot;
 pub mod serve;
 pub mod sims;
 pub mod tasks;
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default `info`).
-pub fn init_logging() {
+/// Logs go to stderr, filtered by `RUST_LOG` (default: `default`, e.g. "info").
+pub fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -1,0 +1,127 @@
+//! The evaluator a run talks to: the one already serving the state dir, or one the harness
+//! starts for the run (`ale serve` as a child process on a free loopback port) and stops after.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use ale_proto::layout;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+
+use crate::error::HarnessError;
+
+/// How long a started evaluator may take to come up.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The line prefix `ale serve` prints its agent channel on.
+pub const READY_AGENT_PREFIX: &str = "agent channel:";
+
+pub struct EvaluatorHandle {
+    pub harness_socket: PathBuf,
+    pub agent_endpoint: String,
+    /// Set when this harness started the evaluator; it stops it.
+    child: Option<Child>,
+}
+
+impl EvaluatorHandle {
+    /// Whether this harness started the evaluator.
+    pub fn is_owned(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Stops an evaluator this harness started (SIGTERM, so it flushes); no-op otherwise.
+    pub async fn stop(mut self) {
+        if let Some(child) = &mut self.child {
+            if let Some(pid) = child.id() {
+                // SAFETY: signalling our own child process.
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGTERM);
+                }
+            }
+            if tokio::time::timeout(Duration::from_secs(10), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
+        }
+    }
+}
+
+fn socket_is_live(socket: &Path) -> bool {
+    std::os::unix::net::UnixStream::connect(socket).is_ok()
+}
+
+/// Attaches to the evaluator serving `state_dir`, or starts `ale_exe serve` on it.
+/// `endpoint` overrides the agent channel URL the harness hands to its agent.
+pub async fn attach_or_start(
+    state_dir: &Path,
+    ale_exe: &Path,
+    endpoint: Option<&str>,
+) -> Result<EvaluatorHandle, HarnessError> {
+    let harness_socket = layout::harness_socket(state_dir);
+    if socket_is_live(&harness_socket) {
+        let agent_endpoint = match endpoint {
+            Some(e) => e.to_string(),
+            None => std::fs::read_to_string(layout::agent_endpoint_file(state_dir))
+                .map(|s| s.trim().to_string())
+                .map_err(|e| HarnessError::Evaluator(format!(
+                    "an evaluator serves {} but its agent endpoint file is unreadable ({e}); pass --endpoint",
+                    state_dir.display()
+                )))?,
+        };
+        return Ok(EvaluatorHandle {
+            harness_socket,
+            agent_endpoint,
+            child: None,
+        });
+    }
+    let mut child = Command::new(ale_exe)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(state_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| {
+            HarnessError::Evaluator(format!("cannot start {} serve: {e}", ale_exe.display()))
+        })?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| HarnessError::Evaluator("the evaluator's stdout is not captured".into()))?;
+    let mut lines = BufReader::new(stdout).lines();
+    let ready = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Some(url) = line.trim().strip_prefix(READY_AGENT_PREFIX) {
+                return Some(url.trim().to_string());
+            }
+        }
+        None
+    };
+    let agent_endpoint = match tokio::time::timeout(START_TIMEOUT, ready).await {
+        Ok(Some(url)) => url,
+        Ok(None) => {
+            let status = child.wait().await.ok();
+            return Err(HarnessError::Evaluator(format!(
+                "the evaluator it started exited before it was ready ({status:?}); run `ale serve --state-dir {}` to see why",
+                state_dir.display()
+            )));
+        }
+        Err(_) => {
+            let _ = child.kill().await;
+            return Err(HarnessError::Evaluator(format!(
+                "the evaluator it started was not ready within {} s",
+                START_TIMEOUT.as_secs()
+            )));
+        }
+    };
+    // Keep reading so the child never blocks on a full pipe.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    Ok(EvaluatorHandle {
+        harness_socket,
+        agent_endpoint: endpoint.map_or(agent_endpoint, str::to_string),
+        child: Some(child),
+    })
+}

@@ -1,0 +1,236 @@
+//! Plots of a run: the per-episode metric as bars (failed rollouts marked), the running mean,
+//! and the target line. PNG or SVG, chosen by the file's extension. PNG text is drawn with a
+//! font compiled into the binary, so nothing is needed from the system.
+
+use std::path::Path;
+use std::sync::Once;
+
+use ale_proto::records::{Direction, EpisodeRecord, Outcome};
+use plotters::prelude::*;
+
+use crate::report::Report;
+
+/// The plot files written into every run folder.
+pub const PLOT_FILES: [&str; 2] = ["plot.png", "plot.svg"];
+
+const WIDTH: u32 = 960;
+const HEIGHT: u32 = 540;
+
+/// What a plot shows.
+#[derive(Debug, Clone)]
+pub struct PlotData {
+    pub title: String,
+    pub metric_name: String,
+    pub direction: Direction,
+    pub target: f64,
+    pub episodes: Vec<EpisodeRecord>,
+}
+
+impl PlotData {
+    pub fn from_report(report: &Report) -> PlotData {
+        PlotData {
+            title: format!("{} · run {}", report.task.id, report.run_id),
+            metric_name: report.score.metric_name.clone(),
+            direction: report.score.direction,
+            target: report.score.target,
+            episodes: report.episodes.clone(),
+        }
+    }
+
+    /// The running mean after each played rollout, counting failures at their metric.
+    pub fn running_mean(&self) -> Vec<(u32, f64)> {
+        let mut sum = 0.0;
+        self.played()
+            .enumerate()
+            .map(|(n, e)| {
+                sum += e.metric;
+                (e.index, sum / (n + 1) as f64)
+            })
+            .collect()
+    }
+
+    fn played(&self) -> impl Iterator<Item = &EpisodeRecord> {
+        self.episodes
+            .iter()
+            .filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress))
+    }
+}
+
+static FONT: Once = Once::new();
+
+fn register_font() {
+    FONT.call_once(|| {
+        // The font is valid TrueType shipped by the crate; a failure would only lose text.
+        let _ = plotters::style::register_font(
+            "sans-serif",
+            FontStyle::Normal,
+            epaint_default_fonts::HACK_REGULAR,
+        );
+    });
+}
+
+/// Renders `data` to `path` (`.png` or `.svg`).
+pub fn render(data: &PlotData, path: &Path) -> Result<(), String> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("png") => {
+            register_font();
+            let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+            draw(data, root).map_err(|e| format!("cannot draw {}: {e}", path.display()))
+        }
+        Some("svg") => {
+            let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
+            draw(data, root).map_err(|e| format!("cannot draw {}: {e}", path.display()))
+        }
+        _ => Err(format!(
+            "{}: the plot file must end in .png or .svg",
+            path.display()
+        )),
+    }
+}
+
+fn draw<DB: DrawingBackend>(
+    data: &PlotData,
+    root: DrawingArea<DB, plotters::coord::Shift>,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let n = data.episodes.len().max(1) as u32;
+    let highest = data
+        .played()
+        .map(|e| e.metric)
+        .chain([data.target])
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, f64::max);
+    let y_max = if highest > 0.0 { highest * 1.15 } else { 1.0 };
+    let arrow = match data.direction {
+        Direction::HigherIsBetter => "higher is better",
+        Direction::LowerIsBetter => "lower is better",
+    };
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&data.title, ("sans-serif", 20))
+        .margin(16)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..f64::from(n), 0.0..y_max)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("rollout")
+        .x_label_formatter(&|x| format!("{}", x.floor() as u32 + 1))
+        .y_desc(format!("{} ({arrow})", data.metric_name))
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    let completed = RGBColor(70, 120, 200);
+    let failed = RGBColor(210, 80, 70);
+    chart
+        .draw_series(data.played().map(|e| {
+            let colour = if e.outcome == Outcome::Completed {
+                completed
+            } else {
+                failed
+            };
+            let x = f64::from(e.index);
+            Rectangle::new(
+                [(x + 0.12, 0.0), (x + 0.88, e.metric.max(0.0))],
+                colour.mix(0.75).filled(),
+            )
+        }))?
+        .label("per-rollout metric (red: failed)")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], completed.filled()));
+    chart
+        .draw_series(LineSeries::new(
+            data.running_mean()
+                .into_iter()
+                .map(|(i, m)| (f64::from(i) + 0.5, m)),
+            BLACK.stroke_width(2),
+        ))?
+        .label("running mean")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(2)));
+    let target = RGBColor(40, 160, 80);
+    chart
+        .draw_series(LineSeries::new(
+            [(0.0, data.target), (f64::from(n), data.target)],
+            target.stroke_width(2),
+        ))?
+        .label(format!("target {}", data.target))
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], target.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::LowerRight)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// Writes `plot.png` and `plot.svg` into a run folder.
+pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), String> {
+    let data = PlotData::from_report(report);
+    for file in PLOT_FILES {
+        render(&data, &run_dir.join(file))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn episode(index: u32, outcome: Outcome, metric: f64) -> EpisodeRecord {
+        EpisodeRecord {
+            index,
+            outcome,
+            metric,
+            steps: 10,
+            episode_return: metric,
+            seed_commitment: String::new(),
+            safety: Default::default(),
+        }
+    }
+
+    fn data() -> PlotData {
+        PlotData {
+            title: "cartpole-balance · test".into(),
+            metric_name: "mean_return".into(),
+            direction: Direction::HigherIsBetter,
+            target: 475.0,
+            episodes: vec![
+                episode(0, Outcome::Completed, 500.0),
+                episode(1, Outcome::Aborted, 0.0),
+                episode(2, Outcome::Completed, 400.0),
+                episode(3, Outcome::NotRun, 0.0),
+            ],
+        }
+    }
+
+    #[test]
+    fn running_mean_counts_failures_and_skips_unplayed() {
+        assert_eq!(
+            data().running_mean(),
+            vec![(0, 500.0), (1, 250.0), (2, 300.0)]
+        );
+    }
+
+    #[test]
+    fn png_and_svg_render_with_no_system_fonts() {
+        let dir = tempfile::tempdir().unwrap();
+        let png = dir.path().join("p.png");
+        render(&data(), &png).unwrap();
+        let bytes = std::fs::read(&png).unwrap();
+        assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+        assert!(bytes.len() > 5_000, "a real picture, {} bytes", bytes.len());
+        let svg = dir.path().join("p.svg");
+        render(&data(), &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        assert!(text.contains("<svg") && text.contains("target 475"));
+        assert!(
+            render(&data(), &dir.path().join("p.jpg"))
+                .unwrap_err()
+                .contains(".png or .svg")
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! `ale demo`: a whole official evaluation in one command. An evaluator runs in this process;
+//! a separate harness process (`ale harness run`) creates the official env over the private
+//! socket, launches the built-in heuristic agent as a third process, and reports.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ale_server::{Evaluator, TaskRegistry};
+use anyhow::Context;
+
+use crate::StateDirArg;
+
+#[derive(clap::Args, Debug)]
+pub struct DemoArgs {
+    /// Where the demo's evaluator keeps its state [default: a new temporary folder, kept so
+    /// the run can be inspected].
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<std::path::PathBuf>,
+    /// The task to demonstrate.
+    #[arg(long, default_value = "cartpole-balance")]
+    pub task: String,
+    /// The built-in policy the agent plays.
+    #[arg(long, value_parser = ["random", "heuristic"], default_value = "heuristic")]
+    pub policy: String,
+}
+
+pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = match args.state_dir {
+        Some(dir) => dir,
+        None => {
+            let dir = std::env::temp_dir().join(format!("ale-demo-{}", std::process::id()));
+            std::fs::create_dir_all(&dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            dir
+        }
+    };
+    let evaluator = Evaluator::new(TaskRegistry::builtin()?, &state_dir)
+        .with_context(|| format!("cannot prepare {}", state_dir.display()))?;
+    let rt = super::runtime(2)?;
+    rt.block_on(async move {
+        let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse()?).await?;
+        println!(
+            "Evaluator on {} (harness socket {})",
+            server.agent_endpoint(),
+            server.harness_socket().display()
+        );
+        println!(
+            "Starting the harness: ale harness run --task {} --policy {}\n",
+            args.task, args.policy
+        );
+        let status = tokio::process::Command::new(std::env::current_exe()?)
+            .args([
+                "harness",
+                "run",
+                "--task",
+                &args.task,
+                "--policy",
+                &args.policy,
+                "--state-dir",
+            ])
+            .arg(&state_dir)
+            .status()
+            .await
+            .context("cannot start the harness process")?;
+        server.shutdown().await;
+        let dir = StateDirArg {
+            state_dir: Some(state_dir.clone()),
+        };
+        println!(
+            "\nState dir: {}  (ale harness runs --state-dir {0})",
+            dir.resolve().display()
+        );
+        Ok(if status.success() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        })
+    })
+}
