@@ -51,7 +51,7 @@ pub fn list(state_dir: &Path) -> std::io::Result<Vec<RunEntry>> {
             modified,
         });
     }
-    runs.sort_by(|a, b| b.modified.cmp(&a.modified));
+    runs.sort_by_key(|r| std::cmp::Reverse(r.modified));
     Ok(runs)
 }
 

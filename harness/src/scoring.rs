@@ -166,7 +166,7 @@ pub fn score(
                 value,
                 penalty_factor: rule.penalty_factor,
                 // NaN counts as a violation: an unmeasurable safety value is not a clean one.
-                applied: !(value <= 0.0),
+                applied: value > 0.0 || value.is_nan(),
             }
         })
         .collect();

@@ -1,0 +1,374 @@
+//! The harness as an operator uses it: `ale harness run/verify/score/runs`, `ale demo`,
+//! `ale plot`, each a real process against a real evaluator.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use ale_proto::trajectory::{Chain, Level};
+
+const ALE: &str = env!("CARGO_BIN_EXE_ale");
+
+fn ale(args: &[&str]) -> Output {
+    Command::new(ALE).args(args).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Runs `ale harness run` with JSON progress and returns (report, run folder, combined output).
+fn harness_run(state: &Path, task: &str, agent: &[&str]) -> (serde_json::Value, PathBuf, String) {
+    let mut args = vec![
+        "harness",
+        "run",
+        "--task",
+        task,
+        "--progress",
+        "json",
+        "--state-dir",
+    ];
+    let state_str = state.to_str().unwrap();
+    args.push(state_str);
+    args.push("--");
+    args.extend(agent);
+    let out = ale(&args);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(event["event"], "report");
+    (
+        event["report"].clone(),
+        PathBuf::from(event["run_dir"].as_str().unwrap()),
+        all,
+    )
+}
+
+#[test]
+fn an_agent_that_passes_through_the_harness_cannot_read_its_own_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (report, _, output) = harness_run(
+        tmp.path(),
+        "cartpole-balance",
+        &[
+            ALE,
+            "agent",
+            "--policy",
+            "heuristic",
+            "--try-reading-result",
+        ],
+    );
+    assert_eq!(report["status"], "completed");
+    assert!(
+        output.contains("agent: GetEvalResult refused: PermissionDenied"),
+        "the agent's own attempt must be refused:\n{output}"
+    );
+    assert!(report["score"]["score"].as_f64().unwrap() > 1.0);
+}
+
+#[test]
+fn a_killed_agent_yields_a_finished_report_with_the_rest_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let (report, run_dir, _) = harness_run(
+        tmp.path(),
+        "cartpole-balance",
+        &[
+            ALE,
+            "agent",
+            "--policy",
+            "heuristic",
+            "--crash-after-steps",
+            "700",
+        ],
+    );
+    // Well inside the task's 600 s time budget: the harness notices the exit at once.
+    assert!(started.elapsed() < Duration::from_secs(60));
+    assert_eq!(report["status"], "ended_early");
+    assert!(report["agent"]["left_early"].as_bool().unwrap());
+    assert_eq!(report["agent"]["exit"], "killed by signal 9");
+    let message = report["status_message"].as_str().unwrap();
+    assert!(
+        message.contains("killed by signal 9 before finishing"),
+        "{message}"
+    );
+    let outcomes: Vec<&str> = report["episodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes[0], "completed");
+    assert_eq!(
+        outcomes[1], "aborted",
+        "the rollout in progress when the agent died"
+    );
+    assert!(outcomes[2..].iter().all(|o| *o == "not_run"));
+    // 500 of 20 × 500 possible, failures at 0.
+    assert_eq!(report["value"], 25.0);
+    assert!(run_dir.join("report.json").exists() && run_dir.join("plot.png").exists());
+    assert!(
+        ale(&["harness", "verify", run_dir.to_str().unwrap()])
+            .status
+            .success()
+    );
+}
+
+/// Re-seals every line of a trajectory after `edit` changed the events, as a forger who knows
+/// the (public) chain rule would.
+fn reseal(text: &str, edit: impl Fn(&mut Vec<serde_json::Value>)) -> String {
+    let mut events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    edit(&mut events);
+    let mut chain = Chain::new();
+    let mut out = String::new();
+    for e in events {
+        let kind = serde_json::from_value(e["kind"].clone()).unwrap();
+        let (line, _) = chain.seal(
+            Level::TrustedEvaluator,
+            kind,
+            e["time_unix_ms"].as_u64().unwrap(),
+            e["data"].clone(),
+        );
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn verify_text(dir: &Path, name: &str, content: &str) -> (bool, String) {
+    let path = dir.join(name);
+    std::fs::write(&path, content).unwrap();
+    let out = ale(&["harness", "verify", path.to_str().unwrap()]);
+    (out.status.success(), text(&out))
+}
+
+#[test]
+fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    // Completed, ended early with an aborted rollout, and a random agent's run.
+    let (_, completed, _) = harness_run(
+        &state,
+        "acrobot-swingup",
+        &[ALE, "agent", "--policy", "heuristic"],
+    );
+    let (_, crashed, _) = harness_run(
+        &state,
+        "cartpole-balance",
+        &[ALE, "agent", "--crash-after-steps", "30"],
+    );
+    let (_, random, _) = harness_run(
+        &state,
+        "reacher-reach",
+        &[ALE, "agent", "--policy", "random"],
+    );
+    for dir in [&completed, &crashed, &random] {
+        let out = ale(&["harness", "verify", dir.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", text(&out));
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("harness log  ok"),
+            "{}",
+            text(&out)
+        );
+    }
+
+    let original = std::fs::read_to_string(completed.join("trajectory.jsonl")).unwrap();
+    let lines: Vec<&str> = original.lines().collect();
+    let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
+    let work = tmp.path();
+
+    let (ok, out) = verify_text(work, "copy.jsonl", &original);
+    assert!(ok, "{out}");
+
+    // A flipped byte in the middle of line 3.
+    let mut bytes = original.clone().into_bytes();
+    let offset = lines[0].len() + lines[1].len() + 2 + lines[2].len() / 2;
+    bytes[offset] ^= 0x01;
+    let (ok, out) = verify_text(work, "flipped.jsonl", &String::from_utf8_lossy(&bytes));
+    assert!(!ok && out.contains("line 3:"), "{out}");
+
+    // A deleted line.
+    let mut deleted = lines.clone();
+    deleted.remove(4);
+    let (ok, out) = verify_text(work, "deleted.jsonl", &join(&deleted));
+    assert!(!ok && out.contains("line 5:"), "{out}");
+
+    // A reordered pair.
+    let mut swapped = lines.clone();
+    swapped.swap(3, 4);
+    let (ok, out) = verify_text(work, "swapped.jsonl", &join(&swapped));
+    assert!(!ok && out.contains("line 4:"), "{out}");
+
+    // An edited EvalResult, left unsealed: the chain breaks on the last line.
+    let last = lines.len();
+    let mut edited = lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
+    edited[last - 1] = edited[last - 1].replacen("\"value\":", "\"value\":1", 1);
+    let edited_refs: Vec<&str> = edited.iter().map(String::as_str).collect();
+    let (ok, out) = verify_text(work, "edited.jsonl", &join(&edited_refs));
+    assert!(!ok && out.contains(&format!("line {last}:")), "{out}");
+
+    // An edited EvalResult re-sealed into a valid chain: the result no longer adds up.
+    let forged = reseal(&original, |events| {
+        let data = &mut events.last_mut().unwrap()["data"];
+        data["value"] = serde_json::json!(10.0);
+    });
+    let (ok, out) = verify_text(work, "forged.jsonl", &forged);
+    assert!(
+        !ok && out.contains(&format!("line {last}:")) && out.contains("not the mean"),
+        "{out}"
+    );
+
+    // Rewriting one rollout's metric and the value to match: the rollout event disagrees.
+    let forged = reseal(&original, |events| {
+        let data = &mut events.last_mut().unwrap()["data"];
+        let n = data["episodes"].as_array().unwrap().len() as f64;
+        let first = data["episodes"][0]["metric"].as_f64().unwrap();
+        data["episodes"][0]["metric"] = serde_json::json!(1.0);
+        let value = data["value"].as_f64().unwrap() + (1.0 - first) / n;
+        data["value"] = serde_json::json!(value);
+    });
+    let (ok, out) = verify_text(work, "forged2.jsonl", &forged);
+    assert!(
+        !ok && out.contains("differs from its rollout_finished event"),
+        "{out}"
+    );
+
+    // A forgery that is internally consistent (here: one timestamp changed, every hash
+    // re-sealed) passes the trajectory's own checks, but the harness's log pinned the head it
+    // read, so the run folder does not verify.
+    let forged = reseal(&original, |events| {
+        let t = events[0]["time_unix_ms"].as_u64().unwrap();
+        events[0]["time_unix_ms"] = serde_json::json!(t + 1);
+    });
+    let (ok, out) = verify_text(work, "consistent-forgery.jsonl", &forged);
+    assert!(ok, "{out}");
+    std::fs::write(completed.join("trajectory.jsonl"), &forged).unwrap();
+    let out = ale(&["harness", "verify", completed.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("the harness read the result at trajectory head"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn score_reports_the_breakdown_from_a_trajectory_and_from_a_bare_result() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (report, run_dir, _) = harness_run(
+        tmp.path(),
+        "cartpole-balance",
+        &[ALE, "agent", "--policy", "random"],
+    );
+    let out = ale(&[
+        "harness",
+        "score",
+        run_dir.join("trajectory.jsonl").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let breakdown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(breakdown["score"], report["score"]["score"]);
+
+    let result = tmp.path().join("result.json");
+    std::fs::write(
+        &result,
+        r#"{"task_id": "nav2d-barn", "value": 10.0, "safety": {"collisions": 2.0}}"#,
+    )
+    .unwrap();
+    let out = ale(&["harness", "score", result.to_str().unwrap(), "--json"]);
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Lower is better: 20 / 10 = 2, capped at 1.5, halved by the collisions.
+    assert_eq!(b["score"], 0.75);
+
+    let reproduction = tmp.path().join("repro.json");
+    std::fs::write(
+        &reproduction,
+        r#"{"task_id": "mountaincar-sarsa-reproduction", "value": 120.0}"#,
+    )
+    .unwrap();
+    let out = ale(&["harness", "score", reproduction.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("score         0 — faithfulness gate failed"),
+        "{stdout}"
+    );
+    let verdict = tmp.path().join("verdict.json");
+    std::fs::write(
+        &verdict,
+        r#"{"pass": true, "reason": "Sarsa with tile coding as in section 10.1"}"#,
+    )
+    .unwrap();
+    let out = ale(&[
+        "harness",
+        "score",
+        reproduction.to_str().unwrap(),
+        "--faithfulness",
+        verdict.to_str().unwrap(),
+        "--json",
+    ]);
+    let b: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(b["score"], 130.0 / 120.0);
+}
+
+#[test]
+fn demo_runs_a_whole_official_evaluation_in_seconds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("demo");
+    let mut child = Command::new(ALE)
+        .args(["demo", "--state-dir", state.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "ale demo did not finish within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let score: f64 = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("score"))
+        .and_then(|s| s.trim().parse().ok())
+        .expect("a score line");
+    assert!(score > 0.0);
+    let runs = std::fs::read_dir(state.join("runs")).unwrap().count();
+    assert_eq!(runs, 1);
+    let run = std::fs::read_dir(state.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let verified = ale(&["harness", "verify", run.to_str().unwrap()]);
+    assert!(verified.status.success(), "{}", text(&verified));
+
+    let listed = ale(&["harness", "runs", "--state-dir", state.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("cartpole-balance"));
+    let png = tmp.path().join("run.png");
+    let plotted = ale(&["plot", run.to_str().unwrap(), "-o", png.to_str().unwrap()]);
+    assert!(plotted.status.success(), "{}", text(&plotted));
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+}
