@@ -69,8 +69,10 @@ fn serve_harness_and_example_agent_as_three_processes() {
             "run",
             "--task",
             "cartpole-balance",
-            "--state-dir",
+            "--progress",
+            "json",
         ])
+        .arg("--state-dir")
         .arg(&state)
         .args(["--endpoint", &endpoint, "--"])
         .arg(&agent)
@@ -81,16 +83,21 @@ fn serve_harness_and_example_agent_as_three_processes() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let result: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(result["status"], "completed");
-    assert_eq!(result["value"], 500.0);
-    assert_eq!(result["episodes"].as_array().unwrap().len(), 20);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let report = &last["report"];
+    assert_eq!(report["status"], "completed");
+    assert_eq!(report["value"], 500.0);
+    assert_eq!(report["episodes"].as_array().unwrap().len(), 20);
+    assert!(report["score"]["score"].as_f64().unwrap() > 1.0);
 
-    let run_id = result["run_id"].as_str().unwrap();
+    let run_id = report["run_id"].as_str().unwrap();
     let trajectory =
         std::fs::read_to_string(state.join("runs").join(run_id).join("trajectory.jsonl")).unwrap();
     let chain = ale_proto::trajectory::verify(&trajectory).unwrap();
-    assert_eq!(chain.head, result["trajectory_head"].as_str().unwrap());
+    assert_eq!(chain.head, report["trajectory"]["head"].as_str().unwrap());
+    // The evaluator was already serving: the harness used it and left it running.
+    assert!(state.join("harness.sock").exists());
 
     let status = sigterm(&mut server);
     assert!(status.success(), "{status}");
@@ -113,7 +120,7 @@ fn a_second_evaluator_on_the_same_state_dir_is_refused() {
 }
 
 #[test]
-fn harness_run_without_an_evaluator_says_what_to_do() {
+fn harness_run_starts_an_evaluator_when_none_serves_the_state_dir_and_stops_it() {
     let tmp = tempfile::tempdir().unwrap();
     let out = Command::new(ALE)
         .args([
@@ -121,15 +128,27 @@ fn harness_run_without_an_evaluator_says_what_to_do() {
             "run",
             "--task",
             "cartpole-balance",
+            "--policy",
+            "heuristic",
+            "--progress",
+            "none",
             "--state-dir",
         ])
         .arg(tmp.path())
-        .args(["--", "true"])
         .output()
         .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("is `ale serve` running"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("status        completed"), "{stdout}");
+    assert!(
+        !tmp.path().join("harness.sock").exists(),
+        "the evaluator it started is stopped"
+    );
+    assert!(!tmp.path().join("agent.endpoint").exists());
 }
 
 /// Regression: `ale serve` exited when whoever read its ready line closed the pipe.
