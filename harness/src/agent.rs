@@ -1,5 +1,6 @@
 //! The agent process: launched in its own process group with the env handle in its
-//! environment, and killed with everything it started when the run is over.
+//! environment, and killed with everything it started when the run is over — however the
+//! run ends, since dropping an `Agent` kills its group.
 
 use std::process::ExitStatus;
 
@@ -11,6 +12,15 @@ use crate::error::HarnessError;
 pub struct Agent {
     child: Child,
     pgid: Option<i32>,
+}
+
+fn kill_group(pgid: Option<i32>) {
+    if let Some(pgid) = pgid {
+        // SAFETY: kill(2) on our child's process group; no memory is touched.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
 }
 
 impl Agent {
@@ -41,36 +51,28 @@ impl Agent {
         self.child.try_wait().ok().flatten()
     }
 
-    /// Kills the agent's whole process group and reaps it.
+    /// Kills the agent's whole process group and reaps the agent.
     pub async fn kill(&mut self) -> Option<ExitStatus> {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: kill(2) with a negative pid signals a process group; no memory is touched.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
+        kill_group(self.pgid);
         let _ = self.child.start_kill();
         self.child.wait().await.ok()
     }
 
-    /// Waits up to `grace` for the agent to exit on its own, then kills it.
+    /// Waits up to `grace` for the agent to exit on its own, then kills it. Anything it left
+    /// running in its group is killed either way.
     pub async fn finish(&mut self, grace: std::time::Duration) -> Option<ExitStatus> {
         match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(status) => {
-                // Reap anything the agent left behind in its group.
-                self.kill_group_only();
+                kill_group(self.pgid);
                 status.ok()
             }
             Err(_) => self.kill().await,
         }
     }
+}
 
-    fn kill_group_only(&self) {
-        if let Some(pgid) = self.pgid {
-            // SAFETY: as above.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
+impl Drop for Agent {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
     }
 }

@@ -288,7 +288,18 @@ impl Task {
 
     /// The task's metadata as the wire carries it.
     pub fn metadata(&self) -> pb::TaskMetadata {
+        // Validated at load: the sim exists. Its spaces do not depend on the episode.
+        let spaces = ale_sims::find(&self.sim).map(|info| {
+            let sim = info.build(self.eval.max_steps_per_episode);
+            (
+                pb::Space::from(sim.observation_space()),
+                pb::Space::from(sim.action_space()),
+            )
+        });
+        let (observation_space, action_space) = spaces.unzip();
         pb::TaskMetadata {
+            observation_space,
+            action_space,
             id: self.id.clone(),
             title: self.title.clone(),
             description: self.description.clone(),

@@ -406,6 +406,9 @@ fn fmt_bound(v: f64) -> String {
         "inf".into()
     } else if v == f64::NEG_INFINITY {
         "-inf".into()
+    } else if f64::from(v as f32) == v {
+        // A float32 bound widened to f64: print it as the float32 it is (4.8, not 4.800000190734863).
+        format!("{}", v as f32)
     } else {
         format!("{v}")
     }

@@ -5,16 +5,20 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 mod cli;
+mod console;
 
 #[derive(Parser)]
 #[command(
     name = "ale",
     version,
-    about = "ALE Robotics evaluator, harness and console"
+    about = "ALE Robotics evaluator, harness and console",
+    long_about = "ALE Robotics evaluator, harness and console.\n\nWith no subcommand, opens the console on an embedded evaluator (or the one given with --connect)."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    #[command(flatten)]
+    console: console::ConsoleArgs,
 }
 
 #[derive(Subcommand)]
@@ -59,9 +63,14 @@ impl StateDirArg {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let Some(command) = cli.command else {
-        use clap::CommandFactory;
-        let _ = Cli::command().print_help();
-        return std::process::ExitCode::SUCCESS;
+        cli::init_logging("off");
+        return match console::run(cli.console) {
+            Ok(code) => code,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                std::process::ExitCode::FAILURE
+            }
+        };
     };
     // Only a server's own log is news by default; the other commands report in their output.
     cli::init_logging(if matches!(command, Command::Serve(_)) {

@@ -156,7 +156,16 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
     };
     let mut display = ProgressDisplay::new(args.progress);
     let rt = super::runtime(1)?;
-    let report = rt.block_on(run_interactive(&options, |p| display.update(p)))?;
+    // Ctrl-C or SIGTERM (the console's cancel) abandons the run: dropping it kills the agent's
+    // process group and any evaluator this harness started.
+    let report = rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            report = run_interactive(&options, |p| display.update(p)) => Ok(report?),
+            _ = tokio::signal::ctrl_c() => bail!("cancelled; the agent was stopped"),
+            _ = term.recv() => bail!("cancelled; the agent was stopped"),
+        }
+    })?;
     display.finish();
     let run_dir = ale_proto::layout::run_dir(&options.state_dir, &report.run_id);
     if args.progress == ProgressStyle::Json {

@@ -1,0 +1,109 @@
+//! Official runs from the console: `ale harness run --progress json` as a child process. The
+//! console reads only what that process prints; it never asks the evaluator for a result.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use ale_harness::report::Report;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::Command;
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::app::{AgentChoice, HarnessEvent, Msg};
+
+fn interpret(line: &str) -> HarnessEvent {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+        return HarnessEvent::Output(line.to_string());
+    };
+    match value.get("event").and_then(|e| e.as_str()) {
+        Some("progress") => HarnessEvent::Progress(value),
+        Some("report") => match serde_json::from_value::<Report>(value["report"].clone()) {
+            Ok(report) => HarnessEvent::Report {
+                report: Box::new(report),
+                run_dir: PathBuf::from(value["run_dir"].as_str().unwrap_or_default()),
+            },
+            Err(e) => HarnessEvent::Output(format!("unreadable report: {e}")),
+        },
+        _ => HarnessEvent::Output(line.to_string()),
+    }
+}
+
+/// Starts `ale harness run` for `task_id` on `state_dir`; its output and exit arrive as
+/// messages. Returns the process id, for [`cancel`].
+pub fn start(
+    ale_exe: &Path,
+    state_dir: &Path,
+    task_id: &str,
+    agent: &AgentChoice,
+    events: UnboundedSender<Msg>,
+) -> std::io::Result<u32> {
+    let mut command = Command::new(ale_exe);
+    command
+        .args([
+            "harness",
+            "run",
+            "--task",
+            task_id,
+            "--progress",
+            "json",
+            "--state-dir",
+        ])
+        .arg(state_dir);
+    match agent {
+        AgentChoice::Policy(kind) => {
+            command.args(["--policy", kind.name()]);
+        }
+        AgentChoice::Command(line) => {
+            command.args(["--", "sh", "-c", line]);
+        }
+    }
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let pid = child.id().unwrap_or(0);
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    tokio::spawn(async move {
+        // Everything the harness printed is delivered before the news that it exited.
+        tokio::join!(
+            forward(stdout, events.clone(), interpret),
+            forward(stderr, events.clone(), |l| HarnessEvent::Output(
+                l.to_string()
+            )),
+        );
+        let (success, description) = match child.wait().await {
+            Ok(s) => (s.success(), s.to_string()),
+            Err(e) => (false, e.to_string()),
+        };
+        let _ = events.send(Msg::Harness(HarnessEvent::Exited {
+            success,
+            description,
+        }));
+    });
+    Ok(pid)
+}
+
+async fn forward(
+    stream: Option<impl tokio::io::AsyncRead + Unpin>,
+    events: UnboundedSender<Msg>,
+    read: fn(&str) -> HarnessEvent,
+) {
+    let Some(stream) = stream else { return };
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let _ = events.send(Msg::Harness(read(&line)));
+    }
+}
+
+/// Asks the harness `pid` to stop (SIGTERM: it kills its agent's process group and exits).
+pub fn cancel(pid: u32) {
+    if pid > 0 {
+        // SAFETY: signalling our own child process.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGTERM);
+        }
+    }
+}

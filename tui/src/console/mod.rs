@@ -1,0 +1,276 @@
+//! The console: a ratatui app over an evaluator, embedded or attached.
+//!
+//! [`app`] is the state and its pure update; [`keys`] the key table; [`view`] draws from the
+//! state; [`worker`] performs RPCs through the client crate; [`harness_child`] runs official
+//! evaluations as `ale harness run` processes. [`Console`] ties them together and
+//! [`event_loop`] runs it on any ratatui backend.
+
+pub mod app;
+pub mod harness_child;
+pub mod keys;
+pub mod theme;
+pub mod view;
+pub mod worker;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use crossterm::event::{Event, EventStream, KeyEventKind};
+use futures::{Stream, StreamExt};
+use ratatui::Terminal;
+use ratatui::backend::Backend;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+
+use app::{App, Effect, Msg, Request};
+
+/// At most this often the screen is redrawn while messages stream in (~30 fps).
+pub const FRAME: Duration = Duration::from_millis(33);
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct ConsoleArgs {
+    /// Attach to a running evaluator's agent channel instead of embedding one.
+    #[arg(long, value_name = "URL")]
+    pub connect: Option<String>,
+    /// The colour theme (dark, light, high-contrast, colorblind, or one in ~/.config/ale/themes).
+    #[arg(long, value_name = "NAME")]
+    pub theme: Option<String>,
+    #[command(flatten)]
+    pub state_dir: crate::StateDirArg,
+}
+
+/// The console's state plus the machinery that performs its effects.
+pub struct Console {
+    pub app: App,
+    requests: UnboundedSender<Request>,
+    messages: UnboundedReceiver<Msg>,
+    sender: UnboundedSender<Msg>,
+    state_dir: PathBuf,
+    ale_exe: PathBuf,
+    harness: Option<u32>,
+    seeds: ale_sims::Rng,
+}
+
+impl Console {
+    /// A console whose worker talks to `endpoint`; official runs use `state_dir`.
+    pub fn new(app: App, endpoint: String, state_dir: PathBuf, ale_exe: PathBuf) -> Console {
+        let (requests, request_rx) = unbounded_channel();
+        let (sender, messages) = unbounded_channel();
+        tokio::spawn(worker::run(endpoint, request_rx, sender.clone()));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let mut console = Console {
+            app,
+            requests,
+            messages,
+            sender,
+            state_dir,
+            ale_exe,
+            harness: None,
+            seeds: ale_sims::Rng::new(nanos),
+        };
+        let effects = console.app.start();
+        console.perform_all(effects);
+        console
+    }
+
+    /// Feeds one message through the app and performs what it asks for.
+    pub fn handle(&mut self, msg: Msg) {
+        // Random resets use seeds the console draws, so it can show them; six digits are easy
+        // to read back and type in again.
+        self.app.next_random_seed = self.seeds.below(1_000_000);
+        let effects = self.app.update(msg);
+        self.perform_all(effects);
+    }
+
+    fn perform_all(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            self.perform(effect);
+        }
+    }
+
+    fn perform(&mut self, effect: Effect) {
+        match effect {
+            Effect::Rpc(r) => {
+                let _ = self.requests.send(r.0);
+            }
+            Effect::StartHarness { task_id, agent } => {
+                match harness_child::start(
+                    &self.ale_exe,
+                    &self.state_dir,
+                    &task_id,
+                    &agent,
+                    self.sender.clone(),
+                ) {
+                    Ok(pid) => self.harness = Some(pid),
+                    Err(e) => {
+                        let _ = self.sender.send(Msg::Harness(app::HarnessEvent::Exited {
+                            success: false,
+                            description: format!("cannot start the harness: {e}"),
+                        }));
+                    }
+                }
+            }
+            Effect::CancelHarness => {
+                if let Some(pid) = self.harness.take() {
+                    harness_child::cancel(pid);
+                }
+            }
+            Effect::LoadRuns => {
+                let dir = self.state_dir.clone();
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let runs = ale_harness::runs::list(&dir).unwrap_or_default();
+                    let _ = sender.send(Msg::Runs(runs));
+                });
+            }
+            Effect::VerifyRun(run_dir) => {
+                let exe = self.ale_exe.clone();
+                let sender = self.sender.clone();
+                tokio::spawn(async move {
+                    let out = tokio::process::Command::new(exe)
+                        .args(["harness", "verify"])
+                        .arg(&run_dir)
+                        .output()
+                        .await;
+                    let (ok, output) = match out {
+                        Ok(o) => (
+                            o.status.success(),
+                            String::from_utf8_lossy(&o.stdout).to_string(),
+                        ),
+                        Err(e) => (false, e.to_string()),
+                    };
+                    let _ = sender.send(Msg::Verified {
+                        run_dir,
+                        ok,
+                        output,
+                    });
+                });
+            }
+            Effect::ExportPlot { run_dir, format } => {
+                let sender = self.sender.clone();
+                tokio::task::spawn_blocking(move || {
+                    let name = run_dir
+                        .file_name()
+                        .map_or("run".into(), |n| n.to_string_lossy().to_string());
+                    let path = std::env::current_dir()
+                        .unwrap_or_default()
+                        .join(format!("{name}.{format}"));
+                    let result = crate::cli::plot::plot_data(&run_dir)
+                        .map_err(|e| e.to_string())
+                        .and_then(|data| ale_harness::plot::render(&data, &path));
+                    let _ = sender.send(Msg::Exported { path, result });
+                });
+            }
+        }
+    }
+
+    /// Handles messages until no request is outstanding and `done` holds, or `timeout` passes.
+    #[cfg(test)]
+    pub async fn settle(&mut self, timeout: Duration, done: impl Fn(&App) -> bool) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.app.pending == 0 && done(&self.app) {
+                return true;
+            }
+            match tokio::time::timeout_at(deadline, self.messages.recv()).await {
+                Ok(Some(msg)) => self.handle(msg),
+                _ => return false,
+            }
+        }
+    }
+}
+
+/// Runs the console on `terminal` until the user quits. `events` is the terminal's input.
+pub async fn event_loop<B: Backend>(
+    terminal: &mut Terminal<B>,
+    console: &mut Console,
+    mut events: impl Stream<Item = std::io::Result<Event>> + Unpin,
+) -> anyhow::Result<()>
+where
+    B::Error: Send + Sync + 'static,
+{
+    let mut tick = tokio::time::interval(FRAME);
+    let mut last_draw: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if last_draw.is_none_or(|t| now.duration_since(t) >= FRAME) {
+            terminal.draw(|frame| view::draw(frame, &console.app))?;
+            last_draw = Some(now);
+        }
+        if console.app.quit {
+            return Ok(());
+        }
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
+                    console.handle(Msg::Key(key));
+                    // Answer keys at once.
+                    last_draw = None;
+                }
+                Some(Ok(Event::Mouse(mouse))) => console.handle(Msg::Mouse(mouse)),
+                Some(Ok(Event::Resize(_, _))) => last_draw = None,
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
+            },
+            Some(msg) = console.messages.recv() => console.handle(msg),
+            _ = tick.tick() => console.handle(Msg::Tick(Instant::now())),
+        }
+    }
+}
+
+/// `ale` with no subcommand: the console on an embedded evaluator, or attached to one.
+pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
+    let themes = theme::load_all(theme::user_theme_dir().as_deref())?;
+    let theme_index = match &args.theme {
+        None => 0,
+        Some(name) => themes
+            .iter()
+            .position(|t| &t.name == name)
+            .with_context(|| {
+                let names: Vec<&str> = themes.iter().map(|t| t.name.as_str()).collect();
+                format!("no theme {name:?}; available: {}", names.join(", "))
+            })?,
+    };
+    let state_dir = args.state_dir.resolve();
+    let ale_exe = std::env::current_exe().context("cannot find the ale executable")?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let (endpoint, label, server) = match &args.connect {
+            Some(url) => (url.clone(), url.clone(), None),
+            None => {
+                let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin()?, &state_dir)
+                    .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
+                let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse()?)
+                    .await
+                    .with_context(|| format!("cannot start the embedded evaluator (is another one serving {}? try --state-dir or --connect)", state_dir.display()))?;
+                (server.agent_endpoint(), format!("embedded {}", server.agent_addr()), Some(server))
+            }
+        };
+        let app = App::new(themes, theme_index, label);
+        let mut console = Console::new(app, endpoint, state_dir, ale_exe);
+        let mut terminal = ratatui::init();
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
+        let result = event_loop(&mut terminal, &mut console, EventStream::new()).await;
+        let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
+        ratatui::restore();
+        if let Some(pid) = console.harness.take() {
+            harness_child::cancel(pid);
+        }
+        if let Some(server) = server {
+            server.shutdown().await;
+        }
+        result.map(|()| ExitCode::SUCCESS)
+    })
+}

@@ -1,0 +1,306 @@
+//! The console on a real embedded evaluator, driven by keys, drawn on ratatui's TestBackend.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ale_client::Client;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+
+use super::app::{App, Msg, View};
+use super::{Console, theme};
+
+struct Fixture {
+    console: Console,
+    endpoint: String,
+    _server: ale_server::RunningServer,
+    _dir: tempfile::TempDir,
+}
+
+/// The `ale` executable next to this test binary (`target/<profile>/ale`).
+fn ale_exe() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("ale")
+}
+
+async fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let evaluator =
+        ale_server::Evaluator::new(ale_server::TaskRegistry::builtin().unwrap(), &state).unwrap();
+    let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let endpoint = server.agent_endpoint();
+    let app = App::new(theme::load_all(None).unwrap(), 0, "embedded (test)".into());
+    let mut console = Console::new(app, endpoint.clone(), state, ale_exe());
+    assert!(
+        console
+            .settle(Duration::from_secs(10), |a| !a.tasks.is_empty())
+            .await
+    );
+    Fixture {
+        console,
+        endpoint,
+        _server: server,
+        _dir: dir,
+    }
+}
+
+fn key(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+impl Fixture {
+    async fn press(&mut self, codes: &[KeyCode]) {
+        for code in codes {
+            self.console.handle(key(*code));
+            assert!(
+                self.console.settle(Duration::from_secs(10), |_| true).await,
+                "no answer to {code:?}"
+            );
+        }
+    }
+
+    fn screen(&self, width: u16, height: u16) -> String {
+        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+        terminal
+            .draw(|f| super::view::draw(f, &self.console.app))
+            .unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        let mut out = String::new();
+        for y in 0..height {
+            for x in 0..width {
+                out.push_str(buffer[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        mask_ids(&out)
+    }
+}
+
+/// Replaces runs of 8+ hex digits (run ids, hashes, commitments) and timings, which differ per
+/// run, so snapshots compare what is stable.
+fn mask_ids(text: &str) -> String {
+    let mut out = String::new();
+    let mut run = String::new();
+    let flush = |run: &mut String, out: &mut String| {
+        if run.len() >= 8 {
+            out.push_str(&"#".repeat(run.len()));
+        } else {
+            out.push_str(run);
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if c.is_ascii_hexdigit() && !c.is_ascii_uppercase() {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    // "· 0.3 s" elapsed times in titles.
+    let mut masked = String::new();
+    for line in out.lines() {
+        let mut line = line.to_string();
+        if let Some(i) = line.find(" s ─")
+            && let Some(j) = line[..i].rfind("· ")
+        {
+            let width = i - (j + 2);
+            line.replace_range(j + 2..i, &"~".repeat(width));
+        }
+        masked.push_str(&line);
+        masked.push('\n');
+    }
+    masked
+}
+
+fn select_task(f: &mut Fixture, id: &str) {
+    let i = f.console.app.tasks.iter().position(|t| t.id == id).unwrap();
+    f.console.app.task_cursor = i;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_view_snapshots() {
+    let mut f = fixture().await;
+    select_task(&mut f, "cartpole-balance");
+    insta::assert_snapshot!("tasks_80x24", f.screen(80, 24));
+    insta::assert_snapshot!("tasks_160x48", f.screen(160, 48));
+    // Typing filters the list.
+    f.press(&[
+        KeyCode::Char('/'),
+        KeyCode::Char('n'),
+        KeyCode::Char('a'),
+        KeyCode::Char('v'),
+    ])
+    .await;
+    let visible: Vec<String> = f
+        .console
+        .app
+        .visible_tasks()
+        .iter()
+        .map(|t| t.id.clone())
+        .collect();
+    assert_eq!(visible, ["nav2d-barn"]);
+    assert!(f.screen(80, 24).contains("filter: nav"));
+}
+
+/// Selects cartpole, resets with seed 7 and pushes right 10 times: the console must show what a
+/// direct client run shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn practice_matches_a_direct_client_run_and_snapshots() {
+    let mut f = fixture().await;
+    select_task(&mut f, "cartpole-balance");
+    f.press(&[KeyCode::Enter]).await;
+    assert_eq!(f.console.app.view, View::Practice);
+    f.press(&[KeyCode::Char('s'), KeyCode::Char('7'), KeyCode::Enter])
+        .await;
+    assert_eq!(f.console.app.practice.seed, Some(7));
+    for _ in 0..10 {
+        f.press(&[KeyCode::Right]).await;
+    }
+
+    let client = Client::connect(&f.endpoint).await.unwrap();
+    let mut env = client.create("cartpole-balance").await.unwrap();
+    let mut observation = env.reset(Some(7)).await.unwrap().observation;
+    let mut rewards = Vec::new();
+    for _ in 0..10 {
+        let s = env.step(&ale_sims::Tensor::scalar_i64(1)).await.unwrap();
+        rewards.push(s.reward);
+        observation = s.observation;
+    }
+    let p = &f.console.app.practice;
+    assert_eq!(p.observation.as_ref(), Some(&observation));
+    assert_eq!(p.rewards, rewards);
+    assert_eq!(p.step, 10);
+    let screen = f.screen(80, 24);
+    for value in observation.to_f64_vec() {
+        assert!(
+            screen.contains(&format!("{value:.4}")),
+            "{value:.4} not on screen:\n{screen}"
+        );
+    }
+    assert!(screen.contains("reward per step (10 steps)"), "{screen}");
+    // Creating the env reset it once (episode 1); the seed-7 reset began episode 2.
+    assert!(screen.contains("seed 7 · ep 2 · step 10"), "{screen}");
+    insta::assert_snapshot!("practice_80x24", screen);
+    insta::assert_snapshot!("practice_160x48", f.screen(160, 48));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
+    let mut f = fixture().await;
+    select_task(&mut f, "cartpole-balance");
+    f.press(&[KeyCode::Char('3')]).await;
+    assert_eq!(f.console.app.view, View::Eval);
+    insta::assert_snapshot!("eval_setup_80x24", f.screen(80, 24));
+    f.press(&[KeyCode::Enter]).await;
+    let finished = f
+        .console
+        .settle(Duration::from_secs(60), |a| {
+            a.eval.run.as_ref().is_some_and(|r| r.finished.is_some())
+        })
+        .await;
+    assert!(finished, "the harness did not finish");
+    let run = f.console.app.eval.run.as_ref().unwrap();
+    let report = run
+        .report
+        .as_ref()
+        .unwrap_or_else(|| panic!("no report; harness said: {:?}", run.output));
+    assert!(report.score.score > 0.0);
+    assert!(report.trajectory.verified);
+    let screen = f.screen(80, 24);
+    assert!(screen.contains("score 1.0526"), "{screen}");
+    assert!(screen.contains("trajectory verified"), "{screen}");
+    insta::assert_snapshot!("eval_report_80x24", screen);
+    insta::assert_snapshot!("eval_report_160x48", f.screen(160, 48));
+
+    // The run appears in the runs view; open it and verify its trajectory.
+    f.press(&[KeyCode::Char('4')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(10), |a| a.runs.entries.len() == 1)
+            .await
+    );
+    f.press(&[KeyCode::Enter, KeyCode::Char('v')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(30), |a| a.runs.verification.is_some())
+            .await
+    );
+    assert!(
+        f.console.app.runs.verification.as_ref().unwrap().1,
+        "verify failed"
+    );
+    insta::assert_snapshot!("runs_80x24", f.screen(80, 24));
+    insta::assert_snapshot!("runs_160x48", f.screen(160, 48));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn help_overlay_lists_every_key_and_any_key_closes_it() {
+    let mut f = fixture().await;
+    f.press(&[KeyCode::Char('?')]).await;
+    assert!(f.console.app.help);
+    let screen = f.screen(80, 48);
+    for b in super::keys::BINDINGS {
+        assert!(screen.contains(b.label), "{} missing from help", b.label);
+    }
+    insta::assert_snapshot!("help_80x48", screen);
+    f.press(&[KeyCode::Char('x')]).await;
+    assert!(!f.console.app.help);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_is_shown_and_retried() {
+    // An endpoint nobody listens on.
+    let dir = tempfile::tempdir().unwrap();
+    let app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        "http://127.0.0.1:9".into(),
+    );
+    let mut console = Console::new(
+        app,
+        "http://127.0.0.1:9".into(),
+        dir.path().to_path_buf(),
+        ale_exe(),
+    );
+    assert!(
+        console
+            .settle(Duration::from_secs(10), |a| matches!(
+                a.connection,
+                super::app::Connection::Lost { .. }
+            ))
+            .await
+    );
+    let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
+    terminal
+        .draw(|fr| super::view::draw(fr, &console.app))
+        .unwrap();
+    let row: String = (0..100)
+        .map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_string())
+        .collect();
+    assert!(row.contains("connection lost, retrying"), "{row}");
+    // A tick a second later sends a retry.
+    console.handle(Msg::Tick(
+        std::time::Instant::now() + Duration::from_secs(2),
+    ));
+    assert_eq!(console.app.pending, 1, "a reconnect attempt is in flight");
+}
+
+#[test]
+fn every_theme_renders_every_view() {
+    // Colours come only from themes: rendering with each exercises every style path.
+    for (i, _) in theme::load_all(None).unwrap().iter().enumerate() {
+        let mut app = App::new(theme::load_all(None).unwrap(), i, "x".into());
+        for view in View::ALL {
+            app.view = view;
+            let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+            terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The practice view: the sim drawn live, the observation, the action, charts and history.
+
+use ale_client::{InfoValue, Space};
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Chart, Dataset, GraphType, List, ListItem, Paragraph};
+
+use super::{block, bounds, downsample, draw_scene};
+use crate::console::app::{App, Player};
+use crate::console::theme::Theme;
+
+pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
+    let theme = app.theme();
+    let p = &app.practice;
+    let Some(spec) = &p.spec else {
+        let text = match &p.creating {
+            Some(task) => format!("creating a practice env for {task}…"),
+            None => {
+                "No practice env yet. Pick a task in the tasks view (1) and press Enter.".into()
+            }
+        };
+        frame.render_widget(
+            Paragraph::new(Line::styled(text, theme.muted())).block(block(
+                " Practice ",
+                theme,
+                false,
+            )),
+            area,
+        );
+        return;
+    };
+    let [top, bottom] =
+        Layout::vertical([Constraint::Percentage(56), Constraint::Percentage(44)]).areas(area);
+    let side_width = (area.width * 2 / 5).clamp(30, 48);
+    let [scene, side] =
+        Layout::horizontal([Constraint::Min(20), Constraint::Length(side_width)]).areas(top);
+
+    let seed = p.seed.map_or("-".into(), |s| s.to_string());
+    let counters = format!("seed {seed} · ep {} · step {} ", p.episode, p.step);
+    let kind = if spec.task.id.len() + counters.len() + 16 <= scene.width as usize {
+        "· practice · "
+    } else {
+        "· "
+    };
+    let title = Line::from(vec![
+        Span::styled(format!(" {} ", spec.task.id), theme.accent()),
+        Span::styled(format!("{kind}{counters}"), theme.muted()),
+    ]);
+    match (&p.observation, ale_sims::find(&spec.task.sim)) {
+        (Some(obs), Some(sim)) => draw_scene(frame, &sim.draw(obs), theme, scene, title),
+        _ => frame.render_widget(
+            Paragraph::new(Line::styled("press r to reset", theme.muted()))
+                .block(block(title, theme, false)),
+            scene,
+        ),
+    }
+    frame.render_widget(
+        Paragraph::new(side_lines(
+            app,
+            theme,
+            side.height.saturating_sub(2) as usize,
+            side.width.saturating_sub(2) as usize,
+        ))
+        .block(block(" observation ", theme, false)),
+        side,
+    );
+
+    let wide = bottom.width >= 140;
+    let constraints = if wide {
+        vec![
+            Constraint::Percentage(40),
+            Constraint::Percentage(40),
+            Constraint::Percentage(20),
+        ]
+    } else {
+        vec![Constraint::Percentage(50), Constraint::Percentage(50)]
+    };
+    let cols = Layout::horizontal(constraints).split(bottom);
+    draw_reward_chart(frame, app, theme, cols[0]);
+    draw_return_chart(frame, app, theme, cols[1]);
+    if wide {
+        draw_history(frame, app, theme, cols[2]);
+    }
+}
+
+fn fmt(v: f64) -> String {
+    format!("{v:>10.4}")
+}
+
+fn side_lines<'a>(app: &App, theme: &Theme, rows: usize, width: usize) -> Vec<Line<'a>> {
+    let p = &app.practice;
+    let Some(spec) = &p.spec else {
+        return Vec::new();
+    };
+    let mut lines = Vec::new();
+    // The panel's fixed part: reward, flags, player, action.
+    let mut tail = vec![
+        Line::from(vec![
+            Span::styled("reward ", theme.muted()),
+            Span::raw(p.last_reward.map_or("-".into(), |r| format!("{r:.3}"))),
+            Span::styled("   return ", theme.muted()),
+            Span::raw(format!("{:.3}", p.episode_return)),
+        ]),
+        Line::from(vec![
+            Span::styled("terminated ", theme.muted()),
+            flag(p.terminated, theme),
+            Span::styled("   truncated ", theme.muted()),
+            flag(p.truncated, theme),
+        ]),
+    ];
+    for (k, v) in &p.info {
+        if matches!(k.as_str(), "episode_steps" | "episode_return") {
+            continue;
+        }
+        let value = match v {
+            InfoValue::Number(x) => format!("{x:.3}"),
+            InfoValue::Integer(x) => x.to_string(),
+            InfoValue::Flag(x) => x.to_string(),
+            InfoValue::Text(x) => x.clone(),
+            InfoValue::Tensor(t) => format!("tensor {:?}", t.shape()),
+        };
+        tail.push(Line::from(vec![
+            Span::styled(format!("{k} "), theme.muted()),
+            Span::raw(value),
+        ]));
+    }
+    let playing = if p.playing { "▶" } else { "⏸" };
+    tail.push(Line::from(vec![
+        Span::styled("player ", theme.muted()),
+        Span::styled(p.player().name(), theme.accent()),
+        Span::raw(format!(" {playing} {} steps/s", p.speed)),
+    ]));
+    tail.extend(action_lines(app, theme));
+    if let Some(input) = &p.seed_input {
+        tail.push(Line::from(vec![
+            Span::styled("seed: ", theme.accent()),
+            Span::raw(format!("{input}▏")),
+        ]));
+    }
+    let room = rows.saturating_sub(tail.len());
+    if let Some(obs) = &p.observation {
+        let values = obs.to_f64_vec();
+        let labels: Vec<String> = match &spec.observation_space {
+            Space::Box(b) if !b.labels.is_empty() => b.labels.clone(),
+            _ => (0..values.len()).map(|i| format!("[{i}]")).collect(),
+        };
+        let shown = if values.len() > room {
+            room.saturating_sub(1)
+        } else {
+            values.len()
+        };
+        // Values get 10 columns; labels the rest, cut if they must be.
+        let label_width = width.saturating_sub(11).clamp(8, 24);
+        for (label, value) in labels.iter().zip(&values).take(shown) {
+            let label: String = label.chars().take(label_width).collect();
+            lines.push(Line::from(vec![
+                Span::styled(format!("{label:<label_width$}"), theme.muted()),
+                Span::raw(fmt(*value)),
+            ]));
+        }
+        if shown < values.len() {
+            lines.push(Line::styled(
+                format!("… {} more values", values.len() - shown),
+                theme.muted(),
+            ));
+        }
+    }
+    lines.extend(tail);
+    lines
+}
+
+fn flag<'a>(on: bool, theme: &Theme) -> Span<'a> {
+    if on {
+        Span::styled("yes", Style::default().fg(theme.warn))
+    } else {
+        Span::raw("no")
+    }
+}
+
+fn action_lines<'a>(app: &App, theme: &Theme) -> Vec<Line<'a>> {
+    let p = &app.practice;
+    let Some(spec) = &p.spec else {
+        return Vec::new();
+    };
+    match &spec.action_space {
+        Space::Discrete(d) => {
+            let names: Vec<String> = (0..d.n)
+                .map(|k| match d.labels.get(k as usize) {
+                    Some(l) => format!("{} {l}", d.start + k as i64),
+                    None => (d.start + k as i64).to_string(),
+                })
+                .collect();
+            vec![Line::from(vec![
+                Span::styled("actions ", theme.muted()),
+                Span::raw(names.join(" · ")),
+            ])]
+        }
+        Space::Box(b) => p
+            .box_action
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let label = b
+                    .labels
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| format!("a[{i}]"));
+                let marker = if i == p.box_cursor && p.player() == Player::Manual {
+                    "▸ "
+                } else {
+                    "  "
+                };
+                Line::from(vec![
+                    Span::styled(marker.to_string(), theme.accent()),
+                    Span::styled(format!("{label:<18}"), theme.muted()),
+                    Span::raw(format!("{v:>8.3}")),
+                ])
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn draw_reward_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    let rewards = &app.practice.rewards;
+    let points = downsample(rewards, (area.width as usize).saturating_sub(10).max(4) * 2);
+    let n = rewards.len().max(1) as f64;
+    let y = bounds(points.iter().map(|p| p.1));
+    let datasets = vec![
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::default().fg(theme.chart_reward))
+            .data(&points),
+    ];
+    let chart = Chart::new(datasets)
+        .block(block(
+            format!(" reward per step ({} steps) ", rewards.len()),
+            theme,
+            false,
+        ))
+        .style(theme.base())
+        .x_axis(Axis::default().bounds([0.0, n]).style(theme.muted()))
+        .y_axis(
+            Axis::default()
+                .bounds(y)
+                .labels([format!("{:.1}", y[0]), format!("{:.1}", y[1])])
+                .style(theme.muted()),
+        );
+    frame.render_widget(chart, area);
+}
+
+fn draw_return_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    let p = &app.practice;
+    let returns: Vec<f64> = p.history.iter().map(|e| e.episode_return).collect();
+    let points = downsample(
+        &returns,
+        (area.width as usize).saturating_sub(10).max(4) * 2,
+    );
+    let points: Vec<(f64, f64)> = points.into_iter().map(|(x, y)| (x + 1.0, y)).collect();
+    let n = returns.len().max(1) as f64 + 1.0;
+    let target = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.task.metric.as_ref())
+        .map(|m| m.target);
+    let returns_metric = p
+        .spec
+        .as_ref()
+        .and_then(|s| s.task.metric.as_ref())
+        .is_some_and(|m| m.name == "mean_return");
+    let target_line: Vec<(f64, f64)> = match target {
+        Some(t) if returns_metric => vec![(0.0, t), (n, t)],
+        _ => Vec::new(),
+    };
+    let y = bounds(
+        points
+            .iter()
+            .map(|p| p.1)
+            .chain(target_line.iter().map(|p| p.1))
+            .chain([0.0]),
+    );
+    let mut datasets = vec![
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Bar)
+            .style(Style::default().fg(theme.chart_return))
+            .data(&points),
+    ];
+    if !target_line.is_empty() {
+        datasets.push(
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(Style::default().fg(theme.chart_target))
+                .data(&target_line),
+        );
+    }
+    let title = match target {
+        Some(t) if returns_metric => format!(" return per episode ── target {t} "),
+        _ => " return per episode ".to_string(),
+    };
+    let chart = Chart::new(datasets)
+        .block(block(title, theme, false))
+        .style(theme.base())
+        .x_axis(Axis::default().bounds([0.0, n]).style(theme.muted()))
+        .y_axis(
+            Axis::default()
+                .bounds(y)
+                .labels([format!("{:.0}", y[0]), format!("{:.0}", y[1])])
+                .style(theme.muted()),
+        );
+    frame.render_widget(chart, area);
+}
+
+fn draw_history(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
+    let items: Vec<ListItem> = app
+        .practice
+        .history
+        .iter()
+        .rev()
+        .take(area.height as usize)
+        .map(|e| {
+            let end = if e.terminated { "term" } else { "trunc" };
+            ListItem::new(Line::from(vec![
+                Span::styled(format!("#{:<4}", e.number), theme.muted()),
+                Span::raw(format!("{:>9.2} {:>5} {end}", e.episode_return, e.steps)),
+            ]))
+        })
+        .collect();
+    frame.render_widget(
+        List::new(items).block(block(" episodes ", theme, false)),
+        area,
+    );
+}
