@@ -1,11 +1,8 @@
 //! `ale`: the ALE console and its command-line tools in one binary.
 
-use std::path::PathBuf;
-
 use clap::{Parser, Subcommand};
 
-mod cli;
-mod console;
+use ale_tui::{cli, console};
 
 #[derive(Parser)]
 #[command(
@@ -42,22 +39,6 @@ enum Command {
     /// Measure the evaluator.
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
-}
-
-/// `--state-dir`, shared by every subcommand that touches evaluator state.
-#[derive(clap::Args, Debug, Clone)]
-pub struct StateDirArg {
-    /// The evaluator's state directory [default: $XDG_STATE_HOME/ale or ~/.local/state/ale]
-    #[arg(long, value_name = "DIR")]
-    pub state_dir: Option<PathBuf>,
-}
-
-impl StateDirArg {
-    pub fn resolve(&self) -> PathBuf {
-        self.state_dir
-            .clone()
-            .unwrap_or_else(ale_server::state_dir::default_state_dir)
-    }
 }
 
 fn main() -> std::process::ExitCode {

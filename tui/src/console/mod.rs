@@ -29,8 +29,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use app::{App, Effect, Msg, Request};
 
-/// At most this often the screen is redrawn while messages stream in (~30 fps).
-pub const FRAME: Duration = Duration::from_millis(33);
+/// The screen is redrawn at most once per frame while messages stream in (~33 fps).
+pub const FRAME: Duration = Duration::from_millis(30);
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ConsoleArgs {
@@ -54,6 +54,9 @@ pub struct Console {
     ale_exe: PathBuf,
     harness: Option<u32>,
     seeds: ale_sims::Rng,
+    /// Frames drawn by the event loop, and the time spent drawing them.
+    pub frames: u64,
+    pub draw_time: Duration,
 }
 
 impl Console {
@@ -75,6 +78,8 @@ impl Console {
             ale_exe,
             harness: None,
             seeds: ale_sims::Rng::new(nanos),
+            frames: 0,
+            draw_time: Duration::ZERO,
         };
         let effects = console.app.start();
         console.perform_all(effects);
@@ -172,6 +177,11 @@ impl Console {
         }
     }
 
+    /// The next message from the worker, the harness child or a background task.
+    pub async fn next_message(&mut self) -> Option<Msg> {
+        self.messages.recv().await
+    }
+
     /// Handles messages until no request is outstanding and `done` holds, or `timeout` passes.
     #[cfg(test)]
     pub async fn settle(&mut self, timeout: Duration, done: impl Fn(&App) -> bool) -> bool {
@@ -198,12 +208,17 @@ where
     B::Error: Send + Sync + 'static,
 {
     let mut tick = tokio::time::interval(FRAME);
-    let mut last_draw: Option<Instant> = None;
+    // Redraw when something changed, at most once per frame, on a steady cadence; keys at once.
+    let mut next_frame = tokio::time::Instant::now();
+    let mut dirty = true;
     loop {
-        let now = Instant::now();
-        if last_draw.is_none_or(|t| now.duration_since(t) >= FRAME) {
+        if dirty && tokio::time::Instant::now() >= next_frame {
+            let t = Instant::now();
             terminal.draw(|frame| view::draw(frame, &console.app))?;
-            last_draw = Some(now);
+            console.draw_time += t.elapsed();
+            console.frames += 1;
+            next_frame = tokio::time::Instant::now() + FRAME;
+            dirty = false;
         }
         if console.app.quit {
             return Ok(());
@@ -212,17 +227,30 @@ where
             event = events.next() => match event {
                 Some(Ok(Event::Key(key))) if key.kind != KeyEventKind::Release => {
                     console.handle(Msg::Key(key));
-                    // Answer keys at once.
-                    last_draw = None;
+                    dirty = true;
+                    next_frame = tokio::time::Instant::now();
                 }
-                Some(Ok(Event::Mouse(mouse))) => console.handle(Msg::Mouse(mouse)),
-                Some(Ok(Event::Resize(_, _))) => last_draw = None,
+                Some(Ok(Event::Mouse(mouse))) => {
+                    console.handle(Msg::Mouse(mouse));
+                    dirty = true;
+                }
+                Some(Ok(Event::Resize(_, _))) => {
+                    dirty = true;
+                    next_frame = tokio::time::Instant::now();
+                }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(e.into()),
                 None => return Ok(()),
             },
-            Some(msg) = console.messages.recv() => console.handle(msg),
-            _ = tick.tick() => console.handle(Msg::Tick(Instant::now())),
+            Some(msg) = console.messages.recv() => {
+                console.handle(msg);
+                dirty = true;
+            }
+            _ = tokio::time::sleep_until(next_frame), if dirty => {}
+            _ = tick.tick() => {
+                console.handle(Msg::Tick(Instant::now()));
+                dirty = true;
+            }
         }
     }
 }
