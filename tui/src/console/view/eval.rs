@@ -97,7 +97,7 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
     let title = Line::from(vec![
         Span::styled(format!(" {} · {agent} · ", run.task_id), theme.muted()),
         status,
-        Span::styled(format!(" · {elapsed:.1} s "), theme.muted()),
+        Span::styled(format!(" · {elapsed:>5.1} s "), theme.muted()),
     ]);
     let outer = block(title, theme, false);
     let inner = outer.inner(area);
