@@ -345,17 +345,20 @@ impl App {
         &self.themes[self.theme]
     }
 
-    /// The tasks the filter lets through.
+    /// The tasks the filter lets through: those whose id matches first, then those whose
+    /// title or simulator does.
     pub fn visible_tasks(&self) -> Vec<&pb::TaskMetadata> {
         let needle = self.filter.to_lowercase();
+        let by_id = |t: &&pb::TaskMetadata| t.id.to_lowercase().contains(&needle);
+        let by_other = |t: &&pb::TaskMetadata| {
+            !by_id(t)
+                && (t.title.to_lowercase().contains(&needle)
+                    || t.sim.to_lowercase().contains(&needle))
+        };
         self.tasks
             .iter()
-            .filter(|t| {
-                needle.is_empty()
-                    || t.id.to_lowercase().contains(&needle)
-                    || t.title.to_lowercase().contains(&needle)
-                    || t.sim.to_lowercase().contains(&needle)
-            })
+            .filter(by_id)
+            .chain(self.tasks.iter().filter(by_other))
             .collect()
     }
 

@@ -147,6 +147,17 @@ async fn tasks_view_snapshots() {
         .collect();
     assert_eq!(visible, ["nav2d-barn"]);
     assert!(f.screen(80, 24).contains("filter: nav"));
+    // A task whose id matches comes before one whose title does ("MountainCar: reach the flag").
+    f.press(&[
+        KeyCode::Esc,
+        KeyCode::Char('/'),
+        KeyCode::Char('r'),
+        KeyCode::Char('e'),
+        KeyCode::Char('a'),
+        KeyCode::Enter,
+    ])
+    .await;
+    assert_eq!(f.console.app.visible_tasks()[0].id, "reacher-reach");
 }
 
 /// Selects cartpole, resets with seed 7 and pushes right 10 times: the console must show what a

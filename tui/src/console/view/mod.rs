@@ -227,7 +227,12 @@ pub fn bounds(values: impl Iterator<Item = f64>) -> [f64; 2] {
     if !lo.is_finite() {
         return [0.0, 1.0];
     }
-    let pad = ((hi - lo) * 0.1).max(1e-3 * hi.abs().max(1.0));
+    // A flat series still gets a readable range around it.
+    let pad = if hi - lo > 1e-9 {
+        (hi - lo) * 0.1
+    } else {
+        (hi.abs() * 0.5).max(1.0)
+    };
     [lo - pad, hi + pad]
 }
 
