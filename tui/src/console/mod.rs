@@ -288,7 +288,13 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         };
         let app = App::new(themes, theme_index, label);
         let mut console = Console::new(app, endpoint, state_dir, ale_exe);
+        // ratatui's hook restores the screen after a panic; ours also releases the mouse.
         let mut terminal = ratatui::init();
+        let ratatui_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
+            ratatui_hook(info);
+        }));
         let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableMouseCapture);
         let result = event_loop(&mut terminal, &mut console, EventStream::new()).await;
         let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);

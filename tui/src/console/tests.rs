@@ -103,17 +103,34 @@ fn mask_ids(text: &str) -> String {
         }
     }
     flush(&mut run, &mut out);
-    // "· 0.3 s" elapsed times in titles.
+    // Elapsed times in titles: "·   1.6 s".
     let mut masked = String::new();
     for line in out.lines() {
-        let mut line = line.to_string();
-        if let Some(i) = line.find(" s ─")
-            && let Some(j) = line[..i].rfind("· ")
-        {
-            let width = i - (j + 2);
-            line.replace_range(j + 2..i, &"~".repeat(width));
+        let mut chars: Vec<char> = line.chars().collect();
+        let mut k = 0;
+        while k + 2 < chars.len() {
+            if chars[k] == '·' && chars[k + 1] == ' ' {
+                let start = k + 2;
+                let mut end = start;
+                while end < chars.len()
+                    && (chars[end] == ' ' || chars[end].is_ascii_digit() || chars[end] == '.')
+                {
+                    end += 1;
+                }
+                let number: String = chars[start..end].iter().collect();
+                if end + 1 < chars.len()
+                    && chars[end] == 's'
+                    && number.trim().contains('.')
+                    && number.ends_with(' ')
+                {
+                    for c in &mut chars[start..end - 1] {
+                        *c = '~';
+                    }
+                }
+            }
+            k += 1;
         }
-        masked.push_str(&line);
+        masked.extend(chars);
         masked.push('\n');
     }
     masked
