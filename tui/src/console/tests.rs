@@ -332,3 +332,45 @@ fn every_theme_renders_every_view() {
         }
     }
 }
+
+/// Cancelling an official run stops the harness and its agent's whole process group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_a_run_stops_the_harness_and_its_agent() {
+    let mut f = fixture().await;
+    select_task(&mut f, "cartpole-balance");
+    // A typed agent command that would sit there for a long time; the odd duration marks it.
+    let marker = format!("sleep 97.{}", std::process::id());
+    f.press(&[KeyCode::Char('3'), KeyCode::Char('c')]).await;
+    for c in marker.chars() {
+        f.press(&[KeyCode::Char(c)]).await;
+    }
+    f.press(&[KeyCode::Enter, KeyCode::Enter]).await;
+    let alive = |pattern: &str| {
+        std::process::Command::new("pgrep")
+            .args(["-f", pattern])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    let started = std::time::Instant::now();
+    while !alive(&marker) {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the agent never started"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    f.press(&[KeyCode::Char('x')]).await;
+    let stopped = f
+        .console
+        .settle(Duration::from_secs(20), |a| {
+            a.eval.run.as_ref().is_some_and(|r| r.finished.is_some())
+        })
+        .await;
+    assert!(stopped, "the harness did not exit");
+    let run = f.console.app.eval.run.as_ref().unwrap();
+    assert!(run.cancelled && run.report.is_none());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!alive(&marker), "the agent outlived the cancelled harness");
+    assert!(f.screen(80, 24).contains("cancelled"));
+}
