@@ -67,6 +67,19 @@ enum Kind {
     Official(Box<Official>),
 }
 
+impl Official {
+    /// The started session and the trajectory it writes to.
+    fn session(
+        &mut self,
+        handle: &EnvHandle,
+    ) -> Result<(&mut Session, &mut TrajectoryWriter), Error> {
+        match &mut self.session {
+            Some(session) => Ok((session, &mut self.trajectory)),
+            None => Err(Error::SessionNotStarted(handle.clone())),
+        }
+    }
+}
+
 pub struct Env {
     handle: EnvHandle,
     task: Arc<Task>,
@@ -195,14 +208,7 @@ impl Env {
                 Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }
             Kind::Official(official) => {
-                let Official {
-                    trajectory,
-                    session,
-                    ..
-                } = official.as_mut();
-                let session = session
-                    .as_mut()
-                    .ok_or_else(|| Error::SessionNotStarted(self.handle.clone()))?;
+                let (session, trajectory) = official.session(&self.handle)?;
                 if seed.is_some() {
                     tracing::debug!(handle = %self.handle, "client seed ignored in eval session");
                 }
@@ -222,14 +228,7 @@ impl Env {
                 Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
             Kind::Official(official) => {
-                let Official {
-                    trajectory,
-                    session,
-                    ..
-                } = official.as_mut();
-                let session = session
-                    .as_mut()
-                    .ok_or_else(|| Error::SessionNotStarted(self.handle.clone()))?;
+                let (session, trajectory) = official.session(&self.handle)?;
                 let (t, progress) = session.step(self.sim.as_mut(), action, trajectory, now)?;
                 Ok((t, StepInfo::rollout(progress, self.sim.as_ref())))
             }
@@ -286,18 +285,9 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
-        let Official {
-            trajectory,
-            session,
-            ..
-        } = official.as_mut();
-        match session {
-            Some(session) => {
-                session.enforce_deadline(self.sim.as_ref(), trajectory, now)?;
-                Ok(session.record(trajectory.head()))
-            }
-            None => Err(Error::SessionNotStarted(self.handle.clone())),
-        }
+        let (session, trajectory) = official.session(&self.handle)?;
+        session.enforce_deadline(self.sim.as_ref(), trajectory, now)?;
+        Ok(session.record(trajectory.head()))
     }
 
     /// Ends the session if it is running (starting an empty one first if it never began).
@@ -317,20 +307,13 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Ok(());
         };
-        let Official {
+        let (session, trajectory) = official.session(&self.handle)?;
+        session.finish(
+            self.sim.as_ref(),
             trajectory,
-            session,
-            ..
-        } = official.as_mut();
-        if let Some(session) = session {
-            session.finish(
-                self.sim.as_ref(),
-                trajectory,
-                EvalStatus::EndedEarly,
-                Outcome::Aborted,
-                why.to_string(),
-            )?;
-        }
-        Ok(())
+            EvalStatus::EndedEarly,
+            Outcome::Aborted,
+            why.to_string(),
+        )
     }
 }

@@ -146,17 +146,7 @@ impl Acrobot {
 }
 
 impl Sim for Acrobot {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     /// Like Gymnasium, the initial state is drawn in [-0.1, 0.1) and rounded to float32.
     fn reset(&mut self, seed: u64) {
@@ -191,14 +181,6 @@ impl Sim for Acrobot {
             terminated,
             truncated,
         })
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 }
 

@@ -140,17 +140,7 @@ impl CartPole {
 }
 
 impl Sim for CartPole {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     fn reset(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
@@ -179,14 +169,6 @@ impl Sim for CartPole {
             theta_dot,
         });
         Ok(())
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 }
 

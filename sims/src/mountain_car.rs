@@ -71,17 +71,7 @@ impl MountainCar {
 }
 
 impl Sim for MountainCar {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     fn reset(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
@@ -114,14 +104,6 @@ impl Sim for MountainCar {
             terminated,
             truncated,
         })
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 }
 

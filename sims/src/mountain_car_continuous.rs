@@ -121,17 +121,7 @@ impl MountainCarContinuous {
 }
 
 impl Sim for MountainCarContinuous {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     fn reset(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
@@ -194,14 +184,6 @@ impl Sim for MountainCarContinuous {
             terminated,
             truncated,
         })
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 }
 

@@ -317,17 +317,7 @@ impl Nav2d {
 }
 
 impl Sim for Nav2d {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     fn reset(&mut self, seed: u64) {
         let world = field(seed);
@@ -391,14 +381,6 @@ impl Sim for Nav2d {
             terminated,
             truncated,
         })
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 
     fn counters(&self) -> &[Counter] {

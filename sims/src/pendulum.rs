@@ -71,17 +71,7 @@ impl Pendulum {
 }
 
 impl Sim for Pendulum {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     fn reset(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
@@ -112,14 +102,6 @@ impl Sim for Pendulum {
             terminated: false,
             truncated,
         })
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 }
 

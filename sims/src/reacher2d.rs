@@ -293,17 +293,7 @@ impl Reacher2d {
 }
 
 impl Sim for Reacher2d {
-    fn id(&self) -> &'static str {
-        ID
-    }
-
-    fn observation_space(&self) -> &Space {
-        &self.observation_space
-    }
-
-    fn action_space(&self) -> &Space {
-        &self.action_space
-    }
+    crate::sim_accessors!(ID);
 
     fn reset(&mut self, seed: u64) {
         let mut rng = Rng::new(seed);
@@ -361,14 +351,6 @@ impl Sim for Reacher2d {
             terminated,
             truncated,
         })
-    }
-
-    fn observation(&self) -> &Tensor {
-        &self.observation
-    }
-
-    fn episode_steps(&self) -> u32 {
-        self.clock.steps()
     }
 
     fn counters(&self) -> &[Counter] {

@@ -134,3 +134,30 @@ pub fn state_array<const N: usize>(state: &[f64]) -> Result<[f64; N], SimError> 
     }
     Ok(array)
 }
+
+/// The `Sim` methods every sim answers from the same fields (`observation_space`,
+/// `action_space`, `observation`, `clock`), written once. Use inside `impl Sim for …`.
+#[macro_export]
+macro_rules! sim_accessors {
+    ($id:expr) => {
+        fn id(&self) -> &'static str {
+            $id
+        }
+
+        fn observation_space(&self) -> &$crate::Space {
+            &self.observation_space
+        }
+
+        fn action_space(&self) -> &$crate::Space {
+            &self.action_space
+        }
+
+        fn observation(&self) -> &$crate::Tensor {
+            &self.observation
+        }
+
+        fn episode_steps(&self) -> u32 {
+            self.clock.steps()
+        }
+    };
+}

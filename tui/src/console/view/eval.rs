@@ -8,10 +8,10 @@ use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{
-    Axis, Chart, Dataset, Gauge, GraphType, List, ListItem, ListState, Paragraph, Wrap,
+    Chart, Dataset, Gauge, GraphType, List, ListItem, ListState, Paragraph, Wrap,
 };
 
-use super::{block, bounds};
+use super::{block, bounds, themed_chart};
 use crate::console::app::{App, EvalRun};
 use crate::console::theme::Theme;
 
@@ -237,15 +237,7 @@ pub fn draw_metrics_chart(
             .style(Style::default().fg(theme.chart_target))
             .data(&target_line),
     ];
-    let chart = Chart::new(datasets)
-        .style(theme.base())
-        .x_axis(Axis::default().bounds([0.0, n]).style(theme.muted()))
-        .y_axis(
-            Axis::default()
-                .bounds(y)
-                .labels([format!("{:.0}", y[0]), format!("{:.0}", y[1])])
-                .style(theme.muted()),
-        );
+    let chart = themed_chart(Chart::new(datasets), theme, n, y, 0);
     frame.render_widget(chart, area);
 }
 

@@ -309,6 +309,29 @@ pub fn draw_scene(
     frame.render_widget(canvas, area);
 }
 
+/// A chart in the theme's colours, with `n` along x and `y` (labelled to `decimals`) up.
+pub fn themed_chart<'a>(
+    chart: ratatui::widgets::Chart<'a>,
+    theme: &Theme,
+    n: f64,
+    y: [f64; 2],
+    decimals: usize,
+) -> ratatui::widgets::Chart<'a> {
+    use ratatui::widgets::Axis;
+    chart
+        .style(theme.base())
+        .x_axis(Axis::default().bounds([0.0, n]).style(theme.muted()))
+        .y_axis(
+            Axis::default()
+                .bounds(y)
+                .labels([
+                    format!("{:.decimals$}", y[0]),
+                    format!("{:.decimals$}", y[1]),
+                ])
+                .style(theme.muted()),
+        )
+}
+
 /// A label and value line for key/value panels.
 pub fn field<'a>(theme: &Theme, label: &str, value: String, width: usize) -> Line<'a> {
     Line::from(vec![

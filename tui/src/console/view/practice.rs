@@ -6,9 +6,9 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Chart, Dataset, GraphType, List, ListItem, Paragraph};
+use ratatui::widgets::{Chart, Dataset, GraphType, List, ListItem, Paragraph};
 
-use super::{block, bounds, downsample, draw_scene};
+use super::{block, bounds, downsample, draw_scene, themed_chart};
 use crate::console::app::{App, Player};
 use crate::console::theme::Theme;
 
@@ -236,20 +236,14 @@ fn draw_reward_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
             .style(Style::default().fg(theme.chart_reward))
             .data(&points),
     ];
-    let chart = Chart::new(datasets)
-        .block(block(
-            format!(" reward per step ({} steps) ", rewards.len()),
-            theme,
-            false,
-        ))
-        .style(theme.base())
-        .x_axis(Axis::default().bounds([0.0, n]).style(theme.muted()))
-        .y_axis(
-            Axis::default()
-                .bounds(y)
-                .labels([format!("{:.1}", y[0]), format!("{:.1}", y[1])])
-                .style(theme.muted()),
-        );
+    let title = format!(" reward per step ({} steps) ", rewards.len());
+    let chart = themed_chart(
+        Chart::new(datasets).block(block(title, theme, false)),
+        theme,
+        n,
+        y,
+        1,
+    );
     frame.render_widget(chart, area);
 }
 
@@ -303,16 +297,13 @@ fn draw_return_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
         Some(t) if returns_metric => format!(" return per episode ── target {t} "),
         _ => " return per episode ".to_string(),
     };
-    let chart = Chart::new(datasets)
-        .block(block(title, theme, false))
-        .style(theme.base())
-        .x_axis(Axis::default().bounds([0.0, n]).style(theme.muted()))
-        .y_axis(
-            Axis::default()
-                .bounds(y)
-                .labels([format!("{:.0}", y[0]), format!("{:.0}", y[1])])
-                .style(theme.muted()),
-        );
+    let chart = themed_chart(
+        Chart::new(datasets).block(block(title, theme, false)),
+        theme,
+        n,
+        y,
+        0,
+    );
     frame.render_widget(chart, area);
 }
 
