@@ -79,3 +79,23 @@ fn sims_list_names_every_sim() {
         assert!(stdout.contains(sim.id), "{}", sim.id);
     }
 }
+
+/// `--help` texts are part of the interface: reviewed like code when they change.
+#[test]
+fn help_texts() {
+    for (name, args) in [
+        ("ale", vec!["--help"]),
+        ("serve", vec!["serve", "--help"]),
+        ("harness_run", vec!["harness", "run", "--help"]),
+        ("harness_verify", vec!["harness", "verify", "--help"]),
+        ("sims_replay", vec!["sims", "replay", "--help"]),
+    ] {
+        let out = Command::new(ALE)
+            .args(&args)
+            .env("COLUMNS", "100")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{name}");
+        insta::assert_snapshot!(name, String::from_utf8_lossy(&out.stdout));
+    }
+}
