@@ -20,7 +20,7 @@ use crate::error::HarnessError;
 use crate::evaluator::{EvaluatorHandle, attach_or_start};
 use crate::report::{AgentSummary, RecordSummary, Report, TaskSummary, Timings, Versions};
 use crate::scoring::{Faithfulness, score};
-use crate::verify::{rules_from, verify_trajectory};
+use crate::verify::{rules_from, verify_harness_log, verify_trajectory};
 
 /// How long an agent may run past the session's time budget before the harness ends the
 /// session itself; covers start-up and the last RPCs in flight.
@@ -287,6 +287,10 @@ async fn run_with(
         .append(EventKind::RunScored, &breakdown)
         .map_err(records_err)?;
     log.sync().map_err(records_err)?;
+    // The log as written must verify against the trajectory it read, as any checker will do.
+    let log_text = std::fs::read_to_string(run_dir.join(HARNESS_LOG_FILE)).map_err(records_err)?;
+    let log_events = verify_harness_log(&log_text, &verified.head)
+        .map_err(|e| HarnessError::Unverified(e.to_string()))?;
 
     let status_message = match &harness_reason {
         Some(why) => format!("{}: {why}", result.status_message),
@@ -318,7 +322,7 @@ async fn run_with(
         harness_log: RecordSummary {
             file: HARNESS_LOG_FILE.into(),
             head: log_head,
-            events: 3,
+            events: log_events,
             verified: true,
         },
         timings: Timings {
