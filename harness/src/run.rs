@@ -2,7 +2,7 @@
 //! an agent process, follow the session, read the authoritative result, verify the trajectory,
 //! score, and leave `report.json` and the harness's own chained log in the run folder.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -341,9 +341,4 @@ async fn run_with(
         cause: std::io::Error::other(e),
     })?;
     Ok(report)
-}
-
-/// The run folder of `run_id` under `state_dir`.
-pub fn run_folder(state_dir: &Path, run_id: &RunId) -> PathBuf {
-    layout::run_dir(state_dir, run_id)
 }
