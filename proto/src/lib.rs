@@ -26,6 +26,19 @@ pub mod pb {
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ale_descriptor.bin"));
 
+/// Keys of the info maps Reset and Step return.
+pub mod info_keys {
+    /// Steps taken in the current episode.
+    pub const EPISODE_STEPS: &str = "episode_steps";
+    /// Sum of rewards in the current episode.
+    pub const EPISODE_RETURN: &str = "episode_return";
+    /// In an eval session: the 0-based index of the rollout being played.
+    pub const ROLLOUT_INDEX: &str = "rollout_index";
+    /// In an eval session: how many rollouts the session plans.
+    pub const ROLLOUTS_PLANNED: &str = "rollouts_planned";
+    // Besides these, each of the sim's episode counters appears under its own name.
+}
+
 /// Environment variables the harness sets for the agent it launches.
 pub mod agent_env {
     /// The agent channel URL, e.g. `http://127.0.0.1:50051`.

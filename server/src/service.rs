@@ -12,19 +12,6 @@ use tonic::{Request, Response, Status};
 use crate::env::StepInfo;
 use crate::evaluator::{Channel, Evaluator};
 
-/// Keys of the info maps Reset and Step return.
-pub mod info_keys {
-    /// Steps taken in the current episode.
-    pub const EPISODE_STEPS: &str = "episode_steps";
-    /// Sum of rewards in the current episode.
-    pub const EPISODE_RETURN: &str = "episode_return";
-    /// In an eval session: the 0-based index of the rollout being played.
-    pub const ROLLOUT_INDEX: &str = "rollout_index";
-    /// In an eval session: how many rollouts the session plans.
-    pub const ROLLOUTS_PLANNED: &str = "rollouts_planned";
-    // Besides these, each of the sim's episode counters appears under its own name.
-}
-
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
 #[derive(Clone)]
 pub struct AleEnvService {
@@ -55,7 +42,7 @@ fn integer(v: i64) -> pb::Value {
 }
 
 fn encode_info(info: StepInfo) -> HashMap<String, pb::Value> {
-    use info_keys::*;
+    use ale_proto::info_keys::*;
     let mut map = HashMap::with_capacity(4 + info.counters.len());
     map.insert(EPISODE_STEPS.into(), integer(info.episode_steps as i64));
     map.insert(EPISODE_RETURN.into(), number(info.episode_return));

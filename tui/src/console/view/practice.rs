@@ -112,7 +112,13 @@ fn side_lines<'a>(app: &App, theme: &Theme, rows: usize, width: usize) -> Vec<Li
         ]),
     ];
     for (k, v) in &p.info {
-        if matches!(k.as_str(), "episode_steps" | "episode_return") {
+        // Shown above as step and return.
+        if [
+            ale_proto::info_keys::EPISODE_STEPS,
+            ale_proto::info_keys::EPISODE_RETURN,
+        ]
+        .contains(&k.as_str())
+        {
             continue;
         }
         let value = match v {
