@@ -193,6 +193,22 @@ impl Env {
         matches!(self.kind, Kind::Official(_))
     }
 
+    /// An official env whose session has finished: its record is complete on disk.
+    pub fn is_finished_official(&self) -> bool {
+        match &self.kind {
+            Kind::Official(o) => o.session.as_ref().is_some_and(|s| s.is_finished()),
+            Kind::Practice(_) => false,
+        }
+    }
+
+    /// The session id of an official env.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        match &self.kind {
+            Kind::Official(o) => Some(&o.session_id),
+            Kind::Practice(_) => None,
+        }
+    }
+
     pub fn last_used(&self) -> Instant {
         self.last_used
     }

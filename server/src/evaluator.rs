@@ -32,6 +32,9 @@ pub struct Limits {
     pub max_envs: usize,
     /// A practice env unused this long may be dropped to make room for a new one.
     pub practice_idle: Duration,
+    /// An official env whose session finished this long ago may be dropped too (its record is
+    /// on disk; its result can no longer be read over the wire).
+    pub finished_official_idle: Duration,
 }
 
 impl Default for Limits {
@@ -39,6 +42,7 @@ impl Default for Limits {
         Limits {
             max_envs: 1024,
             practice_idle: Duration::from_secs(300),
+            finished_official_idle: Duration::from_secs(600),
         }
     }
 }
@@ -138,11 +142,25 @@ impl Evaluator {
         let now = Instant::now();
         let mut envs = lock(&self.envs);
         if envs.len() >= self.limits.max_envs {
-            let idle = self.limits.practice_idle;
+            let mut dropped_sessions = Vec::new();
             envs.retain(|_, env| {
                 let env = lock(env);
-                env.is_official() || now.duration_since(env.last_used()) < idle
+                let idle = now.duration_since(env.last_used());
+                let reclaimable = if env.is_official() {
+                    env.is_finished_official() && idle >= self.limits.finished_official_idle
+                } else {
+                    idle >= self.limits.practice_idle
+                };
+                if reclaimable && let Some(id) = env.session_id() {
+                    dropped_sessions.push(id.clone());
+                }
+                !reclaimable
             });
+            let mut sessions = lock(&self.sessions);
+            for id in dropped_sessions {
+                sessions.remove(&id);
+            }
+            drop(sessions);
             if envs.len() >= self.limits.max_envs {
                 return Err(Error::TooManyEnvs(self.limits.max_envs));
             }
