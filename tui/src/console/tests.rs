@@ -345,12 +345,20 @@ async fn cancelling_a_run_stops_the_harness_and_its_agent() {
         f.press(&[KeyCode::Char(c)]).await;
     }
     f.press(&[KeyCode::Enter, KeyCode::Enter]).await;
+    // Whether any process's command line contains `pattern` (what `pgrep -f` does).
     let alive = |pattern: &str| {
-        std::process::Command::new("pgrep")
-            .args(["-f", pattern])
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|cmdline| {
+                let text: String = cmdline
+                    .iter()
+                    .map(|&b| if b == 0 { ' ' } else { b as char })
+                    .collect();
+                text.contains(pattern)
+            })
     };
     let started = std::time::Instant::now();
     while !alive(&marker) {
