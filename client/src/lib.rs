@@ -27,7 +27,7 @@ pub mod policy;
 mod transport;
 
 pub use ale_proto::{EnvHandle, SessionId};
-pub use ale_sims::{Space, Tensor};
+pub use ale_sims::{Rng, Space, Tensor};
 pub use env::{Client, Env, EnvSpec, EvalSession, Info, InfoValue, ResetResult, StepResult};
 pub use error::ClientError;
 
