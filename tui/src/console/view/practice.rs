@@ -12,6 +12,10 @@ use super::{block, bounds, downsample, draw_scene, themed_chart};
 use crate::console::app::{App, Player};
 use crate::console::theme::Theme;
 
+/// From this width the episode history gets a column of its own; below it, the latest
+/// episodes fill the observation panel's spare rows.
+const HISTORY_COLUMN_WIDTH: u16 = 140;
+
 pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme();
     let p = &app.practice;
@@ -57,18 +61,21 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
             scene,
         ),
     }
+    let history_column = bottom.width >= HISTORY_COLUMN_WIDTH;
     frame.render_widget(
         Paragraph::new(side_lines(
             app,
             theme,
             side.height.saturating_sub(2) as usize,
             side.width.saturating_sub(2) as usize,
+            !history_column,
         ))
+        .wrap(ratatui::widgets::Wrap { trim: false })
         .block(block(" observation ", theme, false)),
         side,
     );
 
-    let wide = bottom.width >= 140;
+    let wide = history_column;
     let constraints = if wide {
         vec![
             Constraint::Percentage(40),
@@ -90,7 +97,13 @@ fn fmt(v: f64) -> String {
     format!("{v:>10.4}")
 }
 
-fn side_lines<'a>(app: &App, theme: &Theme, rows: usize, width: usize) -> Vec<Line<'a>> {
+fn side_lines<'a>(
+    app: &App,
+    theme: &Theme,
+    rows: usize,
+    width: usize,
+    with_history: bool,
+) -> Vec<Line<'a>> {
     let p = &app.practice;
     let Some(spec) = &p.spec else {
         return Vec::new();
@@ -175,6 +188,19 @@ fn side_lines<'a>(app: &App, theme: &Theme, rows: usize, width: usize) -> Vec<Li
         }
     }
     lines.extend(tail);
+    // Rows the lines take once wrapped to the panel's width.
+    let used: usize = lines.iter().map(|l| l.width().max(1).div_ceil(width.max(1))).sum();
+    let spare = rows.saturating_sub(used);
+    if with_history && spare >= 2 && !p.history.is_empty() {
+        lines.push(Line::styled("latest episodes", theme.muted()));
+        for e in p.history.iter().rev().take(spare - 1) {
+            let end = if e.terminated { "term" } else { "trunc" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("#{:<4}", e.number), theme.muted()),
+                Span::raw(format!("{:>9.2} {:>5} {end}", e.episode_return, e.steps)),
+            ]));
+        }
+    }
     lines
 }
 
