@@ -217,6 +217,9 @@ async fn practice_matches_a_direct_client_run_and_snapshots() {
     assert!(screen.contains("seed 7 · ep 2 · step 10"), "{screen}");
     insta::assert_snapshot!("practice_80x24", screen);
     insta::assert_snapshot!("practice_160x48", f.screen(160, 48));
+    for (w, h) in [(30, 8), (12, 3), (1, 1)] {
+        f.screen(w, h);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -246,6 +249,9 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     assert!(screen.contains("trajectory verified"), "{screen}");
     insta::assert_snapshot!("eval_report_80x24", screen);
     insta::assert_snapshot!("eval_report_160x48", f.screen(160, 48));
+    for (w, h) in [(30, 8), (12, 3), (1, 1)] {
+        f.screen(w, h);
+    }
 
     // The run appears in the runs view; open it and verify its trajectory.
     f.press(&[KeyCode::Char('4')]).await;
@@ -266,6 +272,9 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     );
     insta::assert_snapshot!("runs_80x24", f.screen(80, 24));
     insta::assert_snapshot!("runs_160x48", f.screen(160, 48));
+    for (w, h) in [(30, 8), (12, 3), (1, 1)] {
+        f.screen(w, h);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,8 +336,13 @@ fn every_theme_renders_every_view() {
         let mut app = App::new(theme::load_all(None).unwrap(), i, "x".into());
         for view in View::ALL {
             app.view = view;
-            let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
-            terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+            // Tiny and odd sizes must not panic either.
+            for (w, h) in [(80, 24), (30, 8), (12, 3), (1, 1), (200, 60)] {
+                let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+                terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+                app.help = !app.help;
+                terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+            }
         }
     }
 }

@@ -189,7 +189,10 @@ fn side_lines<'a>(
     }
     lines.extend(tail);
     // Rows the lines take once wrapped to the panel's width.
-    let used: usize = lines.iter().map(|l| l.width().max(1).div_ceil(width.max(1))).sum();
+    let used: usize = lines
+        .iter()
+        .map(|l| l.width().max(1).div_ceil(width.max(1)))
+        .sum();
     let spare = rows.saturating_sub(used);
     if with_history && spare >= 2 && !p.history.is_empty() {
         lines.push(Line::styled("latest episodes", theme.muted()));
