@@ -25,6 +25,7 @@ fn practice_app(steps: usize) -> App {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
+        ale_tui::console::keys::KeyMap::bundled(),
         "embedded 127.0.0.1:50051".into(),
     );
     app.view = View::Practice;

@@ -12,7 +12,7 @@ use ale_proto::pb;
 use ale_sims::Tensor;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
-use super::keys::{self, Command, Context};
+use super::keys::{Command, Context, KeyMap};
 use super::theme::Theme;
 
 /// The four views, in tab order.
@@ -278,6 +278,7 @@ pub struct Runs {
 }
 
 pub struct App {
+    pub keymap: KeyMap,
     pub view: View,
     pub connection: Connection,
     /// How the console reached its evaluator, for the header.
@@ -315,8 +316,9 @@ fn space_is_discrete(space: &Space) -> Option<(u64, i64)> {
 }
 
 impl App {
-    pub fn new(themes: Vec<Theme>, theme: usize, endpoint_label: String) -> App {
+    pub fn new(themes: Vec<Theme>, theme: usize, keymap: KeyMap, endpoint_label: String) -> App {
         App {
+            keymap,
             view: View::Tasks,
             connection: Connection::Connecting,
             endpoint_label,
@@ -460,8 +462,11 @@ impl App {
                     self.filter.pop();
                 }
                 KeyCode::Up | KeyCode::Down => {
-                    return self
-                        .on_command(keys::lookup(Context::Tasks, key).unwrap_or(Command::Up));
+                    let command = self
+                        .keymap
+                        .lookup(Context::Tasks, key)
+                        .unwrap_or(Command::Up);
+                    return self.on_command(command);
                 }
                 KeyCode::Char(c) => self.filter.push(c),
                 _ => {}
@@ -502,7 +507,7 @@ impl App {
             }
             return Vec::new();
         }
-        match keys::lookup(self.view.context(), key) {
+        match self.keymap.lookup(self.view.context(), key) {
             Some(command) => self.on_command(command),
             None => {
                 // In the tasks view, typing a letter starts filtering.

@@ -1,5 +1,9 @@
-//! The key table: every key the console answers to, where, and what it does. Input handling,
-//! the footer and the help overlay are all generated from it, so they cannot disagree.
+//! Key bindings: the actions the console offers are defined here; which keys trigger them is
+//! data (`tui/keys.toml`, compiled in, and an optional user file replacing the keys of the
+//! actions it names). Input handling, the footer and the help overlay all read the same
+//! [`KeyMap`], so they cannot disagree.
+
+use std::path::{Path, PathBuf};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -13,7 +17,28 @@ pub enum Context {
     Runs,
 }
 
-/// What a key asks for. Some carry the key pressed (a digit, an arrow).
+impl Context {
+    /// The section of the key file.
+    pub fn section(self) -> &'static str {
+        match self {
+            Context::Global => "global",
+            Context::Tasks => "tasks",
+            Context::Practice => "practice",
+            Context::Eval => "eval",
+            Context::Runs => "runs",
+        }
+    }
+
+    const ALL: [Context; 5] = [
+        Context::Global,
+        Context::Tasks,
+        Context::Practice,
+        Context::Eval,
+        Context::Runs,
+    ];
+}
+
+/// What a key asks for. `Act` carries the digit pressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
     Quit,
@@ -48,449 +73,570 @@ pub enum Command {
     Refresh,
 }
 
-pub struct Binding {
+/// An action the console offers: where, under which name in the key file, what it does.
+pub struct Action {
     pub context: Context,
-    pub keys: &'static [KeyCode],
-    /// How the key is written in the footer and help.
-    pub label: &'static str,
-    /// The footer's word for it.
+    /// Its name in the key file's section.
+    pub name: &'static str,
+    pub command: Command,
+    /// The footer's word for it; footer entries with the same word merge ("↑/↓ select").
     pub short: &'static str,
     /// The help overlay's sentence.
     pub help: &'static str,
-    pub command: Command,
     /// Shown in the footer (the rest only in the help overlay).
     pub footer: bool,
 }
 
 use Command as C;
 use Context as X;
-use KeyCode as K;
 
-macro_rules! bind {
-    ($ctx:expr, [$($key:expr),+], $label:literal, $short:literal, $help:literal, $cmd:expr, $footer:literal) => {
-        Binding { context: $ctx, keys: &[$($key),+], label: $label, short: $short, help: $help, command: $cmd, footer: $footer }
+macro_rules! action {
+    ($ctx:expr, $name:literal, $cmd:expr, $short:literal, $help:literal, $footer:literal) => {
+        Action {
+            context: $ctx,
+            name: $name,
+            command: $cmd,
+            short: $short,
+            help: $help,
+            footer: $footer,
+        }
     };
 }
 
-pub const BINDINGS: &[Binding] = &[
-    bind!(
+pub static ACTIONS: &[Action] = &[
+    action!(X::Global, "quit", C::Quit, "quit", "quit", true),
+    action!(X::Global, "help", C::Help, "help", "this help", true),
+    action!(
         X::Global,
-        [K::Char('q')],
-        "q",
-        "quit",
-        "quit",
-        C::Quit,
-        true
-    ),
-    bind!(
-        X::Global,
-        [K::Char('?')],
-        "?",
-        "help",
-        "this help",
-        C::Help,
-        true
-    ),
-    bind!(
-        X::Global,
-        [K::Tab],
-        "Tab",
+        "next_view",
+        C::NextView,
         "view",
         "next view",
-        C::NextView,
         true
     ),
-    bind!(
+    action!(
         X::Global,
-        [K::Char('1'), K::F(1)],
-        "1/F1",
+        "tasks_view",
+        C::ShowView(0),
         "tasks",
         "tasks view",
-        C::ShowView(0),
         false
     ),
-    bind!(
+    action!(
         X::Global,
-        [K::Char('2'), K::F(2)],
-        "2/F2",
+        "practice_view",
+        C::ShowView(1),
         "practice",
         "practice view",
-        C::ShowView(1),
         false
     ),
-    bind!(
+    action!(
         X::Global,
-        [K::Char('3'), K::F(3)],
-        "3/F3",
+        "eval_view",
+        C::ShowView(2),
         "eval",
         "eval view",
-        C::ShowView(2),
         false
     ),
-    bind!(
+    action!(
         X::Global,
-        [K::Char('4'), K::F(4)],
-        "4/F4",
+        "runs_view",
+        C::ShowView(3),
         "runs",
         "runs view",
-        C::ShowView(3),
         false
     ),
-    bind!(
+    action!(
         X::Global,
-        [K::Char('T')],
-        "T",
+        "next_theme",
+        C::CycleTheme,
         "theme",
         "next theme",
-        C::CycleTheme,
         false
     ),
-    bind!(
+    action!(X::Tasks, "up", C::Up, "select", "move the selection", true),
+    action!(
         X::Tasks,
-        [K::Up, K::Char('k')],
-        "↑↓",
+        "down",
+        C::Down,
         "select",
         "move the selection",
-        C::Up,
         true
     ),
-    bind!(
+    action!(
         X::Tasks,
-        [K::Down, K::Char('j')],
-        "↑↓",
-        "select",
-        "move the selection",
-        C::Down,
-        false
-    ),
-    bind!(
-        X::Tasks,
-        [K::Char('/')],
-        "/",
+        "filter",
+        C::Filter,
         "filter",
         "filter the list by typing",
-        C::Filter,
         true
     ),
-    bind!(
+    action!(
         X::Tasks,
-        [K::Enter],
-        "Enter",
+        "practice",
+        C::Open,
         "practice",
         "create a practice env for the task",
-        C::Open,
         true
     ),
-    bind!(
+    action!(
         X::Tasks,
-        [K::Char('e')],
-        "e",
+        "evaluate",
+        C::Evaluate,
         "evaluate",
         "set up an official run of the task",
-        C::Evaluate,
         true
     ),
-    bind!(
+    action!(
         X::Tasks,
-        [K::Esc],
-        "Esc",
+        "clear_filter",
+        C::Back,
         "clear",
         "clear the filter",
-        C::Back,
         false
     ),
-    bind!(
+    action!(
         X::Practice,
-        [K::Left],
-        "←→",
-        "push",
-        "push left/right (Discrete), lower/raise the value (Box)",
+        "left",
         C::Left,
-        true
-    ),
-    bind!(
-        X::Practice,
-        [K::Right],
-        "←→",
         "push",
         "push left/right (Discrete), lower/raise the value (Box)",
-        C::Right,
-        false
-    ),
-    bind!(
-        X::Practice,
-        [K::Up],
-        "↑↓",
-        "dimension",
-        "choose the action dimension (Box)",
-        C::Up,
-        false
-    ),
-    bind!(
-        X::Practice,
-        [K::Down],
-        "↑↓",
-        "dimension",
-        "choose the action dimension (Box)",
-        C::Down,
-        false
-    ),
-    bind!(
-        X::Practice,
-        [
-            K::Char('0'),
-            K::Char('1'),
-            K::Char('2'),
-            K::Char('3'),
-            K::Char('4'),
-            K::Char('5'),
-            K::Char('6'),
-            K::Char('7'),
-            K::Char('8'),
-            K::Char('9')
-        ],
-        "0-9",
-        "action",
-        "take Discrete action n (here digits are actions: use Tab or F1-F4 for views)",
-        C::Act(0),
-        false
-    ),
-    bind!(
-        X::Practice,
-        [K::Char(' ')],
-        "space",
-        "step",
-        "one step",
-        C::StepOnce,
         true
     ),
-    bind!(
+    action!(
         X::Practice,
-        [K::Char('a')],
-        "a",
+        "right",
+        C::Right,
+        "push",
+        "push left/right (Discrete), lower/raise the value (Box)",
+        true
+    ),
+    action!(
+        X::Practice,
+        "up",
+        C::Up,
+        "dimension",
+        "choose the action dimension (Box)",
+        false
+    ),
+    action!(
+        X::Practice,
+        "down",
+        C::Down,
+        "dimension",
+        "choose the action dimension (Box)",
+        false
+    ),
+    action!(
+        X::Practice,
+        "action",
+        C::Act(0),
+        "action",
+        "take Discrete action n (views: Tab, F1-F4)",
+        false
+    ),
+    action!(X::Practice, "step", C::StepOnce, "step", "one step", true),
+    action!(
+        X::Practice,
+        "auto_play",
+        C::TogglePlay,
         "auto",
         "auto-play with the policy / pause",
-        C::TogglePlay,
         true
     ),
-    bind!(
+    action!(
         X::Practice,
-        [K::Char('p')],
-        "p",
+        "policy",
+        C::CyclePolicy,
         "policy",
         "who plays: manual, random, heuristic",
-        C::CyclePolicy,
         true
     ),
-    bind!(
+    action!(
         X::Practice,
-        [K::Char('+'), K::Char('=')],
-        "+-",
-        "speed",
-        "auto-play speed",
+        "faster",
         C::Faster,
-        true
-    ),
-    bind!(
-        X::Practice,
-        [K::Char('-')],
-        "+-",
         "speed",
         "auto-play speed",
-        C::Slower,
-        false
+        true
     ),
-    bind!(
+    action!(
         X::Practice,
-        [K::Char('r')],
-        "r",
+        "slower",
+        C::Slower,
+        "speed",
+        "auto-play speed",
+        true
+    ),
+    action!(
+        X::Practice,
+        "reset",
+        C::Reset,
         "reset",
         "reset with a random seed",
-        C::Reset,
         true
     ),
-    bind!(
+    action!(
         X::Practice,
-        [K::Char('s')],
-        "s",
+        "seed",
+        C::EnterSeed,
         "seed",
         "reset with a seed you type",
-        C::EnterSeed,
         true
     ),
-    bind!(
-        X::Practice,
-        [K::Esc],
-        "Esc",
-        "back",
-        "back to tasks",
-        C::Back,
-        false
-    ),
-    bind!(
+    action!(X::Practice, "back", C::Back, "back", "back to tasks", false),
+    action!(X::Eval, "up", C::Up, "agent", "choose the agent", true),
+    action!(X::Eval, "down", C::Down, "agent", "choose the agent", true),
+    action!(
         X::Eval,
-        [K::Up, K::Char('k')],
-        "↑↓",
-        "agent",
-        "choose the agent",
-        C::Up,
-        true
-    ),
-    bind!(
-        X::Eval,
-        [K::Down, K::Char('j')],
-        "↑↓",
-        "agent",
-        "choose the agent",
-        C::Down,
-        false
-    ),
-    bind!(
-        X::Eval,
-        [K::Char('c')],
-        "c",
+        "type_command",
+        C::TypeAgent,
         "command",
         "type an agent command line",
-        C::TypeAgent,
         true
     ),
-    bind!(
+    action!(
         X::Eval,
-        [K::Enter],
-        "Enter",
+        "start",
+        C::Start,
         "start",
         "start the official run",
-        C::Start,
         true
     ),
-    bind!(
+    action!(
         X::Eval,
-        [K::Char('x')],
-        "x",
+        "cancel",
+        C::Cancel,
         "cancel",
         "cancel the run (stops harness and agent)",
-        C::Cancel,
         true
     ),
-    bind!(
+    action!(X::Runs, "up", C::Up, "select", "move the selection", true),
+    action!(
         X::Runs,
-        [K::Up, K::Char('k')],
-        "↑↓",
-        "select",
-        "move the selection",
-        C::Up,
-        true
-    ),
-    bind!(
-        X::Runs,
-        [K::Down, K::Char('j')],
-        "↑↓",
-        "select",
-        "move the selection",
+        "down",
         C::Down,
-        false
+        "select",
+        "move the selection",
+        true
     ),
-    bind!(
+    action!(
         X::Runs,
-        [K::Enter],
-        "Enter",
+        "open",
+        C::Open,
         "open",
         "open the selected run",
-        C::Open,
         true
     ),
-    bind!(
+    action!(
         X::Runs,
-        [K::Char('v')],
-        "v",
+        "verify",
+        C::Verify,
         "verify",
         "verify its trajectory (ale harness verify)",
-        C::Verify,
         true
     ),
-    bind!(
+    action!(
         X::Runs,
-        [K::Char('P')],
-        "P",
+        "export_png",
+        C::ExportPng,
         "PNG",
         "export its plot as PNG",
-        C::ExportPng,
         true
     ),
-    bind!(
+    action!(
         X::Runs,
-        [K::Char('S')],
-        "S",
-        "SVG",
-        "export the plot as SVG",
+        "export_svg",
         C::ExportSvg,
+        "SVG",
+        "export its plot as SVG",
         false
     ),
-    bind!(
+    action!(
         X::Runs,
-        [K::Char('r')],
-        "r",
+        "refresh",
+        C::Refresh,
         "refresh",
         "refresh the list",
-        C::Refresh,
         false
     ),
-    bind!(
-        X::Runs,
-        [K::Esc],
-        "Esc",
-        "close",
-        "close the run",
-        C::Back,
-        false
-    ),
+    action!(X::Runs, "close", C::Back, "close", "close the run", false),
 ];
 
-/// The command `key` means in `view`, view bindings first.
-pub fn lookup(view: Context, key: KeyEvent) -> Option<Command> {
-    if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == K::Char('c') {
-        return Some(C::Quit);
-    }
-    let code = match key.code {
-        // Shifted letters arrive upper-case; BackTab is Shift-Tab.
-        K::BackTab => K::Tab,
-        other => other,
-    };
-    let find = |ctx: Context| {
-        BINDINGS
-            .iter()
-            .find(|b| b.context == ctx && b.keys.contains(&code))
-            .map(|b| match (b.command, code) {
-                (C::Act(_), K::Char(d)) => C::Act(d.to_digit(10).unwrap_or(0) as u8),
-                (command, _) => command,
-            })
-    };
-    find(view).or_else(|| find(X::Global))
+/// The bundled key file.
+pub const DEFAULT_KEYS: &str = include_str!("../../keys.toml");
+
+/// An action and the keys bound to it.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    pub action: &'static Action,
+    pub keys: Vec<KeyCode>,
 }
 
-/// The footer's entries for `view`: help first (so it is never cut off), the view's keys,
-/// then the other global ones; one per label.
-pub fn footer(view: Context) -> Vec<(&'static str, &'static str)> {
-    let mut out: Vec<(&str, &str)> = vec![("?", "help")];
-    for ctx in [view, X::Global] {
-        for b in BINDINGS.iter().filter(|b| b.context == ctx && b.footer) {
-            if !out.iter().any(|(l, _)| *l == b.label) {
-                out.push((b.label, b.short));
+impl std::fmt::Debug for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.context.section(), self.name)
+    }
+}
+
+/// The keys of every action.
+#[derive(Debug, Clone)]
+pub struct KeyMap {
+    bindings: Vec<Binding>,
+}
+
+/// A key file that cannot be used; the message names the file and the key.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("key bindings {file}: {problem}")]
+pub struct KeysError {
+    pub file: String,
+    pub problem: String,
+}
+
+/// Parses a key name from the key file.
+pub fn parse_key(name: &str) -> Option<KeyCode> {
+    Some(match name {
+        "space" => KeyCode::Char(' '),
+        "Enter" => KeyCode::Enter,
+        "Esc" => KeyCode::Esc,
+        "Tab" => KeyCode::Tab,
+        "Backspace" => KeyCode::Backspace,
+        "Up" => KeyCode::Up,
+        "Down" => KeyCode::Down,
+        "Left" => KeyCode::Left,
+        "Right" => KeyCode::Right,
+        "Home" => KeyCode::Home,
+        "End" => KeyCode::End,
+        "PageUp" => KeyCode::PageUp,
+        "PageDown" => KeyCode::PageDown,
+        f if f.len() >= 2 && f.starts_with('F') => {
+            KeyCode::F(f[1..].parse().ok().filter(|n| (1..=12).contains(n))?)
+        }
+        c if c.chars().count() == 1 => KeyCode::Char(c.chars().next()?),
+        _ => return None,
+    })
+}
+
+/// How a key is written on screen.
+pub fn key_label(key: KeyCode) -> String {
+    match key {
+        KeyCode::Char(' ') => "space".into(),
+        KeyCode::Char(c) => c.to_string(),
+        KeyCode::Up => "↑".into(),
+        KeyCode::Down => "↓".into(),
+        KeyCode::Left => "←".into(),
+        KeyCode::Right => "→".into(),
+        KeyCode::F(n) => format!("F{n}"),
+        other => format!("{other}"),
+    }
+}
+
+impl KeyMap {
+    /// The bundled bindings, with the user's file (if it exists) replacing the keys of the
+    /// actions it names.
+    pub fn load(user_file: Option<&Path>) -> Result<KeyMap, KeysError> {
+        let mut map = KeyMap {
+            bindings: Vec::new(),
+        };
+        map.apply("tui/keys.toml", DEFAULT_KEYS, true)?;
+        if let Some(path) = user_file.filter(|p| p.is_file()) {
+            let name = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| KeysError {
+                file: name.clone(),
+                problem: e.to_string(),
+            })?;
+            map.apply(&name, &text, false)?;
+        }
+        map.check_conflicts()?;
+        Ok(map)
+    }
+
+    /// The bundled bindings alone.
+    pub fn bundled() -> KeyMap {
+        // The bundled file is checked by the tests; an error here is a build defect.
+        KeyMap::load(None).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn apply(&mut self, file: &str, text: &str, complete: bool) -> Result<(), KeysError> {
+        let fail = |problem: String| KeysError {
+            file: file.to_string(),
+            problem,
+        };
+        let table: toml::Table = toml::from_str(text).map_err(|e| fail(e.to_string()))?;
+        for (section, value) in &table {
+            let context = Context::ALL
+                .into_iter()
+                .find(|c| c.section() == section)
+                .ok_or_else(|| fail(format!("unknown section `[{section}]`; the sections are global, tasks, practice, eval, runs")))?;
+            let entries = value
+                .as_table()
+                .ok_or_else(|| fail(format!("`{section}` must be a table")))?;
+            for (name, keys) in entries {
+                let action = ACTIONS
+                    .iter()
+                    .find(|a| a.context == context && a.name == name)
+                    .ok_or_else(|| {
+                        let names: Vec<&str> = ACTIONS
+                            .iter()
+                            .filter(|a| a.context == context)
+                            .map(|a| a.name)
+                            .collect();
+                        fail(format!(
+                            "unknown action `{section}.{name}`; the actions there are: {}",
+                            names.join(", ")
+                        ))
+                    })?;
+                let list = keys.as_array().ok_or_else(|| {
+                    fail(format!(
+                        "`{section}.{name}` must be a list of key names, like [\"q\"]"
+                    ))
+                })?;
+                let mut codes = Vec::new();
+                for key in list {
+                    let code = key.as_str().and_then(parse_key).ok_or_else(|| {
+                        fail(format!("`{section}.{name}` has {key}, not a key: use a character or one of space, Enter, Esc, Tab, Backspace, Up, Down, Left, Right, Home, End, PageUp, PageDown, F1-F12"))
+                    })?;
+                    codes.push(code);
+                }
+                self.bindings.retain(|b| !std::ptr::eq(b.action, action));
+                self.bindings.push(Binding {
+                    action,
+                    keys: codes,
+                });
             }
         }
+        if complete
+            && let Some(missing) = ACTIONS
+                .iter()
+                .find(|a| !self.bindings.iter().any(|b| std::ptr::eq(b.action, *a)))
+        {
+            return Err(fail(format!(
+                "no keys for `{}.{}`",
+                missing.context.section(),
+                missing.name
+            )));
+        }
+        // Keep the table's order, so the footer and help read the same every time.
+        self.bindings
+            .sort_by_key(|b| ACTIONS.iter().position(|a| std::ptr::eq(a, b.action)));
+        Ok(())
     }
-    out
+
+    /// Two actions of one context on the same key would make one unreachable.
+    fn check_conflicts(&self) -> Result<(), KeysError> {
+        for (i, a) in self.bindings.iter().enumerate() {
+            for b in &self.bindings[i + 1..] {
+                if a.action.context != b.action.context {
+                    continue;
+                }
+                if let Some(key) = a.keys.iter().find(|k| b.keys.contains(k)) {
+                    return Err(KeysError {
+                        file: "key bindings".into(),
+                        problem: format!(
+                            "{} is bound to both `{:?}` and `{:?}`",
+                            key_label(*key),
+                            a.action,
+                            b.action
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The command `key` means in `view`: the view's bindings first, then the global ones.
+    pub fn lookup(&self, view: Context, key: KeyEvent) -> Option<Command> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return Some(Command::Quit);
+        }
+        let code = match key.code {
+            KeyCode::BackTab => KeyCode::Tab,
+            other => other,
+        };
+        let find = |ctx: Context| {
+            self.bindings
+                .iter()
+                .find(|b| b.action.context == ctx && b.keys.contains(&code))
+                .map(|b| match (b.action.command, code) {
+                    (Command::Act(_), KeyCode::Char(d)) => {
+                        Command::Act(d.to_digit(10).unwrap_or(0) as u8)
+                    }
+                    (command, _) => command,
+                })
+        };
+        find(view).or_else(|| find(Context::Global))
+    }
+
+    /// The footer's entries for `view`: help first (so it is never cut off), the view's keys,
+    /// then the other global ones. Entries with the same word merge their first keys.
+    pub fn footer(&self, view: Context) -> Vec<(String, &'static str)> {
+        let mut out: Vec<(String, &'static str)> = Vec::new();
+        let help = self
+            .bindings
+            .iter()
+            .find(|b| b.action.command == Command::Help);
+        let ordered = help
+            .into_iter()
+            .chain(self.bindings.iter().filter(|b| b.action.context == view))
+            .chain(
+                self.bindings
+                    .iter()
+                    .filter(|b| b.action.context == Context::Global),
+            );
+        for b in ordered.filter(|b| b.action.footer) {
+            let Some(first) = b.keys.first() else {
+                continue;
+            };
+            let label = key_label(*first);
+            match out.iter_mut().find(|(_, short)| *short == b.action.short) {
+                Some((labels, _)) if !labels.split('/').any(|l| l == label) => {
+                    labels.push('/');
+                    labels.push_str(&label);
+                }
+                Some(_) => {}
+                None => out.push((label, b.action.short)),
+            }
+        }
+        out
+    }
+
+    /// Every binding for the help overlay: context, keys, sentence. Actions of one context
+    /// that share a sentence (up and down, faster and slower) share a line.
+    pub fn help(&self) -> Vec<(Context, String, &'static str)> {
+        let mut out: Vec<(Context, String, &'static str)> = Vec::new();
+        for ctx in Context::ALL {
+            for b in self.bindings.iter().filter(|b| b.action.context == ctx) {
+                let labels: Vec<String> = b.keys.iter().map(|k| key_label(*k)).collect();
+                let keys = if labels.len() > 4 {
+                    format!("{}-{}", labels[0], labels[labels.len() - 1])
+                } else {
+                    labels.join(" ")
+                };
+                match out
+                    .iter_mut()
+                    .find(|(c, _, h)| *c == ctx && *h == b.action.help)
+                {
+                    Some((_, existing, _)) => {
+                        existing.push(' ');
+                        existing.push_str(&keys);
+                    }
+                    None => out.push((ctx, keys, b.action.help)),
+                }
+            }
+        }
+        out
+    }
 }
 
-/// Every binding, grouped by context, one line per label: for the help overlay.
-pub fn help() -> Vec<(Context, &'static str, &'static str)> {
-    let mut out: Vec<(Context, &str, &str)> = Vec::new();
-    for b in BINDINGS {
-        if !out.iter().any(|(c, l, _)| *c == b.context && *l == b.label) {
-            out.push((b.context, b.label, b.help));
-        }
+/// `$XDG_CONFIG_HOME/ale/keys.toml`, or `~/.config/ale/keys.toml`.
+pub fn user_keys_file() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_CONFIG_HOME").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir).join("ale/keys.toml"));
     }
-    out
+    std::env::var_os("HOME")
+        .filter(|d| !d.is_empty())
+        .map(|h| PathBuf::from(h).join(".config/ale/keys.toml"))
 }
 
 #[cfg(test)]
@@ -503,36 +649,106 @@ mod tests {
 
     #[test]
     fn view_keys_shadow_global_ones_and_digits_carry_their_value() {
-        assert_eq!(lookup(X::Practice, key(K::Char('7'))), Some(C::Act(7)));
-        assert_eq!(lookup(X::Practice, key(K::Char('2'))), Some(C::Act(2)));
-        assert_eq!(lookup(X::Practice, key(K::F(1))), Some(C::ShowView(0)));
-        assert_eq!(lookup(X::Tasks, key(K::Char('2'))), Some(C::ShowView(1)));
-        assert_eq!(lookup(X::Runs, key(K::Char('r'))), Some(C::Refresh));
-        assert_eq!(lookup(X::Practice, key(K::Char('r'))), Some(C::Reset));
-        assert_eq!(lookup(X::Tasks, key(K::Char('q'))), Some(C::Quit));
+        let map = KeyMap::bundled();
         assert_eq!(
-            lookup(X::Eval, KeyEvent::new(K::Char('c'), KeyModifiers::CONTROL)),
+            map.lookup(X::Practice, key(KeyCode::Char('7'))),
+            Some(C::Act(7))
+        );
+        assert_eq!(
+            map.lookup(X::Practice, key(KeyCode::Char('2'))),
+            Some(C::Act(2))
+        );
+        assert_eq!(
+            map.lookup(X::Practice, key(KeyCode::F(1))),
+            Some(C::ShowView(0))
+        );
+        assert_eq!(
+            map.lookup(X::Tasks, key(KeyCode::Char('2'))),
+            Some(C::ShowView(1))
+        );
+        assert_eq!(
+            map.lookup(X::Runs, key(KeyCode::Char('r'))),
+            Some(C::Refresh)
+        );
+        assert_eq!(
+            map.lookup(X::Practice, key(KeyCode::Char('r'))),
+            Some(C::Reset)
+        );
+        assert_eq!(map.lookup(X::Tasks, key(KeyCode::Char('q'))), Some(C::Quit));
+        assert_eq!(
+            map.lookup(
+                X::Eval,
+                KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)
+            ),
             Some(C::Quit)
         );
-        assert_eq!(lookup(X::Tasks, key(K::Char('z'))), None);
+        assert_eq!(map.lookup(X::Tasks, key(KeyCode::Char('z'))), None);
     }
 
     #[test]
-    fn every_binding_is_reachable_and_in_the_help() {
-        let help = help();
-        for b in BINDINGS {
-            for code in b.keys {
-                assert!(
-                    lookup(b.context, key(*code)).is_some(),
-                    "{:?} in {:?}",
-                    code,
-                    b.context
-                );
+    fn every_action_has_keys_reachable_and_in_the_help() {
+        let map = KeyMap::bundled();
+        let help = map.help();
+        for a in ACTIONS {
+            let b = map
+                .bindings
+                .iter()
+                .find(|b| std::ptr::eq(b.action, a))
+                .unwrap();
+            for code in &b.keys {
+                assert!(map.lookup(a.context, key(*code)).is_some(), "{a:?}");
             }
             assert!(
-                help.iter()
-                    .any(|(c, l, _)| *c == b.context && *l == b.label)
+                help.iter().any(|(c, _, h)| *c == a.context && *h == a.help),
+                "{a:?}"
             );
+        }
+        let footer = map.footer(X::Tasks);
+        assert_eq!(footer[0], ("?".to_string(), "help"));
+        assert!(
+            footer.contains(&("↑/↓".to_string(), "select")),
+            "{footer:?}"
+        );
+    }
+
+    #[test]
+    fn a_user_file_rebinds_and_bad_files_name_the_file_and_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.toml");
+        std::fs::write(&path, "[practice]\nstep = [\"n\"]\n").unwrap();
+        let map = KeyMap::load(Some(&path)).unwrap();
+        assert_eq!(
+            map.lookup(X::Practice, key(KeyCode::Char('n'))),
+            Some(C::StepOnce)
+        );
+        assert_eq!(map.lookup(X::Practice, key(KeyCode::Char(' '))), None);
+
+        let cases = [
+            (
+                "[practise]\nstep = [\"n\"]\n",
+                "unknown section `[practise]`",
+            ),
+            (
+                "[practice]\nstepp = [\"n\"]\n",
+                "unknown action `practice.stepp`",
+            ),
+            (
+                "[practice]\nstep = \"n\"\n",
+                "`practice.step` must be a list",
+            ),
+            (
+                "[practice]\nstep = [\"Enterr\"]\n",
+                "`practice.step` has \"Enterr\", not a key",
+            ),
+            ("[practice]\nstep = [\"r\"]\n", "r is bound to both"),
+        ];
+        for (text, problem) in cases {
+            std::fs::write(&path, text).unwrap();
+            let err = KeyMap::load(Some(&path)).unwrap_err().to_string();
+            assert!(err.contains(problem), "{text}: {err}");
+            if !problem.contains("bound to both") {
+                assert!(err.contains("keys.toml"), "{err}");
+            }
         }
     }
 }

@@ -268,6 +268,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
                 format!("no theme {name:?}; available: {}", names.join(", "))
             })?,
     };
+    let keymap = keys::KeyMap::load(keys::user_keys_file().as_deref())?;
     let state_dir = args.state_dir.resolve();
     let ale_exe = std::env::current_exe().context("cannot find the ale executable")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -286,7 +287,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
                 (server.agent_endpoint(), format!("embedded {}", server.agent_addr()), Some(server))
             }
         };
-        let app = App::new(themes, theme_index, label);
+        let app = App::new(themes, theme_index, keymap, label);
         let mut console = Console::new(app, endpoint, state_dir, ale_exe);
         // ratatui's hook restores the screen after a panic; ours also releases the mouse.
         let mut terminal = ratatui::init();

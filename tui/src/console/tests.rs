@@ -34,7 +34,12 @@ async fn fixture() -> Fixture {
         .await
         .unwrap();
     let endpoint = server.agent_endpoint();
-    let app = App::new(theme::load_all(None).unwrap(), 0, "embedded (test)".into());
+    let app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "embedded (test)".into(),
+    );
     let mut console = Console::new(app, endpoint.clone(), state, ale_exe());
     assert!(
         console
@@ -283,8 +288,11 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
     f.press(&[KeyCode::Char('?')]).await;
     assert!(f.console.app.help);
     let screen = f.screen(80, 48);
-    for b in super::keys::BINDINGS {
-        assert!(screen.contains(b.label), "{} missing from help", b.label);
+    for (_, keys, help) in f.console.app.keymap.help() {
+        assert!(
+            screen.contains(&keys) && screen.contains(help),
+            "{keys} {help} missing from help"
+        );
     }
     insta::assert_snapshot!("help_80x48", screen);
     f.press(&[KeyCode::Char('x')]).await;
@@ -298,6 +306,7 @@ async fn a_lost_connection_is_shown_and_retried() {
     let app = App::new(
         theme::load_all(None).unwrap(),
         0,
+        super::keys::KeyMap::bundled(),
         "http://127.0.0.1:9".into(),
     );
     let mut console = Console::new(
@@ -333,7 +342,12 @@ async fn a_lost_connection_is_shown_and_retried() {
 fn every_theme_renders_every_view() {
     // Colours come only from themes: rendering with each exercises every style path.
     for (i, _) in theme::load_all(None).unwrap().iter().enumerate() {
-        let mut app = App::new(theme::load_all(None).unwrap(), i, "x".into());
+        let mut app = App::new(
+            theme::load_all(None).unwrap(),
+            i,
+            super::keys::KeyMap::bundled(),
+            "x".into(),
+        );
         for view in View::ALL {
             app.view = view;
             // Tiny and odd sizes must not panic either.

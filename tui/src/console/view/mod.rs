@@ -15,7 +15,7 @@ use ratatui::widgets::canvas::{self, Canvas};
 use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use super::app::{App, Connection, View};
-use super::keys::{self, Context};
+use super::keys::Context;
 use super::theme::Theme;
 
 /// Draws the whole screen.
@@ -105,18 +105,22 @@ fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     }
-    let hints: Vec<(&str, &str)> = if app.filtering {
-        vec![("type", "filter"), ("Enter", "done"), ("Esc", "clear")]
+    let owned = |pairs: &[(&str, &'static str)]| -> Vec<(String, &'static str)> {
+        pairs.iter().map(|(k, h)| (k.to_string(), *h)).collect()
+    };
+    // While text is typed, keys mean letters; the footer says how to finish.
+    let hints = if app.filtering {
+        owned(&[("type", "filter"), ("Enter", "done"), ("Esc", "clear")])
     } else if app.practice.seed_input.is_some() && app.view == View::Practice {
-        vec![
+        owned(&[
             ("digits", "seed"),
             ("Enter", "reset with it"),
             ("Esc", "cancel"),
-        ]
+        ])
     } else if app.eval.editing && app.view == View::Eval {
-        vec![("type", "the agent's command line"), ("Enter", "done")]
+        owned(&[("type", "the agent's command line"), ("Enter", "done")])
     } else {
-        keys::footer(app.view.context())
+        app.keymap.footer(app.view.context())
     };
     let mut spans = vec![Span::raw(" ")];
     for (key, help) in hints {
@@ -148,7 +152,7 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
     };
     let mut lines = Vec::new();
     let mut last = None;
-    for (context, label, help) in keys::help() {
+    for (context, label, help) in app.keymap.help() {
         if last != Some(context) {
             if last.is_some() {
                 lines.push(Line::raw(""));
@@ -157,7 +161,7 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
             last = Some(context);
         }
         lines.push(Line::from(vec![
-            Span::styled(format!("  {label:<7}"), Style::default().fg(theme.accent)),
+            Span::styled(format!("  {label:<10}"), Style::default().fg(theme.accent)),
             Span::styled(help.to_string(), Style::default().fg(theme.text)),
         ]));
     }
