@@ -43,15 +43,25 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         Layout::horizontal([Constraint::Min(20), Constraint::Length(side_width)]).areas(top);
 
     let seed = p.seed.map_or("-".into(), |s| s.to_string());
-    let counters = format!("seed {seed} · ep {} · step {} ", p.episode, p.step);
-    let kind = if spec.task.id.len() + counters.len() + 16 <= scene.width as usize {
-        "· practice · "
-    } else {
-        "· "
-    };
+    // The longest title that fits: drop "practice", then the episode number.
+    let room = scene.width.saturating_sub(2) as usize;
+    let candidates = [
+        format!(
+            "· practice · seed {seed} · ep {} · step {} ",
+            p.episode, p.step
+        ),
+        format!("· seed {seed} · ep {} · step {} ", p.episode, p.step),
+        format!("· seed {seed} · step {} ", p.step),
+    ];
+    let id = format!(" {} ", spec.task.id);
+    let rest = candidates
+        .iter()
+        .find(|c| id.chars().count() + c.chars().count() <= room)
+        .unwrap_or(&candidates[2])
+        .clone();
     let title = Line::from(vec![
-        Span::styled(format!(" {} ", spec.task.id), theme.accent()),
-        Span::styled(format!("{kind}{counters}"), theme.muted()),
+        Span::styled(id, theme.accent()),
+        Span::styled(rest, theme.muted()),
     ]);
     match (&p.observation, ale_sims::find(&spec.task.sim)) {
         (Some(obs), Some(sim)) => draw_scene(frame, &sim.draw(obs), theme, scene, title),
