@@ -3,7 +3,7 @@
 //!
 //! Gymnasium stores this env's state as a float32 array after every step, and under NumPy 2
 //! every later operation on it is float32 arithmetic whenever the other operand is a Python
-//! float, including the comparisons. [`Np`] reproduces those promotion rules so the episode
+//! float, including the comparisons. A small NumPy-scalar type reproduces those promotion rules so the episode
 //! matches step for step.
 
 use crate::draw::Drawing;

@@ -20,7 +20,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run an evaluator: the agent channel on TCP, the harness channel on <state-dir>/harness.sock.
+    /// Run an evaluator: the agent channel on TCP, the harness channel on the state dir's harness.sock.
     Serve(cli::serve::ServeArgs),
     /// Official evaluations: create the official env, hand it to an agent, read the result.
     #[command(subcommand)]
