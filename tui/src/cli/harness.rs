@@ -66,6 +66,10 @@ pub struct RunArgs {
     pub task: String,
     #[command(flatten)]
     pub state_dir: StateDirArg,
+    /// The evaluator's harness socket, instead of --state-dir: the state dir is the folder it
+    /// is in (the run's records are written there, under runs/).
+    #[arg(long, value_name = "PATH", conflicts_with = "state_dir")]
+    pub harness_socket: Option<PathBuf>,
     /// The agent channel URL handed to the agent [default: the one the evaluator recorded].
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
@@ -145,9 +149,23 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         (None, false) => args.agent.clone(),
         (None, true) => bail!("give an agent: --policy random|heuristic, or a command after `--`"),
     };
+    let state_dir = match &args.harness_socket {
+        Some(socket) => {
+            anyhow::ensure!(
+                socket
+                    .file_name()
+                    .is_some_and(|n| n == ale_proto::layout::HARNESS_SOCKET),
+                "{} is not an evaluator's harness socket (expected a path ending in {})",
+                socket.display(),
+                ale_proto::layout::HARNESS_SOCKET
+            );
+            socket.parent().map(Path::to_path_buf).unwrap_or_default()
+        }
+        None => args.state_dir.resolve(),
+    };
     let options = RunOptions {
         task_id: args.task.clone(),
-        state_dir: args.state_dir.resolve(),
+        state_dir,
         ale_exe: std::env::current_exe().context("cannot find the ale executable")?,
         endpoint: args.endpoint.clone(),
         agent_command,
