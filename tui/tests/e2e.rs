@@ -72,8 +72,9 @@ fn serve_harness_and_example_agent_as_three_processes() {
             "--progress",
             "json",
         ])
-        .arg("--state-dir")
-        .arg(&state)
+        // The privileged path the way DESIGN.md spells it: the socket itself.
+        .arg("--harness-socket")
+        .arg(state.join("harness.sock"))
         .args(["--endpoint", &endpoint, "--"])
         .arg(&agent)
         .output()
