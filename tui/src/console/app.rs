@@ -732,7 +732,12 @@ impl App {
 
     fn on_eval(&mut self, command: Command) -> Vec<Effect> {
         let running = self.eval.run.as_ref().is_some_and(|r| r.finished.is_none());
+        let tasks = self.visible_tasks().len();
         match command {
+            Command::Left if !running => self.task_cursor = self.task_cursor.saturating_sub(1),
+            Command::Right if !running => {
+                self.task_cursor = (self.task_cursor + 1).min(tasks.saturating_sub(1))
+            }
             Command::Up => self.eval.choice = self.eval.choice.saturating_sub(1),
             Command::Down => self.eval.choice = (self.eval.choice + 1).min(2),
             Command::TypeAgent => {

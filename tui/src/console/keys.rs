@@ -285,6 +285,22 @@ pub static ACTIONS: &[Action] = &[
         true
     ),
     action!(X::Practice, "back", C::Back, "back", "back to tasks", false),
+    action!(
+        X::Eval,
+        "previous_task",
+        C::Left,
+        "task",
+        "choose the task",
+        true
+    ),
+    action!(
+        X::Eval,
+        "next_task",
+        C::Right,
+        "task",
+        "choose the task",
+        true
+    ),
     action!(X::Eval, "up", C::Up, "agent", "choose the agent", true),
     action!(X::Eval, "down", C::Down, "agent", "choose the agent", true),
     action!(

@@ -233,6 +233,17 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     select_task(&mut f, "cartpole-balance");
     f.press(&[KeyCode::Char('3')]).await;
     assert_eq!(f.console.app.view, View::Eval);
+    // The task can be changed from here too.
+    f.press(&[KeyCode::Right]).await;
+    assert_ne!(
+        f.console.app.selected_task().unwrap().id,
+        "cartpole-balance"
+    );
+    f.press(&[KeyCode::Left]).await;
+    assert_eq!(
+        f.console.app.selected_task().unwrap().id,
+        "cartpole-balance"
+    );
     insta::assert_snapshot!("eval_setup_80x24", f.screen(80, 24));
     f.press(&[KeyCode::Enter]).await;
     let finished = f

@@ -28,7 +28,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 Line::raw(""),
                 Line::raw("Enter starts `ale harness run` as a separate process: it creates the official env over the evaluator's private socket, launches the agent with the env's handle, and reports the authoritative result. This console only shows what the harness reports."),
                 Line::raw(""),
-                Line::styled("Choose the agent on the left; pick the task in the tasks view.", theme.muted()),
+                Line::styled("← → change the task, ↑ ↓ the agent; Enter starts.", theme.muted()),
             ])
             .wrap(Wrap { trim: false })
             .block(block(" Official evaluation ", theme, false)),
@@ -45,7 +45,7 @@ fn draw_setup(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     let [task_area, agents] =
         Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(area);
     frame.render_widget(
-        Paragraph::new(Line::styled(task, theme.accent())).block(block(" Task ", theme, false)),
+        Paragraph::new(Line::styled(task, theme.accent())).block(block(" Task ←→ ", theme, false)),
         task_area,
     );
     let command = if app.eval.command.is_empty() && !app.eval.editing {
