@@ -99,3 +99,17 @@ fn help_texts() {
         insta::assert_snapshot!(name, String::from_utf8_lossy(&out.stdout));
     }
 }
+
+#[test]
+fn the_console_without_a_terminal_says_so_instead_of_panicking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(ALE)
+        .args(["--state-dir", tmp.path().to_str().unwrap()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("the console needs a terminal"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

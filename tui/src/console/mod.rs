@@ -15,6 +15,7 @@ pub mod worker;
 #[cfg(test)]
 mod tests;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -271,6 +272,11 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
     let keymap = keys::KeyMap::load(keys::user_keys_file().as_deref())?;
     let state_dir = args.state_dir.resolve();
     let ale_exe = std::env::current_exe().context("cannot find the ale executable")?;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "the console needs a terminal; for headless use see `ale --help` (ale serve, ale harness run, ale demo)"
+        );
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -290,7 +296,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         let app = App::new(themes, theme_index, keymap, label);
         let mut console = Console::new(app, endpoint, state_dir, ale_exe);
         // ratatui's hook restores the screen after a panic; ours also releases the mouse.
-        let mut terminal = ratatui::init();
+        let mut terminal = ratatui::try_init().context("cannot take over the terminal")?;
         let ratatui_hook = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableMouseCapture);
