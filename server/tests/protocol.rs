@@ -752,3 +752,56 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
     let err = client.create("cartpole-balance").await.err().unwrap();
     assert_eq!(err.code(), Some(Code::ResourceExhausted));
 }
+
+/// Regression: a shape whose element count overflows must be refused, not panic or wrap.
+#[tokio::test]
+async fn a_shape_that_overflows_is_invalid_argument() {
+    let t = TestServer::start().await;
+    let mut agent = t.agent().await;
+    let handle = agent
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: false,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .handle;
+    agent
+        .reset(pb::ResetRequest {
+            handle: handle.clone(),
+            seed: Some(1),
+        })
+        .await
+        .unwrap();
+    for shape in [
+        vec![1i64 << 32, 1 << 32],
+        vec![i64::MAX, 2],
+        vec![1 << 62, 1 << 62, 0],
+    ] {
+        let err = agent
+            .step(pb::StepRequest {
+                handle: handle.clone(),
+                action: Some(pb::Tensor {
+                    dtype: pb::DType::DtypeInt64 as i32,
+                    shape: shape.clone(),
+                    ..Default::default()
+                }),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.code(),
+            Code::InvalidArgument,
+            "{shape:?}: {}",
+            err.message()
+        );
+    }
+    agent
+        .step(pb::StepRequest {
+            handle,
+            action: action(1),
+        })
+        .await
+        .unwrap();
+}

@@ -111,7 +111,10 @@ impl DiscreteSpace {
     }
 
     pub fn contains(&self, value: i64) -> bool {
-        value >= self.start && ((value - self.start) as u64) < self.n
+        // `value` may come from a peer: no overflowing arithmetic on it.
+        value
+            .checked_sub(self.start)
+            .is_some_and(|offset| offset >= 0 && (offset as u64) < self.n)
     }
 }
 
@@ -508,6 +511,13 @@ mod tests {
         assert!(space.check(&Tensor::scalar_i64(1)).is_ok());
         let err = space.check(&Tensor::scalar_i64(2)).unwrap_err();
         assert_eq!(err.problem, "expected an integer in -1..=1, got 2");
+        // Extreme values are refused, not overflowed.
+        let d = DiscreteSpace {
+            n: 3,
+            start: -1,
+            labels: Vec::new(),
+        };
+        assert!(!d.contains(i64::MAX) && !d.contains(i64::MIN));
     }
 
     #[test]

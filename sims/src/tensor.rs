@@ -96,11 +96,27 @@ pub struct Tensor {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("a tensor of shape {shape:?} holds {expected} elements, but {got} were given")]
+#[error("{}", self.describe())]
 pub struct ShapeMismatch {
     pub shape: Vec<usize>,
-    pub expected: usize,
+    /// The element count the shape implies; `None` when it overflows `usize`.
+    pub expected: Option<usize>,
     pub got: usize,
+}
+
+impl ShapeMismatch {
+    fn describe(&self) -> String {
+        match self.expected {
+            Some(n) => format!(
+                "a tensor of shape {:?} holds {n} elements, but {} were given",
+                self.shape, self.got
+            ),
+            None => format!(
+                "a tensor of shape {:?} would hold more elements than can be addressed",
+                self.shape
+            ),
+        }
+    }
 }
 
 impl Tensor {
@@ -113,8 +129,9 @@ impl Tensor {
     /// assert!(Tensor::new(vec![3], TensorData::F32(vec![0.5])).is_err());
     /// ```
     pub fn new(shape: Vec<usize>, data: TensorData) -> Result<Self, ShapeMismatch> {
-        let expected: usize = shape.iter().product();
-        if expected != data.len() {
+        // The shape may come from a peer: count without overflowing.
+        let expected = shape.iter().try_fold(1usize, |n, d| n.checked_mul(*d));
+        if expected != Some(data.len()) {
             return Err(ShapeMismatch {
                 shape,
                 expected,
