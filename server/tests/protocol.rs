@@ -286,15 +286,7 @@ async fn two_sessions_draw_different_seeds_and_commitments() {
 async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
     let t = TestServer::start().await;
     let mut agent = t.agent().await;
-    let handle = agent
-        .create_env(pb::CreateEnvRequest {
-            task_id: "cartpole-balance".into(),
-            official: false,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .handle;
+    let handle = common::practice_env(&mut agent, "cartpole-balance").await;
     let step = |a: Option<pb::Tensor>| pb::StepRequest {
         handle: handle.clone(),
         action: a,
@@ -433,13 +425,7 @@ async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
     // Step after termination, then a reset makes it usable again.
     let err = agent.step(step(action(1))).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition);
-    agent
-        .reset(pb::ResetRequest {
-            handle: handle.clone(),
-            seed: None,
-        })
-        .await
-        .unwrap();
+    common::reset(&mut agent, &handle, None).await;
     agent.step(step(action(1))).await.unwrap();
 }
 
@@ -447,15 +433,7 @@ async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
 async fn practice_envs_cannot_run_eval_sessions_and_batch_rpcs_say_why() {
     let t = TestServer::start().await;
     let mut agent = t.agent().await;
-    let handle = agent
-        .create_env(pb::CreateEnvRequest {
-            task_id: "cartpole-balance".into(),
-            official: false,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .handle;
+    let handle = common::practice_env(&mut agent, "cartpole-balance").await;
     let err = agent
         .start_eval_session(pb::StartEvalSessionRequest {
             handle: handle.clone(),
@@ -676,22 +654,8 @@ async fn shutdown_ends_running_sessions_in_the_trajectory() {
 async fn an_oversized_request_is_resource_exhausted_and_changes_nothing() {
     let t = TestServer::start().await;
     let mut agent = t.agent().await;
-    let handle = agent
-        .create_env(pb::CreateEnvRequest {
-            task_id: "cartpole-balance".into(),
-            official: false,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .handle;
-    agent
-        .reset(pb::ResetRequest {
-            handle: handle.clone(),
-            seed: Some(1),
-        })
-        .await
-        .unwrap();
+    let handle = common::practice_env(&mut agent, "cartpole-balance").await;
+    common::reset(&mut agent, &handle, Some(1)).await;
     let huge = Tensor::new(vec![5_000_000], TensorData::U8(vec![0; 5_000_000])).unwrap();
     let err = agent
         .step(pb::StepRequest {
@@ -758,22 +722,8 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
 async fn a_shape_that_overflows_is_invalid_argument() {
     let t = TestServer::start().await;
     let mut agent = t.agent().await;
-    let handle = agent
-        .create_env(pb::CreateEnvRequest {
-            task_id: "cartpole-balance".into(),
-            official: false,
-        })
-        .await
-        .unwrap()
-        .into_inner()
-        .handle;
-    agent
-        .reset(pb::ResetRequest {
-            handle: handle.clone(),
-            seed: Some(1),
-        })
-        .await
-        .unwrap();
+    let handle = common::practice_env(&mut agent, "cartpole-balance").await;
+    common::reset(&mut agent, &handle, Some(1)).await;
     for shape in [
         vec![1i64 << 32, 1 << 32],
         vec![i64::MAX, 2],

@@ -175,3 +175,32 @@ impl TestServer {
         }
     }
 }
+
+/// Creates a practice env of `task` over the raw agent client; returns its handle.
+pub async fn practice_env(agent: &mut AleEnvClient<Channel>, task: &str) -> String {
+    agent
+        .create_env(pb::CreateEnvRequest {
+            task_id: task.into(),
+            official: false,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+        .handle
+}
+
+/// Resets `handle` with `seed` over the raw agent client.
+pub async fn reset(
+    agent: &mut AleEnvClient<Channel>,
+    handle: &str,
+    seed: Option<u64>,
+) -> pb::ResetResponse {
+    agent
+        .reset(pb::ResetRequest {
+            handle: handle.into(),
+            seed,
+        })
+        .await
+        .unwrap()
+        .into_inner()
+}
