@@ -195,12 +195,7 @@ async fn no_response_on_the_agent_channel_carries_a_hidden_seed() {
 #[tokio::test]
 async fn a_mid_episode_reset_aborts_the_rollout_and_client_seeds_are_ignored() {
     let t = TestServer::start().await;
-    let (handle, session, _) = t.official_env("cartpole-balance").await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut env = client
-        .attach(ale_proto::EnvHandle::from_wire(handle))
-        .await
-        .unwrap();
+    let (mut env, session, _) = t.attached_official_env("cartpole-balance").await;
     assert!(env.spec().official);
 
     // Before the session: no episodes on the official env.
@@ -261,12 +256,7 @@ async fn two_sessions_draw_different_seeds_and_commitments() {
     let t = TestServer::start().await;
     let mut results = Vec::new();
     for _ in 0..2 {
-        let (handle, session, _) = t.official_env("cartpole-balance").await;
-        let client = Client::connect(&t.endpoint()).await.unwrap();
-        let mut env = client
-            .attach(ale_proto::EnvHandle::from_wire(handle))
-            .await
-            .unwrap();
+        let (mut env, session, _) = t.attached_official_env("cartpole-balance").await;
         env.start_eval_session().await.unwrap();
         let mut h = t.harness().await;
         results.push(result(&mut h, &session, true).await);
@@ -481,12 +471,7 @@ async fn the_step_budget_ends_the_session_and_fails_the_rest() {
         ],
     );
     let t = TestServer::start_with(&[("tight.toml", task)], Default::default()).await;
-    let (handle, session, _) = t.official_env("cartpole-tight").await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut env = client
-        .attach(ale_proto::EnvHandle::from_wire(handle))
-        .await
-        .unwrap();
+    let (mut env, session, _) = t.attached_official_env("cartpole-tight").await;
     env.start_eval_session().await.unwrap();
     let mut policy = CartPoleHeuristic::default();
     assert_eq!(
@@ -521,12 +506,7 @@ async fn the_time_budget_ends_an_idle_session() {
         &[("time_budget_seconds = 600", "time_budget_seconds = 1")],
     );
     let t = TestServer::start_with(&[("quick.toml", task)], Default::default()).await;
-    let (handle, session, _) = t.official_env("cartpole-quick").await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut env = client
-        .attach(ale_proto::EnvHandle::from_wire(handle))
-        .await
-        .unwrap();
+    let (mut env, session, _) = t.attached_official_env("cartpole-quick").await;
     env.start_eval_session().await.unwrap();
     env.reset(None).await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
@@ -547,12 +527,7 @@ async fn the_time_budget_ends_an_idle_session() {
 #[tokio::test]
 async fn the_trajectory_verifies_and_matches_the_result_and_a_flipped_byte_is_caught() {
     let t = TestServer::start().await;
-    let (handle, session, run_id) = t.official_env("cartpole-balance").await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut env = client
-        .attach(ale_proto::EnvHandle::from_wire(handle))
-        .await
-        .unwrap();
+    let (mut env, session, run_id) = t.attached_official_env("cartpole-balance").await;
     env.start_eval_session().await.unwrap();
     let mut policy = CartPoleHeuristic::default();
     for _ in 0..3 {
@@ -625,12 +600,7 @@ async fn idle_practice_envs_make_room_and_the_env_cap_holds() {
 #[tokio::test]
 async fn shutdown_ends_running_sessions_in_the_trajectory() {
     let t = TestServer::start().await;
-    let (handle, _, run_id) = t.official_env("cartpole-balance").await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut env = client
-        .attach(ale_proto::EnvHandle::from_wire(handle))
-        .await
-        .unwrap();
+    let (mut env, _, run_id) = t.attached_official_env("cartpole-balance").await;
     env.start_eval_session().await.unwrap();
     env.reset(None).await.unwrap();
     let path = t.trajectory_path(&run_id);

@@ -110,6 +110,18 @@ impl TestServer {
         (r.handle, r.session_id, r.run_id)
     }
 
+    /// An official env created over the harness channel and attached through the agent
+    /// channel, as an agent launched by a harness would be: (env, session id, run id).
+    pub async fn attached_official_env(&self, task: &str) -> (ale_client::Env, String, String) {
+        let (handle, session, run_id) = self.official_env(task).await;
+        let client = ale_client::Client::connect(&self.endpoint()).await.unwrap();
+        let env = client
+            .attach(ale_proto::EnvHandle::from_wire(handle))
+            .await
+            .unwrap();
+        (env, session, run_id)
+    }
+
     pub fn trajectory_path(&self, run_id: &str) -> PathBuf {
         self.state_dir()
             .join("runs")
