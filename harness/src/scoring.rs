@@ -37,6 +37,34 @@ pub struct ScoringRules {
     pub requires_faithfulness: bool,
 }
 
+impl ScoringRules {
+    /// The rules of a task: its metric, target and cap, its safety metrics as
+    /// `(name, penalty factor)`, and its genre (reproduction tasks need a faithfulness verdict).
+    pub fn new(
+        metric_name: &str,
+        direction: Direction,
+        target: f64,
+        cap: f64,
+        safety: impl IntoIterator<Item = (String, f64)>,
+        genre: ale_proto::records::Genre,
+    ) -> ScoringRules {
+        ScoringRules {
+            metric_name: metric_name.to_string(),
+            direction,
+            target,
+            cap,
+            safety: safety
+                .into_iter()
+                .map(|(name, penalty_factor)| SafetyRule {
+                    name,
+                    penalty_factor,
+                })
+                .collect(),
+            requires_faithfulness: genre == ale_proto::records::Genre::Reproduction,
+        }
+    }
+}
+
 /// A faithfulness judge's verdict file: `{"pass": bool, "reason": str}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {

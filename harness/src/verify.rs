@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 
 use ale_proto::records::{
-    EpisodeRecord, EvalResultRecord, Genre, Outcome, RolloutStarted, RunStarted, SessionStarted,
+    EpisodeRecord, EvalResultRecord, Outcome, RolloutStarted, RunStarted, SessionStarted,
 };
 use ale_proto::trajectory::{self, EventKind, Level, SealedEvent};
 use serde::de::DeserializeOwned;
 
-use crate::scoring::{SafetyRule, ScoringRules};
+use crate::scoring::ScoringRules;
 
 /// The first place a record breaks, 1-based line, and how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,21 +39,16 @@ impl VerifiedTrajectory {
 
 /// The scoring rules a run was evaluated under, as its `run_started` event records them.
 pub fn rules_from(run: &RunStarted) -> ScoringRules {
-    ScoringRules {
-        metric_name: run.metric_name.clone(),
-        direction: run.direction,
-        target: run.target,
-        cap: run.cap,
-        safety: run
-            .safety
+    ScoringRules::new(
+        &run.metric_name,
+        run.direction,
+        run.target,
+        run.cap,
+        run.safety
             .iter()
-            .map(|s| SafetyRule {
-                name: s.name.clone(),
-                penalty_factor: s.penalty_factor,
-            })
-            .collect(),
-        requires_faithfulness: run.genre == Genre::Reproduction,
-    }
+            .map(|s| (s.name.clone(), s.penalty_factor)),
+        run.genre,
+    )
 }
 
 fn parse<T: DeserializeOwned>(event: &SealedEvent, line: usize) -> Result<T, VerifyError> {

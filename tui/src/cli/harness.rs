@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
-use ale_harness::scoring::{Breakdown, Faithfulness, SafetyRule, ScoringRules, score};
+use ale_harness::scoring::{Breakdown, Faithfulness, ScoringRules, score};
 use ale_harness::verify::{verify_harness_log, verify_trajectory};
 use ale_harness::{Progress, RunOptions, run_interactive};
-use ale_proto::records::{Direction, EvalResultRecord, Genre, Outcome};
+use ale_proto::records::{Direction, EvalResultRecord, Outcome};
 use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 use anyhow::{Context, bail};
 
@@ -427,40 +427,30 @@ fn rules_from_task(task_id: &str) -> anyhow::Result<ScoringRules> {
             registry.ids().join(", ")
         )
     })?;
-    Ok(ScoringRules {
-        metric_name: task.metric.name.clone(),
-        direction: task.metric.direction,
-        target: task.metric.target,
-        cap: task.metric.cap,
-        safety: task
-            .safety
+    Ok(ScoringRules::new(
+        &task.metric.name,
+        task.metric.direction,
+        task.metric.target,
+        task.metric.cap,
+        task.safety
             .iter()
-            .map(|s| SafetyRule {
-                name: s.name.clone(),
-                penalty_factor: s.penalty_factor,
-            })
-            .collect(),
-        requires_faithfulness: task.genre == Genre::Reproduction,
-    })
+            .map(|s| (s.name.clone(), s.penalty_factor)),
+        task.genre,
+    ))
 }
 
 fn rules_from_report(report: &Report) -> ScoringRules {
-    ScoringRules {
-        metric_name: report.score.metric_name.clone(),
-        direction: report.score.direction,
-        target: report.score.target,
-        cap: report.score.cap,
-        safety: report
-            .score
-            .penalties
+    let s = &report.score;
+    ScoringRules::new(
+        &s.metric_name,
+        s.direction,
+        s.target,
+        s.cap,
+        s.penalties
             .iter()
-            .map(|p| SafetyRule {
-                name: p.name.clone(),
-                penalty_factor: p.penalty_factor,
-            })
-            .collect(),
-        requires_faithfulness: report.task.genre == Genre::Reproduction,
-    }
+            .map(|p| (p.name.clone(), p.penalty_factor)),
+        report.task.genre,
+    )
 }
 
 fn read_trajectory_result(path: &Path) -> anyhow::Result<(EvalResultRecord, ScoringRules)> {
