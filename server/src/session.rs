@@ -160,15 +160,8 @@ impl Session {
         if let Some(i) = self.current.take() {
             self.close_rollout(i, Outcome::Aborted, sim, trajectory)?;
         }
-        if self.next == self.rollouts.len() {
+        if self.complete_if_all_played(sim, trajectory, "; this Reset aborted the last one")? {
             let n = self.rollouts.len();
-            self.finish(
-                sim,
-                trajectory,
-                EvalStatus::Completed,
-                Outcome::NotRun,
-                format!("all {n} rollouts played; this Reset aborted the last one"),
-            )?;
             return Err(Error::SessionFinished(format!(
                 "this Reset aborted rollout {n} of {n}, the last; the session is complete"
             )));
@@ -225,18 +218,31 @@ impl Session {
         if transition.is_done() {
             self.current = None;
             self.close_rollout(i, Outcome::Completed, sim, trajectory)?;
-            if self.next == self.rollouts.len() {
-                let n = self.rollouts.len();
-                self.finish(
-                    sim,
-                    trajectory,
-                    EvalStatus::Completed,
-                    Outcome::NotRun,
-                    format!("all {n} rollouts played"),
-                )?;
-            }
+            self.complete_if_all_played(sim, trajectory, "")?;
         }
         Ok((transition, self.progress(i)))
+    }
+
+    /// Completes the session once every planned rollout has been played; says whether it did.
+    fn complete_if_all_played(
+        &mut self,
+        sim: &dyn Sim,
+        trajectory: &mut TrajectoryWriter,
+        note: &str,
+    ) -> Result<bool, Error> {
+        if self.next < self.rollouts.len() {
+            return Ok(false);
+        }
+        let n = self.rollouts.len();
+        let message = format!("all {n} rollouts played{note}");
+        self.finish(
+            sim,
+            trajectory,
+            EvalStatus::Completed,
+            Outcome::NotRun,
+            message,
+        )?;
+        Ok(true)
     }
 
     /// Ends a running session now: the rollout in progress gets `in_progress_outcome`, the
