@@ -80,3 +80,23 @@ pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
         _ => return None,
     })
 }
+
+/// Plays `policy` in-process on `sim` for the seeds `0..episodes` and sums each counter's final
+/// value over the episodes: a quick measure of a heuristic, for tests.
+#[cfg(test)]
+pub(crate) fn counter_totals(
+    sim: &mut dyn ale_sims::Sim,
+    policy: &mut dyn Policy,
+    episodes: u64,
+) -> Vec<f64> {
+    let mut totals = vec![0.0; sim.counters().len()];
+    for seed in 0..episodes {
+        sim.reset(seed);
+        policy.reset();
+        while !sim.step(&policy.act(sim.observation())).unwrap().is_done() {}
+        for (total, c) in totals.iter_mut().zip(sim.counters()) {
+            *total += c.value;
+        }
+    }
+    totals
+}
