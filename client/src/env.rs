@@ -100,16 +100,22 @@ fn decode_observation(t: Option<pb::Tensor>) -> Result<Tensor, ClientError> {
 }
 
 impl Client {
-    /// Connects to `endpoint`, e.g. `http://127.0.0.1:50051`.
+    /// Connects to `endpoint`: `http://HOST:PORT` over TCP, or `unix:///PATH` (also
+    /// `unix:/PATH`) over a Unix socket, as a sandboxed agent's `ALE_ENDPOINT` names it.
     pub async fn connect(endpoint: &str) -> Result<Client, ClientError> {
         let connect_err = |cause| ClientError::Connect {
             endpoint: endpoint.to_string(),
             cause,
         };
-        let endpoint_config = Endpoint::from_shared(endpoint.to_string()).map_err(connect_err)?;
-        let channel = crate::transport::connect(endpoint_config)
-            .await
-            .map_err(connect_err)?;
+        let channel = match crate::transport::unix_socket_path(endpoint) {
+            Some(path) => crate::transport::connect_unix(path).await,
+            None => {
+                let endpoint_config =
+                    Endpoint::from_shared(endpoint.to_string()).map_err(connect_err)?;
+                crate::transport::connect(endpoint_config).await
+            }
+        }
+        .map_err(connect_err)?;
         Ok(Client {
             env: AleEnvClient::new(channel.clone()),
             catalog: CatalogClient::new(channel),

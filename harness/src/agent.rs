@@ -1,17 +1,46 @@
-//! The agent process: launched in its own process group with the env handle in its
-//! environment, and killed with everything it started when the run is over — however the
-//! run ends, since dropping an `Agent` kills its group.
+//! The agent process: launched in a sandbox (or, with `--sandbox none`, in its own process
+//! group) with an allow-listed environment, its output kept in the run folder, and stopped
+//! with everything it started when the run is over — however the run ends, since dropping an
+//! `Agent` kills it.
 
-use std::process::ExitStatus;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
 
-use ale_proto::{EnvHandle, agent_env};
+use ale_proto::EnvHandle;
 use tokio::process::{Child, Command};
 
 use crate::error::HarnessError;
+use crate::sandbox::{self, LaunchSpec, SandboxMode, SandboxOptions};
+
+/// The most of an agent's output `agent.log` keeps; the rest is counted and dropped.
+pub const AGENT_LOG_LIMIT: u64 = 16 << 20;
+/// How long a sandbox gets to come down after it is told to.
+const STOP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything needed to start an agent for one official env.
+pub struct AgentLaunch<'a> {
+    pub command: &'a [String],
+    pub handle: &'a EnvHandle,
+    pub sandbox: &'a SandboxOptions,
+    /// The `ale` executable, which runs the sandbox launcher.
+    pub ale_exe: &'a Path,
+    /// The evaluator's agent socket (bind-mounted into a sandbox).
+    pub agent_socket: &'a Path,
+    /// The agent channel URL for an unsandboxed agent.
+    pub unsandboxed_endpoint: &'a str,
+    /// Host paths a sandboxed agent must not see (the state dir first).
+    pub hidden: &'a [PathBuf],
+    /// Where the agent's output goes (created new).
+    pub log: &'a Path,
+}
 
 pub struct Agent {
     child: Child,
+    sandboxed: bool,
     pgid: Option<i32>,
+    log_copier: Option<std::thread::JoinHandle<()>>,
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -23,27 +52,151 @@ fn kill_group(pgid: Option<i32>) {
     }
 }
 
+fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o600)
+        .open(path)
+}
+
+/// The launch spec of a sandboxed agent.
+pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
+    let (program, _) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
+    let options = launch.sandbox;
+    let agent_user = if sandbox::running_as_root() {
+        let user = sandbox::resolve_user(&options.agent_user)?;
+        if user.uid == 0 {
+            return Err(sandbox::SandboxError::UnknownUser(format!(
+                "{} (uid 0: an agent may not run as root)",
+                options.agent_user
+            ))
+            .into());
+        }
+        Some(user)
+    } else {
+        None
+    };
+    let workdir = options
+        .workdir
+        .as_deref()
+        .map(|dir| sandbox::resolve_workdir(dir, launch.hidden))
+        .transpose()?;
+    let program = sandbox::resolve_program(program)?;
+    for hidden in launch.hidden {
+        if program.starts_with(hidden) {
+            return Err(sandbox::SandboxError::Program {
+                path: program,
+                problem: format!(
+                    "is inside {}, which the agent must not see",
+                    hidden.display()
+                ),
+            }
+            .into());
+        }
+    }
+    let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
+    Ok(LaunchSpec {
+        program,
+        args: launch.command.to_vec(),
+        env: sandbox::agent_environment(
+            &endpoint,
+            launch.handle.as_str(),
+            Some(sandbox::SANDBOX_HOME),
+            &options.extra_env,
+        ),
+        workdir,
+        agent_socket: launch.agent_socket.to_path_buf(),
+        hidden: launch.hidden.to_vec(),
+        agent_user,
+        network: options.network,
+        tmp_bytes: sandbox::DEFAULT_TMP_BYTES,
+        probe: false,
+    })
+}
+
+/// Copies the agent's output into its log, up to [`AGENT_LOG_LIMIT`] bytes.
+fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut kept: u64 = 0;
+    let mut dropped: u64 = 0;
+    loop {
+        let n = match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let room = AGENT_LOG_LIMIT.saturating_sub(kept) as usize;
+        let keep = n.min(room);
+        if keep > 0 && to.write_all(&buf[..keep]).is_err() {
+            break;
+        }
+        kept += keep as u64;
+        dropped += (n - keep) as u64;
+    }
+    if dropped > 0 {
+        let _ = writeln!(
+            to,
+            "\n[ale harness: {dropped} more bytes of agent output were dropped; the log keeps {AGENT_LOG_LIMIT}]"
+        );
+    }
+    let _ = to.sync_all();
+}
+
 impl Agent {
-    /// Starts `command` (program and arguments) for the env `handle` on `endpoint`.
-    pub fn launch(
-        command: &[String],
-        endpoint: &str,
-        handle: &EnvHandle,
-    ) -> Result<Agent, HarnessError> {
-        let (program, args) = command.split_first().ok_or(HarnessError::NoAgent)?;
-        let child = Command::new(program)
-            .args(args)
-            .env(agent_env::ENDPOINT, endpoint)
-            .env(agent_env::ENV_HANDLE, handle.as_str())
+    /// Starts the agent. Its output goes to `launch.log`.
+    pub fn launch(launch: &AgentLaunch<'_>) -> Result<Agent, HarnessError> {
+        let (program, args) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
+        let launch_err = |cause| HarnessError::Launch {
+            command: launch.command.join(" "),
+            cause,
+        };
+        let log = create_log(launch.log)
+            .map_err(|cause| HarnessError::Records {
+                path: launch.log.to_path_buf(),
+                cause,
+            })?;
+        let (reader, writer) = std::io::pipe().map_err(launch_err)?;
+        let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
+        let mut command = if sandboxed {
+            let spec = launch_spec(launch)?;
+            Command::from(sandbox::launcher_command(launch.ale_exe, &spec))
+        } else {
+            let mut command = Command::new(program);
+            command.args(args).env_clear().envs(sandbox::agent_environment(
+                launch.unsandboxed_endpoint,
+                launch.handle.as_str(),
+                std::env::var("HOME").ok().as_deref(),
+                &launch.sandbox.extra_env,
+            ));
+            if let Some(dir) = &launch.sandbox.workdir {
+                command.current_dir(dir);
+            }
+            command
+        };
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(writer.try_clone().map_err(launch_err)?)
+            .stderr(writer)
             .process_group(0)
             .kill_on_drop(true)
             .spawn()
-            .map_err(|cause| HarnessError::Launch {
-                command: command.join(" "),
-                cause,
-            })?;
+            .map_err(launch_err)?;
+        // The command holds the pipe's write ends until it is dropped; then the log ends when
+        // the agent (and everything that shares its output) is gone.
+        drop(command);
+        let log_copier = std::thread::Builder::new()
+            .name("agent-log".into())
+            .spawn(move || copy_log(reader, log))
+            .map_err(launch_err)?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());
-        Ok(Agent { child, pgid })
+        Ok(Agent {
+            child,
+            sandboxed,
+            pgid,
+            log_copier: Some(log_copier),
+        })
     }
 
     /// The exit status, if the agent has exited.
@@ -51,28 +204,65 @@ impl Agent {
         self.child.try_wait().ok().flatten()
     }
 
-    /// Kills the agent's whole process group and reaps the agent.
+    /// Stops the agent and everything it started, and waits until they are gone.
     pub async fn kill(&mut self) -> Option<ExitStatus> {
+        if self.sandboxed {
+            // The launcher kills the sandbox's PID 1 and exits once the namespace is empty.
+            if let Some(pid) = self.pgid {
+                // SAFETY: signalling our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGTERM);
+                }
+            }
+            if let Ok(status) = tokio::time::timeout(STOP_TIMEOUT, self.child.wait()).await {
+                kill_group(self.pgid);
+                self.finish_log().await;
+                return status.ok();
+            }
+        }
         kill_group(self.pgid);
         let _ = self.child.start_kill();
-        self.child.wait().await.ok()
+        let status = self.child.wait().await.ok();
+        self.finish_log().await;
+        status
     }
 
-    /// Waits up to `grace` for the agent to exit on its own, then kills it. Anything it left
-    /// running in its group is killed either way.
-    pub async fn finish(&mut self, grace: std::time::Duration) -> Option<ExitStatus> {
+    /// Waits up to `grace` for the agent to exit on its own, then stops it. Anything it left
+    /// running is killed either way.
+    pub async fn finish(&mut self, grace: Duration) -> Option<ExitStatus> {
         match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(status) => {
                 kill_group(self.pgid);
+                self.finish_log().await;
                 status.ok()
             }
             Err(_) => self.kill().await,
+        }
+    }
+
+    /// Waits for the log copier to drain what the agent wrote.
+    async fn finish_log(&mut self) {
+        if let Some(copier) = self.log_copier.take() {
+            // An unsandboxed agent's escaped children may hold the pipe open: don't wait forever.
+            let _ = tokio::time::timeout(
+                Duration::from_secs(2),
+                tokio::task::spawn_blocking(move || copier.join()),
+            )
+            .await;
         }
     }
 }
 
 impl Drop for Agent {
     fn drop(&mut self) {
+        if self.sandboxed
+            && let Some(pid) = self.pgid
+        {
+            // SAFETY: signalling our own child; its handler takes the sandbox down.
+            unsafe {
+                libc::kill(pid, libc::SIGTERM);
+            }
+        }
         kill_group(self.pgid);
     }
 }

@@ -32,6 +32,8 @@ pub enum HarnessError {
     },
     #[error("the run's trajectory does not verify: {0}")]
     Unverified(String),
+    #[error(transparent)]
+    Sandbox(#[from] crate::sandbox::SandboxError),
 }
 
 impl HarnessError {

@@ -19,7 +19,10 @@ pub const READY_AGENT_PREFIX: &str = "agent channel:";
 
 pub struct EvaluatorHandle {
     pub harness_socket: PathBuf,
+    /// The agent channel's TCP URL (for unsandboxed agents).
     pub agent_endpoint: String,
+    /// The agent channel's Unix socket (bind-mounted into a sandbox).
+    pub agent_socket: PathBuf,
     /// Set when this harness started the evaluator; it stops it.
     child: Option<Child>,
 }
@@ -53,6 +56,26 @@ fn socket_is_live(socket: &Path) -> bool {
     std::os::unix::net::UnixStream::connect(socket).is_ok()
 }
 
+/// The agent channel's endpoints as the evaluator serving `state_dir` recorded them.
+fn recorded_endpoints(state_dir: &Path) -> Result<layout::AgentEndpoints, HarnessError> {
+    let file = layout::agent_endpoint_file(state_dir);
+    let text = std::fs::read_to_string(&file).map_err(|e| {
+        HarnessError::Evaluator(format!(
+            "an evaluator serves {} but its agent endpoint file {} is unreadable ({e})",
+            state_dir.display(),
+            file.display()
+        ))
+    })?;
+    layout::AgentEndpoints::parse(&text).ok_or_else(|| {
+        HarnessError::Evaluator(format!(
+            "{} does not name both agent channels (TCP and Unix socket); the evaluator serving {} \
+             is older than this harness: restart it",
+            file.display(),
+            state_dir.display()
+        ))
+    })
+}
+
 /// Attaches to the evaluator serving `state_dir`, or starts `ale_exe serve` on it.
 /// `endpoint` overrides the agent channel URL the harness hands to its agent.
 pub async fn attach_or_start(
@@ -62,18 +85,11 @@ pub async fn attach_or_start(
 ) -> Result<EvaluatorHandle, HarnessError> {
     let harness_socket = layout::harness_socket(state_dir);
     if socket_is_live(&harness_socket) {
-        let agent_endpoint = match endpoint {
-            Some(e) => e.to_string(),
-            None => std::fs::read_to_string(layout::agent_endpoint_file(state_dir))
-                .map(|s| s.trim().to_string())
-                .map_err(|e| HarnessError::Evaluator(format!(
-                    "an evaluator serves {} but its agent endpoint file is unreadable ({e}); pass --endpoint",
-                    state_dir.display()
-                )))?,
-        };
+        let recorded = recorded_endpoints(state_dir)?;
         return Ok(EvaluatorHandle {
             harness_socket,
-            agent_endpoint,
+            agent_endpoint: endpoint.map_or(recorded.tcp, str::to_string),
+            agent_socket: recorded.unix,
             child: None,
         });
     }
@@ -94,14 +110,14 @@ pub async fn attach_or_start(
     let mut lines = BufReader::new(stdout).lines();
     let ready = async {
         while let Ok(Some(line)) = lines.next_line().await {
-            if let Some(url) = line.trim().strip_prefix(READY_AGENT_PREFIX) {
-                return Some(url.trim().to_string());
+            if line.trim().starts_with(READY_AGENT_PREFIX) {
+                return Some(());
             }
         }
         None
     };
-    let agent_endpoint = match tokio::time::timeout(START_TIMEOUT, ready).await {
-        Ok(Some(url)) => url,
+    match tokio::time::timeout(START_TIMEOUT, ready).await {
+        Ok(Some(_)) => {}
         Ok(None) => {
             let status = child.wait().await.ok();
             return Err(HarnessError::Evaluator(format!(
@@ -119,9 +135,11 @@ pub async fn attach_or_start(
     };
     // Keep reading so the child never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let recorded = recorded_endpoints(state_dir)?;
     Ok(EvaluatorHandle {
         harness_socket,
-        agent_endpoint: endpoint.map_or(agent_endpoint, str::to_string),
+        agent_endpoint: endpoint.map_or(recorded.tcp, str::to_string),
+        agent_socket: recorded.unix,
         child: Some(child),
     })
 }

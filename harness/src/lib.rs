@@ -16,6 +16,7 @@ pub mod plot;
 pub mod report;
 pub mod run;
 pub mod runs;
+pub mod sandbox;
 pub mod scoring;
 pub mod verify;
 

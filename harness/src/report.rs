@@ -8,10 +8,11 @@ use ale_proto::layout::REPORT_FILE;
 use ale_proto::records::{EpisodeRecord, EvalStatus, Genre};
 use serde::{Deserialize, Serialize};
 
+use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
 
 /// Bumped when a field changes meaning.
-pub const REPORT_VERSION: u32 = 1;
+pub const REPORT_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -22,6 +23,8 @@ pub struct Report {
     /// Why the session ended, in words (the evaluator's, plus the harness's if it ended it).
     pub status_message: String,
     pub agent: AgentSummary,
+    /// How the agent was confined (also in the signed harness log).
+    pub sandbox: SandboxRecord,
     /// The measured metric (the score's breakdown repeats it with the target).
     pub value: f64,
     pub score: Breakdown,
@@ -53,6 +56,8 @@ pub struct AgentSummary {
     pub exit: String,
     /// Whether the agent was gone before its session finished.
     pub left_early: bool,
+    /// Its output, in the run folder.
+    pub log: String,
 }
 
 /// A chained record file and where its chain ended.

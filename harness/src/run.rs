@@ -2,11 +2,11 @@
 //! an agent process, follow the session, read the authoritative result, verify the trajectory,
 //! score, and leave `report.json` and the harness's own chained log in the run folder.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ale_proto::layout;
+use ale_proto::layout::{self, AGENT_LOG_FILE};
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
 use ale_proto::records::{EvalResultRecord, EvalStatus, Genre};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
@@ -14,11 +14,12 @@ use ale_proto::{EnvHandle, RunId, SessionId};
 use serde::Serialize;
 use tonic::transport::Channel;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, AgentLaunch};
 use crate::channel;
 use crate::error::HarnessError;
 use crate::evaluator::{EvaluatorHandle, attach_or_start};
 use crate::report::{AgentSummary, RecordSummary, Report, TaskSummary, Timings, Versions};
+use crate::sandbox::{self, SandboxOptions, SandboxRecord};
 use crate::scoring::{Faithfulness, score};
 use crate::verify::{rules_from, verify_harness_log, verify_trajectory};
 
@@ -42,6 +43,8 @@ pub struct RunOptions {
     pub poll_interval: Duration,
     /// A faithfulness verdict file, for reproduction-genre tasks.
     pub faithfulness: Option<PathBuf>,
+    /// How the agent is confined.
+    pub sandbox: SandboxOptions,
 }
 
 /// What the harness knows while a session runs.
@@ -61,6 +64,7 @@ struct HarnessStarted<'a> {
     task_id: &'a str,
     agent_command: &'a [String],
     agent_endpoint: &'a str,
+    sandbox: &'a SandboxRecord,
     harness_version: &'a str,
 }
 
@@ -166,6 +170,40 @@ async fn run_with(
     let started = Instant::now();
     let started_unix_ms = unix_ms();
     let mut client = channel::connect(&evaluator.harness_socket).await?;
+    // The state dir is what the agent must never see; the sandbox is tried before any official
+    // env exists, so a machine without namespaces refuses cleanly.
+    let hidden = vec![
+        std::fs::canonicalize(&options.state_dir).map_err(|cause| HarnessError::Records {
+            path: options.state_dir.clone(),
+            cause,
+        })?,
+    ];
+    let probe_handle = EnvHandle::from_wire(String::new());
+    let launch = |handle, log| AgentLaunch {
+        command: &options.agent_command,
+        handle,
+        sandbox: &options.sandbox,
+        ale_exe: &options.ale_exe,
+        agent_socket: &evaluator.agent_socket,
+        unsandboxed_endpoint: &evaluator.agent_endpoint,
+        hidden: &hidden,
+        log,
+    };
+    let sandbox_record = if options.sandbox.mode.is_sandboxed() {
+        let spec = crate::agent::launch_spec(&launch(&probe_handle, Path::new("")))?;
+        sandbox::probe(&options.ale_exe, &spec)?;
+        SandboxRecord {
+            mode: options.sandbox.mode,
+            network: options.sandbox.network,
+            agent_uid: spec.agent_user.map(|u| u.uid),
+        }
+    } else {
+        SandboxRecord {
+            mode: options.sandbox.mode,
+            network: sandbox::Network::Host,
+            agent_uid: None,
+        }
+    };
     let (handle, session_id, run_id, task) = create_official(&mut client, &options.task_id).await?;
     let summary = task_summary(&task);
     let target = task.metric.as_ref().map_or(f64::NAN, |m| m.target);
@@ -182,7 +220,12 @@ async fn run_with(
             run_id: &run_id,
             task_id: &summary.id,
             agent_command: &options.agent_command,
-            agent_endpoint: &evaluator.agent_endpoint,
+            agent_endpoint: if sandbox_record.mode.is_sandboxed() {
+                sandbox::SANDBOX_AGENT_SOCKET
+            } else {
+                &evaluator.agent_endpoint
+            },
+            sandbox: &sandbox_record,
             harness_version: env!("CARGO_PKG_VERSION"),
         },
     )
@@ -191,7 +234,7 @@ async fn run_with(
 
     let deadline = (summary.time_budget_seconds > 0)
         .then(|| started + Duration::from_secs(summary.time_budget_seconds) + BUDGET_GRACE);
-    let mut agent = Agent::launch(&options.agent_command, &evaluator.agent_endpoint, &handle)?;
+    let mut agent = Agent::launch(&launch(&handle, &run_dir.join(AGENT_LOG_FILE)))?;
     let mut harness_reason: Option<String> = None;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
@@ -306,7 +349,9 @@ async fn run_with(
             command: options.agent_command.clone(),
             exit,
             left_early,
+            log: AGENT_LOG_FILE.into(),
         },
+        sandbox: sandbox_record,
         value: result.value,
         score: breakdown,
         episodes: result.episodes.clone(),

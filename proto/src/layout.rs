@@ -11,8 +11,13 @@ pub const HARNESS_SOCKET: &str = "harness.sock";
 pub const SECRET_FILE: &str = "evaluator.secret";
 /// One folder per official run: `runs/<run_id>/`.
 pub const RUNS_DIR: &str = "runs";
-/// The agent channel's URL, present while an evaluator serves the state dir.
+/// The agent channel's URLs, present while an evaluator serves the state dir: see
+/// [`AgentEndpoints`].
 pub const AGENT_ENDPOINT_FILE: &str = "agent.endpoint";
+/// The agent channel's Unix socket, unless `ale serve --agent-socket` puts it elsewhere.
+pub const AGENT_SOCKET: &str = "agent.sock";
+/// What the agent printed (stdout and stderr), in a run folder. The agent's own words.
+pub const AGENT_LOG_FILE: &str = "agent.log";
 /// The harness's report in a run folder.
 pub const REPORT_FILE: &str = "report.json";
 
@@ -30,4 +35,48 @@ pub fn run_dir(state_dir: &Path, run_id: &RunId) -> PathBuf {
 
 pub fn agent_endpoint_file(state_dir: &Path) -> PathBuf {
     state_dir.join(AGENT_ENDPOINT_FILE)
+}
+
+pub fn agent_socket(state_dir: &Path) -> PathBuf {
+    state_dir.join(AGENT_SOCKET)
+}
+
+/// Where the agent channel listens, as the evaluator records it in [`AGENT_ENDPOINT_FILE`]:
+/// one URL a line, `http://HOST:PORT` for TCP and `unix:///PATH` for the Unix socket.
+///
+/// ```
+/// use ale_proto::layout::AgentEndpoints;
+/// let e = AgentEndpoints { tcp: "http://127.0.0.1:50051".into(), unix: "/s/agent.sock".into() };
+/// assert_eq!(AgentEndpoints::parse(&e.render()), Some(e));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentEndpoints {
+    pub tcp: String,
+    pub unix: PathBuf,
+}
+
+/// The URL scheme prefix of a Unix-socket endpoint.
+pub const UNIX_SCHEME: &str = "unix://";
+
+impl AgentEndpoints {
+    pub fn render(&self) -> String {
+        format!("{}\n{UNIX_SCHEME}{}\n", self.tcp, self.unix.display())
+    }
+
+    /// Reads what [`render`](Self::render) wrote; `None` if either URL is missing.
+    pub fn parse(text: &str) -> Option<AgentEndpoints> {
+        let mut tcp = None;
+        let mut unix = None;
+        for line in text.lines().map(str::trim) {
+            if let Some(path) = line.strip_prefix(UNIX_SCHEME) {
+                unix = Some(PathBuf::from(path));
+            } else if line.starts_with("http://") {
+                tcp = Some(line.to_string());
+            }
+        }
+        Some(AgentEndpoints {
+            tcp: tcp?,
+            unix: unix?,
+        })
+    }
 }

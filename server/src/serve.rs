@@ -41,6 +41,7 @@ pub enum ServeError {
 /// A running evaluator. Dropping it does not stop it; call [`RunningServer::shutdown`].
 pub struct RunningServer {
     agent_addr: SocketAddr,
+    agent_socket: PathBuf,
     harness_socket: PathBuf,
     evaluator: Arc<Evaluator>,
     stop: watch::Sender<bool>,
@@ -62,6 +63,11 @@ impl RunningServer {
         &self.harness_socket
     }
 
+    /// The agent channel's Unix socket (what sandboxed agents reach).
+    pub fn agent_socket(&self) -> &std::path::Path {
+        &self.agent_socket
+    }
+
     pub fn evaluator(&self) -> &Arc<Evaluator> {
         &self.evaluator
     }
@@ -79,6 +85,7 @@ impl RunningServer {
         }
         self.evaluator.shutdown();
         let _ = std::fs::remove_file(&self.harness_socket);
+        let _ = std::fs::remove_file(&self.agent_socket);
         let _ = std::fs::remove_file(state_dir::agent_endpoint_file(self.evaluator.state_dir()));
         tracing::info!("evaluator stopped");
     }
@@ -86,6 +93,11 @@ impl RunningServer {
 
 /// Binds `<state>/harness.sock` (0600), replacing a stale socket file but never a live one.
 fn bind_harness_socket(path: &std::path::Path) -> Result<UnixListener, ServeError> {
+    bind_socket(path, 0o600)
+}
+
+/// Binds a Unix socket at `path` with `mode`, replacing a stale socket file but never a live one.
+fn bind_socket(path: &std::path::Path, mode: u32) -> Result<UnixListener, ServeError> {
     let socket_err = |cause| ServeError::Socket {
         path: path.to_path_buf(),
         cause,
@@ -97,7 +109,7 @@ fn bind_harness_socket(path: &std::path::Path) -> Result<UnixListener, ServeErro
         std::fs::remove_file(path).map_err(socket_err)?;
     }
     let listener = UnixListener::bind(path).map_err(socket_err)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(socket_err)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(socket_err)?;
     Ok(listener)
 }
 
@@ -147,10 +159,21 @@ async fn router(
         .add_service(reflection))
 }
 
-/// Starts serving `evaluator` on `listen` (TCP) and on its state dir's harness socket.
+/// Starts serving `evaluator`: the agent channel on `listen` (TCP) and on its state dir's
+/// `agent.sock`, the harness channel on its state dir's harness socket.
 pub async fn start(
     evaluator: Arc<Evaluator>,
     listen: SocketAddr,
+) -> Result<RunningServer, ServeError> {
+    let agent_socket = state_dir::agent_socket(evaluator.state_dir());
+    start_with_agent_socket(evaluator, listen, agent_socket).await
+}
+
+/// Like [`start`], with the agent channel's Unix socket at `agent_socket`.
+pub async fn start_with_agent_socket(
+    evaluator: Arc<Evaluator>,
+    listen: SocketAddr,
+    agent_socket: PathBuf,
 ) -> Result<RunningServer, ServeError> {
     let listen_err = |cause| ServeError::Listen {
         addr: listen,
@@ -160,9 +183,16 @@ pub async fn start(
     let agent_addr = tcp.local_addr().map_err(listen_err)?;
     let harness_socket = state_dir::harness_socket(evaluator.state_dir());
     let unix = bind_harness_socket(&harness_socket)?;
+    // Sandboxed agents run as another user; the socket is reachable only where it is
+    // bind-mounted (or by whoever may enter the folder it is in), like the TCP port.
+    let agent_unix = bind_socket(&agent_socket, 0o666)?;
 
     let endpoint_file = state_dir::agent_endpoint_file(evaluator.state_dir());
-    std::fs::write(&endpoint_file, format!("http://{agent_addr}\n")).map_err(|cause| {
+    let endpoints = ale_proto::layout::AgentEndpoints {
+        tcp: format!("http://{agent_addr}"),
+        unix: agent_socket.clone(),
+    };
+    std::fs::write(&endpoint_file, endpoints.render()).map_err(|cause| {
         ServeError::Socket {
             path: endpoint_file.clone(),
             cause,
@@ -176,15 +206,21 @@ pub async fn start(
         }
     };
     let agent = router(&evaluator, Channel::Agent).await?;
+    let agent_local = router(&evaluator, Channel::Agent).await?;
     let harness = router(&evaluator, Channel::Harness).await?;
     let incoming = TcpIncoming::from(tcp).with_nodelay(Some(true));
     let tasks = vec![
         tokio::spawn(agent.serve_with_incoming_shutdown(incoming, signal())),
+        tokio::spawn(
+            agent_local
+                .serve_with_incoming_shutdown(UnixListenerStream::new(agent_unix), signal()),
+        ),
         tokio::spawn(harness.serve_with_incoming_shutdown(UnixListenerStream::new(unix), signal())),
     ];
     tracing::info!(agent = %agent_addr, harness = %harness_socket.display(), "evaluator listening");
     Ok(RunningServer {
         agent_addr,
+        agent_socket,
         harness_socket,
         evaluator,
         stop,

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use ale_proto::SECRET_LEN;
 
 pub use ale_proto::layout::{
-    AGENT_ENDPOINT_FILE, HARNESS_SOCKET, RUNS_DIR, SECRET_FILE, agent_endpoint_file,
-    harness_socket, run_dir,
+    AGENT_ENDPOINT_FILE, AGENT_SOCKET, HARNESS_SOCKET, RUNS_DIR, SECRET_FILE, agent_endpoint_file,
+    agent_socket, harness_socket, run_dir,
 };
 
 /// `$XDG_STATE_HOME/ale`, or `~/.local/state/ale`, or `./.ale-state` when neither is known.

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
+use ale_harness::sandbox::{Network, SandboxMode, SandboxOptions};
 use ale_harness::scoring::{Breakdown, Faithfulness, ScoringRules, score};
 use ale_harness::verify::{verify_harness_log, verify_trajectory};
 use ale_harness::{Progress, RunOptions, run_interactive};
@@ -84,9 +85,70 @@ pub struct RunArgs {
     pub faithfulness: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "auto")]
     pub progress: ProgressStyle,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
     /// The agent: program and arguments, after `--`.
     #[arg(last = true, value_name = "AGENT_CMD")]
     pub agent: Vec<String>,
+}
+
+/// How the agent is confined: `ale harness run`'s sandbox flags.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SandboxArgs {
+    /// `namespaces`: the agent runs in its own user, mount, PID and network namespaces, sees no
+    /// state dir and no other process, and dies with everything it started. `none`: no
+    /// sandbox; the run is marked as one the agent could have tampered with.
+    #[arg(long, value_enum, default_value = "namespaces")]
+    pub sandbox: SandboxChoice,
+    /// `none`: offline (the evaluator's agent socket is the only way out). `host`: the host's
+    /// network, an explicit opt-out.
+    #[arg(long, value_enum, default_value = "none")]
+    pub network: NetworkChoice,
+    /// The agent's working directory, bind-mounted writable [default: a fresh empty folder in
+    /// the sandbox's private /tmp]
+    #[arg(long, value_name = "DIR")]
+    pub workdir: Option<PathBuf>,
+    /// The user a sandboxed agent runs as when the harness is root (name or uid).
+    #[arg(long, value_name = "USER", default_value = ale_harness::sandbox::DEFAULT_AGENT_USER)]
+    pub agent_user: String,
+    /// An environment variable for the agent (repeatable). Its environment is otherwise only
+    /// ALE_ENDPOINT, ALE_ENV_HANDLE, HOME, PATH, LANG and TERM.
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_arg)]
+    pub env: Vec<(String, String)>,
+}
+
+fn parse_env_arg(pair: &str) -> Result<(String, String), String> {
+    ale_harness::sandbox::parse_env_pair(pair).map_err(|e| e.to_string())
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxChoice {
+    Namespaces,
+    None,
+}
+
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkChoice {
+    None,
+    Host,
+}
+
+impl SandboxArgs {
+    pub fn options(&self) -> SandboxOptions {
+        SandboxOptions {
+            mode: match self.sandbox {
+                SandboxChoice::Namespaces => SandboxMode::Namespaces,
+                SandboxChoice::None => SandboxMode::None,
+            },
+            network: match self.network {
+                NetworkChoice::None => Network::None,
+                NetworkChoice::Host => Network::Host,
+            },
+            workdir: self.workdir.clone(),
+            agent_user: self.agent_user.clone(),
+            extra_env: self.env.clone(),
+        }
+    }
 }
 
 #[derive(clap::Args, Debug)]
@@ -171,6 +233,7 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         agent_command,
         poll_interval: Duration::from_millis(100),
         faithfulness: args.faithfulness.clone(),
+        sandbox: args.sandbox.options(),
     };
     let mut display = ProgressDisplay::new(args.progress);
     let rt = super::runtime(1)?;

@@ -14,6 +14,7 @@ use crate::StateDirArg;
 /// The line prefixes `ale serve` prints once it is listening.
 pub const READY_AGENT: &str = "agent channel:   ";
 pub const READY_HARNESS: &str = "harness channel: ";
+pub const READY_AGENT_SOCKET: &str = "agent socket:    ";
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -22,6 +23,9 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub state_dir: StateDirArg,
+    /// The agent channel's Unix socket, which sandboxed agents reach [default: <state-dir>/agent.sock]
+    #[arg(long, value_name = "PATH")]
+    pub agent_socket: Option<PathBuf>,
     /// Extra task configs (*.toml); a file there replaces a built-in task with the same id.
     #[arg(long, value_name = "DIR")]
     pub tasks_dir: Option<PathBuf>,
@@ -40,7 +44,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {
-        let server = ale_server::serve::start(Arc::new(evaluator), args.listen).await?;
+        let agent_socket = args
+            .agent_socket
+            .unwrap_or_else(|| ale_server::state_dir::agent_socket(&state_dir));
+        let server =
+            ale_server::serve::start_with_agent_socket(Arc::new(evaluator), args.listen, agent_socket)
+                .await?;
         announce(&server);
         wait_for_stop_signal().await?;
         tracing::info!("stop signal received; shutting down");
@@ -52,8 +61,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// Prints the endpoints once listening. Best-effort: a closed stdout must not stop a server.
 fn announce(server: &ale_server::RunningServer) {
     let text = format!(
-        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_HARNESS}{}\n",
+        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_AGENT_SOCKET}{}\n  {READY_HARNESS}{}\n",
         server.agent_endpoint(),
+        server.agent_socket().display(),
         server.harness_socket().display()
     );
     let mut out = std::io::stdout().lock();

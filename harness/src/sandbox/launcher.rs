@@ -1,0 +1,632 @@
+//! The launcher process: builds the namespaces and the sandbox's filesystem, then runs the
+//! agent under a PID 1 of its own. Runs single-threaded, in `ale sandbox-exec`.
+//!
+//! The filesystem is built the way bubblewrap builds one: a tmpfs becomes the root for a
+//! moment, with the host's root under `/oldroot` and the agent's future root (another tmpfs)
+//! under `/newroot`; the host's top-level folders are bind-mounted read-only into the new root,
+//! private mounts are added, and finally the new root is pivoted into place and the host's
+//! root detached, so no path leads back out.
+
+use std::ffi::{CString, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::errno::Errno;
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+use nix::sys::wait::{WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Gid, Pid, Uid, fork, pivot_root};
+
+use super::{
+    LaunchSpec, Network, SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME,
+    SETUP_FAILED, UserIds,
+};
+
+/// A setup step that failed.
+struct Failure(String);
+
+type Setup<T> = Result<T, Failure>;
+
+fn fail<E: std::fmt::Display>(step: impl std::fmt::Display) -> impl FnOnce(E) -> Failure {
+    move |e| Failure(format!("{step}: {e}"))
+}
+
+/// Runs `spec`; exits with the agent's status (128 + signal if it was killed), or
+/// [`SETUP_FAILED`] if the sandbox could not be built.
+pub(super) fn run(spec: &LaunchSpec) -> ! {
+    match launch(spec) {
+        Ok(code) => std::process::exit(code),
+        Err(Failure(why)) => {
+            eprintln!("ale sandbox: {why}");
+            std::process::exit(SETUP_FAILED)
+        }
+    }
+}
+
+/// The sandbox's PID 1, as seen from the launcher; signalled when the launcher is told to stop.
+static INIT_PID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn stop_sandbox(_: libc::c_int) {
+    let pid = INIT_PID.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe. Killing PID 1 of the namespace kills all of it.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn launch(spec: &LaunchSpec) -> Setup<i32> {
+    let uid = Uid::effective();
+    let gid = Gid::effective();
+    let as_root = uid.is_root();
+    if as_root != spec.agent_user.is_some() {
+        return Err(Failure(
+            "the launch spec's agent user does not match the launcher's uid".into(),
+        ));
+    }
+    // Only the PID namespace (and, without privilege, the user namespace that grants the
+    // right to build the others) is created here; the sandbox's PID 1 creates the rest, so the
+    // launcher keeps the host's mounts and /proc.
+    let mut flags = CloneFlags::CLONE_NEWPID;
+    if !as_root {
+        flags |= CloneFlags::CLONE_NEWUSER;
+    }
+    unshare(flags).map_err(fail("cannot create the namespaces (unshare)"))?;
+    if !as_root {
+        map_own_ids("/proc/self", uid.as_raw(), gid.as_raw(), true)?;
+    }
+    // Reports from the sandbox's PID 1 to us: it asks us to map its user namespace (as root,
+    // only a process outside that namespace may map another user into it).
+    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(fail("pipe"));
+    let (to_parent_r, to_parent_w) = pipe()?;
+    let (to_child_r, to_child_w) = pipe()?;
+    // SAFETY: this process is single-threaded (the launcher runs before any thread starts).
+    match unsafe { fork() }.map_err(fail("fork"))? {
+        ForkResult::Child => {
+            drop(to_parent_r);
+            drop(to_child_w);
+            let code = match sandbox_init(spec, to_parent_w, to_child_r) {
+                Ok(code) => code,
+                Err(Failure(why)) => {
+                    eprintln!("ale sandbox: {why}");
+                    SETUP_FAILED
+                }
+            };
+            // SAFETY: ends this process without running the parent's atexit handlers twice.
+            unsafe { libc::_exit(code) }
+        }
+        ForkResult::Parent { child } => {
+            drop(to_parent_w);
+            drop(to_child_r);
+            INIT_PID.store(child.as_raw(), Ordering::SeqCst);
+            let handler = SigAction::new(
+                SigHandler::Handler(stop_sandbox),
+                SaFlags::empty(),
+                SigSet::empty(),
+            );
+            for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+                // SAFETY: the handler only calls kill(2).
+                unsafe { sigaction(signal, &handler) }.map_err(fail("sigaction"))?;
+            }
+            if let Some(agent) = spec.agent_user {
+                serve_id_map_request(child, agent, to_parent_r, to_child_w)?;
+            } else {
+                drop(to_parent_r);
+                drop(to_child_w);
+            }
+            Ok(wait_for(child))
+        }
+    }
+}
+
+/// Waits for `pid` and turns its end into an exit status.
+fn wait_for(pid: Pid) -> i32 {
+    loop {
+        match waitpid(pid, None) {
+            Ok(WaitStatus::Exited(_, code)) => return code,
+            Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return SETUP_FAILED,
+        }
+    }
+}
+
+/// Writes a user namespace's maps so that only `uid`/`gid` exist in it, as themselves.
+fn map_own_ids(proc_dir: &str, uid: u32, gid: u32, deny_setgroups: bool) -> Setup<()> {
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("{proc_dir}/{file}"), text)
+            .map_err(fail(format!("cannot write {proc_dir}/{file}")))
+    };
+    write("uid_map", format!("{uid} {uid} 1\n"))?;
+    if deny_setgroups {
+        write("setgroups", "deny".into())?;
+    }
+    write("gid_map", format!("{gid} {gid} 1\n"))
+}
+
+/// As root: waits for the sandbox's PID 1 to create its user namespace, maps the agent's user
+/// into it, and tells it to go on.
+fn serve_id_map_request(
+    child: Pid,
+    agent: UserIds,
+    from_child: std::os::fd::OwnedFd,
+    to_child: std::os::fd::OwnedFd,
+) -> Setup<()> {
+    let mut byte = [0u8; 1];
+    let mut from_child = std::fs::File::from(from_child);
+    let mut to_child = std::fs::File::from(to_child);
+    use std::io::{Read, Write};
+    // EOF: the child failed before it asked; its status says why.
+    if from_child.read(&mut byte).unwrap_or(0) == 0 {
+        return Ok(());
+    }
+    let proc_dir = format!("/proc/{child}");
+    let result = map_own_ids(&proc_dir, agent.uid, agent.gid, false);
+    let answer = if result.is_ok() { b"1" } else { b"0" };
+    let _ = to_child.write_all(answer);
+    result
+}
+
+/// PID 1 of the sandbox: builds it, starts the agent, reaps, and returns the agent's status.
+fn sandbox_init(
+    spec: &LaunchSpec,
+    to_parent: std::os::fd::OwnedFd,
+    from_parent: std::os::fd::OwnedFd,
+) -> Setup<i32> {
+    // If the launcher dies, so does the sandbox: PID 1 exiting kills the namespace.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
+    let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
+    if spec.network == Network::None {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    unshare(flags).map_err(fail("cannot create the namespaces (unshare)"))?;
+    let workdir = build_filesystem(spec)?;
+    nix::unistd::sethostname("ale-sandbox").map_err(fail("sethostname"))?;
+    match spec.agent_user {
+        Some(agent) => enter_user_namespace_as(agent, to_parent, from_parent)?,
+        None => {
+            drop(to_parent);
+            drop(from_parent);
+            // A nested user namespace: the capabilities this process holds over the sandbox's
+            // mounts stay behind in the outer one.
+            let (uid, gid) = (Uid::effective().as_raw(), Gid::effective().as_raw());
+            unshare(CloneFlags::CLONE_NEWUSER)
+                .map_err(fail("cannot create the user namespace"))?;
+            map_own_ids("/proc/self", uid, gid, true)?;
+        }
+    }
+    nix::sys::prctl::set_no_new_privs().map_err(fail("prctl(NO_NEW_PRIVS)"))?;
+    if spec.probe {
+        return Ok(0);
+    }
+    let program = find_program(spec)?;
+    let argv = c_strings(spec.args.iter().map(|a| a.as_bytes()))?;
+    let envp = c_strings(spec.env.iter().map(|(k, v)| format!("{k}={v}").into_bytes()))?;
+    // SAFETY: single-threaded.
+    match unsafe { fork() }.map_err(fail("fork"))? {
+        ForkResult::Child => {
+            let _ = nix::unistd::setsid();
+            let error = match nix::unistd::chdir(&workdir) {
+                Err(e) => format!("cannot enter {}: {e}", workdir.display()),
+                Ok(()) => match nix::unistd::execve(&program, &argv, &envp) {
+                    Err(e) => format!("cannot run {}: {e}", program.to_string_lossy()),
+                    Ok(never) => match never {},
+                },
+            };
+            eprintln!("ale sandbox: {error}");
+            // SAFETY: ends the forked child.
+            unsafe { libc::_exit(127) }
+        }
+        ForkResult::Parent { child } => Ok(reap_until(child)),
+    }
+}
+
+/// As PID 1: reaps every process that ends until `agent` does; returns its status.
+fn reap_until(agent: Pid) -> i32 {
+    loop {
+        match nix::sys::wait::wait() {
+            Ok(WaitStatus::Exited(pid, code)) if pid == agent => return code,
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => {
+                return 128 + signal as i32;
+            }
+            Ok(_) | Err(Errno::EINTR) => continue,
+            Err(_) => return SETUP_FAILED,
+        }
+    }
+}
+
+fn c_strings<I, B>(items: I) -> Setup<Vec<CString>>
+where
+    I: Iterator<Item = B>,
+    B: Into<Vec<u8>>,
+{
+    items
+        .map(|b| CString::new(b).map_err(fail("an argument or variable holds a NUL byte")))
+        .collect()
+}
+
+/// Drops to the agent's user and enters a user namespace in which only that user exists, so
+/// that nothing the agent does can act on the sandbox's mounts.
+fn enter_user_namespace_as(
+    agent: UserIds,
+    to_parent: std::os::fd::OwnedFd,
+    from_parent: std::os::fd::OwnedFd,
+) -> Setup<()> {
+    use std::io::{Read, Write};
+    unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("cannot create the user namespace"))?;
+    let mut to_parent = std::fs::File::from(to_parent);
+    let mut from_parent = std::fs::File::from(from_parent);
+    to_parent
+        .write_all(b"m")
+        .map_err(fail("cannot ask the launcher to map the agent's user"))?;
+    let mut answer = [0u8; 1];
+    if from_parent.read(&mut answer).unwrap_or(0) != 1 || answer[0] != b'1' {
+        return Err(Failure(
+            "the launcher could not map the agent's user into the sandbox".into(),
+        ));
+    }
+    let gid = Gid::from_raw(agent.gid);
+    let uid = Uid::from_raw(agent.uid);
+    nix::unistd::setgroups(&[gid]).map_err(fail("setgroups"))?;
+    nix::unistd::setresgid(gid, gid, gid).map_err(fail("setresgid"))?;
+    nix::unistd::setresuid(uid, uid, uid).map_err(fail("setresuid"))?;
+    Ok(())
+}
+
+/// The program to execute: a path as given (resolved by the harness), or the first match in
+/// the agent's `PATH`.
+fn find_program(spec: &LaunchSpec) -> Setup<CString> {
+    let program = &spec.program;
+    let path = if program.components().count() > 1 || program.is_absolute() {
+        program.clone()
+    } else {
+        let search = spec
+            .env
+            .iter()
+            .find(|(k, _)| k == "PATH")
+            .map_or("/usr/local/bin:/usr/bin:/bin", |(_, v)| v.as_str());
+        search
+            .split(':')
+            .filter(|dir| !dir.is_empty())
+            .map(|dir| Path::new(dir).join(program))
+            .find(|candidate| {
+                nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK).is_ok()
+                    && candidate.is_file()
+            })
+            .ok_or_else(|| {
+                Failure(format!(
+                    "{}: not found in the agent's PATH ({search}) inside the sandbox",
+                    program.display()
+                ))
+            })?
+    };
+    CString::new(path.as_os_str().as_bytes()).map_err(fail("the program path holds a NUL byte"))
+}
+
+// ---- the filesystem ----
+
+const STAGING: &str = "/tmp";
+const NEWROOT: &str = "/newroot";
+const OLDROOT: &str = "/oldroot";
+/// Host top-level folders the sandbox replaces with its own.
+const PRIVATE_TOP_LEVEL: &[&str] = &["proc", "dev", "tmp", "run"];
+/// Device nodes the agent gets, bound from the host's `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const MOUNT_ATTR_NOSUID: u64 = 0x2;
+const MOUNT_ATTR_NODEV: u64 = 0x4;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Sets mount attributes on `path` and every mount below it (mount_setattr(2), Linux ≥ 5.12):
+/// a recursive bind mount made read-only this way leaves no writable submount behind.
+fn set_attributes_recursively(path: &Path, attr_set: u64) -> Setup<()> {
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(fail("path"))?;
+    let attr = MountAttr {
+        attr_set,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a valid C string and a properly sized, initialised mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(rc)
+        .map(drop)
+        .map_err(fail(format!("cannot make {} read-only", path.display())))
+}
+
+fn mount_tmpfs(target: &Path, options: &str, flags: MsFlags) -> Setup<()> {
+    mount(
+        Some("tmpfs"),
+        target,
+        Some("tmpfs"),
+        flags,
+        Some(options),
+    )
+    .map_err(fail(format!("cannot mount a tmpfs on {}", target.display())))
+}
+
+fn bind(source: &Path, target: &Path) -> Setup<()> {
+    mount(
+        Some(source),
+        target,
+        None::<&str>,
+        MsFlags::MS_BIND | MsFlags::MS_REC,
+        None::<&str>,
+    )
+    .map_err(fail(format!(
+        "cannot bind {} on {}",
+        source.display(),
+        target.display()
+    )))
+}
+
+fn mkdir(path: &Path, mode: u32) -> Setup<()> {
+    match std::fs::create_dir(path) {
+        Ok(()) => std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .map_err(fail(format!("chmod {}", path.display()))),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(fail(format!("mkdir {}", path.display()))(e)),
+    }
+}
+
+fn touch(path: &Path) -> Setup<()> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map(drop)
+        .map_err(fail(format!("cannot create {}", path.display())))
+}
+
+/// `path` inside the new root.
+fn in_newroot(path: &Path) -> PathBuf {
+    let relative: PathBuf = path
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect();
+    Path::new(NEWROOT).join(relative)
+}
+
+/// The first component of an absolute path.
+fn top_level(path: &Path) -> Option<&OsStr> {
+    path.components().find_map(|c| match c {
+        Component::Normal(name) => Some(name),
+        _ => None,
+    })
+}
+
+/// Whether `path` lies in one of the sandbox's own tmpfs folders, where mount points may be
+/// created.
+fn is_in_private_tmpfs(path: &Path) -> bool {
+    top_level(path).is_some_and(|top| top == "tmp" || top == "run")
+}
+
+/// Creates the folders down to `path` inside the new root (only inside its own tmpfs
+/// folders; elsewhere they exist already, since the host's folders are bound there).
+fn make_parents(path: &Path) -> Setup<()> {
+    if !is_in_private_tmpfs(path) {
+        return Ok(());
+    }
+    let mut at = PathBuf::from("/");
+    for component in path.parent().into_iter().flat_map(Path::components) {
+        if let Component::Normal(name) = component {
+            at.push(name);
+            mkdir(&in_newroot(&at), 0o755)?;
+        }
+    }
+    Ok(())
+}
+
+/// Builds the agent's root and pivots into it. Returns the working directory to start in.
+fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
+    // Nothing we mount from here on propagates back to the host.
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None::<&str>,
+    )
+    .map_err(fail("cannot make the mounts private"))?;
+    let staging = Path::new(STAGING);
+    mount_tmpfs(staging, "mode=0755,size=1m", MsFlags::MS_NOSUID | MsFlags::MS_NODEV)?;
+    let staged_new = staging.join("newroot");
+    let staged_old = staging.join("oldroot");
+    mkdir(&staged_new, 0o755)?;
+    mkdir(&staged_old, 0o755)?;
+    mount_tmpfs(&staged_new, "mode=0755,size=1m", MsFlags::MS_NOSUID)?;
+    pivot_root(staging, &staged_old).map_err(fail("pivot_root into the staging root"))?;
+    nix::unistd::chdir("/").map_err(fail("chdir /"))?;
+    let oldroot = Path::new(OLDROOT);
+    let newroot = Path::new(NEWROOT);
+
+    // The host's top-level entries, read-only; the private ones are replaced below.
+    let entries = std::fs::read_dir(oldroot).map_err(fail("cannot list the host's /"))?;
+    for entry in entries {
+        let entry = entry.map_err(fail("cannot list the host's /"))?;
+        let name = entry.file_name();
+        if PRIVATE_TOP_LEVEL.iter().any(|p| name == OsStr::new(p)) {
+            continue;
+        }
+        let source = entry.path();
+        let target = newroot.join(&name);
+        let kind = entry
+            .file_type()
+            .map_err(fail(format!("stat {}", source.display())))?;
+        if kind.is_symlink() {
+            let link = std::fs::read_link(&source)
+                .map_err(fail(format!("readlink {}", source.display())))?;
+            std::os::unix::fs::symlink(&link, &target)
+                .map_err(fail(format!("symlink {}", target.display())))?;
+            continue;
+        }
+        if kind.is_dir() {
+            mkdir(&target, 0o755)?;
+        } else {
+            touch(&target)?;
+        }
+        bind(&source, &target)?;
+        set_attributes_recursively(
+            &target,
+            MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        )?;
+    }
+
+    // A /proc of the sandbox's own PID namespace.
+    let proc_dir = newroot.join("proc");
+    mkdir(&proc_dir, 0o555)?;
+    mount(
+        Some("proc"),
+        &proc_dir,
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(fail("cannot mount /proc"))?;
+
+    // A minimal /dev.
+    let dev = newroot.join("dev");
+    mkdir(&dev, 0o755)?;
+    mount_tmpfs(&dev, "mode=0755,size=64k", MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC)?;
+    for device in DEVICES {
+        let source = oldroot.join("dev").join(device);
+        if source.exists() {
+            let target = dev.join(device);
+            touch(&target)?;
+            bind(&source, &target)?;
+        }
+    }
+    for (name, target) in [
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(target, dev.join(name))
+            .map_err(fail(format!("symlink /dev/{name}")))?;
+    }
+    let shm = dev.join("shm");
+    mkdir(&shm, 0o1777)?;
+    mount_tmpfs(
+        &shm,
+        "mode=1777,size=64m",
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+    )?;
+
+    // A private /tmp (with HOME and the default working directory) and /run.
+    let tmp = newroot.join("tmp");
+    mkdir(&tmp, 0o1777)?;
+    mount_tmpfs(
+        &tmp,
+        &format!("mode=1777,size={}", spec.tmp_bytes.max(1 << 20)),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+    )?;
+    let run = newroot.join("run");
+    mkdir(&run, 0o755)?;
+    mount_tmpfs(&run, "mode=0755,size=1m", MsFlags::MS_NOSUID | MsFlags::MS_NODEV)?;
+    for private in [SANDBOX_HOME, SANDBOX_DEFAULT_WORKDIR] {
+        let dir = in_newroot(Path::new(private));
+        mkdir(&dir, 0o700)?;
+        if let Some(agent) = spec.agent_user {
+            std::os::unix::fs::chown(&dir, Some(agent.uid), Some(agent.gid))
+                .map_err(fail(format!("chown {private}")))?;
+        }
+    }
+
+    // The way out: the evaluator's agent socket.
+    let socket = Path::new(SANDBOX_AGENT_SOCKET);
+    make_parents(socket)?;
+    let socket_target = in_newroot(socket);
+    touch(&socket_target)?;
+    bind(&host_path(&spec.agent_socket), &socket_target)?;
+
+    // The working directory.
+    let workdir = match &spec.workdir {
+        Some(dir) => {
+            make_parents(dir)?;
+            let target = in_newroot(dir);
+            mkdir(&target, 0o755)?;
+            bind(&host_path(dir), &target)?;
+            set_attributes_recursively(&target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)?;
+            dir.clone()
+        }
+        None => PathBuf::from(SANDBOX_DEFAULT_WORKDIR),
+    };
+
+    // An agent program that lives where the sandbox has its own folders is bound read-only
+    // at the same path.
+    if spec.program.is_absolute() && is_in_private_tmpfs(&spec.program) {
+        let target = in_newroot(&spec.program);
+        make_parents(&spec.program)?;
+        touch(&target)?;
+        bind(&host_path(&spec.program), &target)?;
+        set_attributes_recursively(&target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)?;
+    }
+
+    // What the agent must not see.
+    for hidden in &spec.hidden {
+        if PRIVATE_TOP_LEVEL
+            .iter()
+            .any(|p| top_level(hidden) == Some(OsStr::new(p)))
+        {
+            continue; // not visible in the first place
+        }
+        let target = in_newroot(hidden);
+        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+            mount_tmpfs(
+                &target,
+                "mode=000,size=4k",
+                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            )?;
+        }
+    }
+
+    // Leave the host's root behind for good and make the new root the root.
+    umount2(oldroot, MntFlags::MNT_DETACH).map_err(fail("cannot detach the host's root"))?;
+    nix::unistd::chdir(newroot).map_err(fail("chdir /newroot"))?;
+    pivot_root(".", ".").map_err(fail("pivot_root into the sandbox"))?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(fail("cannot detach the staging root"))?;
+    nix::unistd::chdir("/").map_err(fail("chdir /"))?;
+    mount(
+        None::<&str>,
+        "/",
+        None::<&str>,
+        MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID,
+        None::<&str>,
+    )
+    .map_err(fail("cannot make the sandbox's root read-only"))?;
+    Ok(workdir)
+}
+
+/// Where a host path is while the host's root sits under `/oldroot`.
+fn host_path(path: &Path) -> PathBuf {
+    let relative: PathBuf = path
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+        .collect();
+    Path::new(OLDROOT).join(relative)
+}
+

@@ -1,0 +1,426 @@
+//! The agent sandbox: every agent the harness launches runs in new user, mount, PID, IPC, UTS
+//! and (unless `--network host`) network namespaces, as an unprivileged user when the harness
+//! is root. Inside, the state dir is an empty unreadable directory, `/proc` shows only the
+//! sandbox's own processes, `/tmp` (with `HOME`) is private, the rest of the filesystem is
+//! read-only, and the only way out is the evaluator's agent socket, bind-mounted at
+//! [`SANDBOX_AGENT_SOCKET`]. When the agent exits, or the harness stops it, everything it
+//! started dies with the sandbox's PID namespace.
+//!
+//! The namespaces are set up by a launcher process: the harness re-executes its own binary
+//! (`ale sandbox-exec SPEC`, see [`launcher_main`]) because `unshare(CLONE_NEWUSER)` needs a
+//! single-threaded caller, which an async harness is not. The launcher's child is PID 1 of the
+//! sandbox; it starts the agent, reaps orphans, and exits with the agent's status, at which
+//! point the kernel kills whatever is left in the namespace.
+
+#[cfg(target_os = "linux")]
+mod launcher;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Where the evaluator's agent socket appears inside the sandbox.
+pub const SANDBOX_AGENT_SOCKET: &str = "/run/ale/agent.sock";
+/// The agent's `HOME` inside the sandbox: in its private `/tmp`.
+pub const SANDBOX_HOME: &str = "/tmp/home";
+/// The agent's working directory when none is given: in its private `/tmp`.
+pub const SANDBOX_DEFAULT_WORKDIR: &str = "/tmp/work";
+/// The exit status of a launcher that could not set the sandbox up (the agent never ran).
+pub const SETUP_FAILED: i32 = 125;
+/// The hidden subcommand of `ale` that runs the launcher.
+pub const LAUNCHER_SUBCOMMAND: &str = "sandbox-exec";
+/// Environment variables an agent inherits from the harness, besides `ALE_ENDPOINT`,
+/// `ALE_ENV_HANDLE`, `HOME` (set by the sandbox) and `--env` pairs.
+pub const INHERITED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
+/// The user an agent runs as when the harness is root, unless `--agent-user` says otherwise.
+pub const DEFAULT_AGENT_USER: &str = "nobody";
+/// The size limit of the sandbox's private `/tmp` (it lives in memory).
+pub const DEFAULT_TMP_BYTES: u64 = 1 << 30;
+
+/// Whether agents run sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Linux namespaces (the default).
+    #[default]
+    Namespaces,
+    /// No sandbox: the agent runs as the harness's user with its view of the machine. Its run
+    /// is marked as one whose record the agent could have tampered with.
+    None,
+}
+
+impl SandboxMode {
+    pub fn is_sandboxed(self) -> bool {
+        self == SandboxMode::Namespaces
+    }
+}
+
+/// The agent's network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// A network namespace of its own with no interface up: offline.
+    #[default]
+    None,
+    /// The host's network (an explicit opt-out).
+    Host,
+}
+
+/// A user id and group id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserIds {
+    pub uid: u32,
+    pub gid: u32,
+}
+
+/// Everything the launcher needs, decided by the harness. Serialized as JSON onto the
+/// launcher's command line: the contract between the two processes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchSpec {
+    /// The program as given (a name looked up in the agent's `PATH`, or a path).
+    pub program: PathBuf,
+    /// `argv`, including `argv[0]`.
+    pub args: Vec<String>,
+    /// The agent's whole environment.
+    pub env: Vec<(String, String)>,
+    /// A host directory bind-mounted writable at the same path and used as the working
+    /// directory; `None`: a fresh [`SANDBOX_DEFAULT_WORKDIR`].
+    pub workdir: Option<PathBuf>,
+    /// The evaluator's agent socket on the host, bind-mounted at [`SANDBOX_AGENT_SOCKET`].
+    pub agent_socket: PathBuf,
+    /// Host paths (canonical) the agent must not see: each shows as an empty, unreadable,
+    /// read-only directory.
+    pub hidden: Vec<PathBuf>,
+    /// Set when the harness is root: the user the agent runs as.
+    pub agent_user: Option<UserIds>,
+    pub network: Network,
+    /// The size limit of the private `/tmp`, in bytes.
+    pub tmp_bytes: u64,
+    /// Set everything up, then exit 0 without starting the agent.
+    pub probe: bool,
+}
+
+/// What a run's records say about its agent's confinement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxRecord {
+    pub mode: SandboxMode,
+    pub network: Network,
+    /// The uid the agent ran as, when the harness (root) dropped it to another user.
+    pub agent_uid: Option<u32>,
+}
+
+/// How every view of an unsandboxed run marks it.
+pub const UNSANDBOXED_WARNING: &str = "unsandboxed: the agent could have tampered with this record";
+
+impl SandboxRecord {
+    /// The warning an unsandboxed run carries.
+    pub fn warning(&self) -> Option<&'static str> {
+        (!self.mode.is_sandboxed()).then_some(UNSANDBOXED_WARNING)
+    }
+
+    /// One line for listings: "sandboxed (offline, uid 65534)", or the warning.
+    pub fn describe(&self) -> String {
+        if let Some(warning) = self.warning() {
+            return warning.to_string();
+        }
+        let network = match self.network {
+            Network::None => "offline",
+            Network::Host => "host network",
+        };
+        match self.agent_uid {
+            Some(uid) => format!("sandboxed ({network}, uid {uid})"),
+            None => format!("sandboxed ({network})"),
+        }
+    }
+}
+
+/// What the harness was asked for, before it is turned into a [`LaunchSpec`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SandboxOptions {
+    pub mode: SandboxMode,
+    pub network: Network,
+    pub workdir: Option<PathBuf>,
+    /// The user to run as when the harness is root (a name or a numeric uid).
+    pub agent_user: String,
+    /// `KEY=VALUE` pairs added to the agent's environment.
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl Default for SandboxOptions {
+    fn default() -> Self {
+        SandboxOptions {
+            mode: SandboxMode::Namespaces,
+            network: Network::None,
+            workdir: None,
+            agent_user: DEFAULT_AGENT_USER.into(),
+            extra_env: Vec::new(),
+        }
+    }
+}
+
+/// Why an agent cannot be sandboxed, or its sandbox could not be described.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "agents can only be sandboxed on Linux; pass --sandbox none to run this agent unsandboxed \
+         (its record is then marked as one the agent could have tampered with)"
+    )]
+    Unsupported,
+    #[error(
+        "cannot sandbox the agent: {0}\nThe sandbox needs Linux user, mount, PID and network \
+         namespaces (check `sysctl user.max_user_namespaces` and, on Debian, \
+         `kernel.unprivileged_userns_clone`). Pass --sandbox none to run the agent unsandboxed; \
+         its record is then marked as one the agent could have tampered with."
+    )]
+    Unavailable(String),
+    #[error("unknown --agent-user {0:?}: no such user in /etc/passwd; give a user name or a numeric uid")]
+    UnknownUser(String),
+    #[error("--workdir {path}: {problem}")]
+    Workdir { path: PathBuf, problem: String },
+    #[error("the agent program {path}: {problem}")]
+    Program { path: PathBuf, problem: String },
+    #[error("--env {0:?}: expected KEY=VALUE with KEY made of letters, digits and '_'")]
+    BadEnv(String),
+    #[error("--env {0}: this variable is set by the harness and cannot be overridden")]
+    ReservedEnv(String),
+}
+
+/// Parses one `--env KEY=VALUE` argument.
+pub fn parse_env_pair(pair: &str) -> Result<(String, String), SandboxError> {
+    let (key, value) = pair
+        .split_once('=')
+        .ok_or_else(|| SandboxError::BadEnv(pair.to_string()))?;
+    let valid = !key.is_empty()
+        && !key.starts_with(|c: char| c.is_ascii_digit())
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(SandboxError::BadEnv(pair.to_string()));
+    }
+    if key == ale_proto::agent_env::ENDPOINT
+        || key == ale_proto::agent_env::ENV_HANDLE
+        || key == "HOME"
+    {
+        return Err(SandboxError::ReservedEnv(key.to_string()));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
+/// The agent's environment: the allow-list, in a fixed order. `home` is the sandbox's, or the
+/// harness's own for an unsandboxed agent.
+pub fn agent_environment(
+    endpoint: &str,
+    handle: &str,
+    home: Option<&str>,
+    extra: &[(String, String)],
+) -> Vec<(String, String)> {
+    let mut env = vec![
+        (ale_proto::agent_env::ENDPOINT.to_string(), endpoint.to_string()),
+        (ale_proto::agent_env::ENV_HANDLE.to_string(), handle.to_string()),
+    ];
+    if let Some(home) = home {
+        env.push(("HOME".into(), home.into()));
+    }
+    for key in INHERITED_ENV {
+        if let Some(value) = std::env::var_os(key).and_then(|v| v.into_string().ok()) {
+            env.push((key.to_string(), value));
+        }
+    }
+    for (key, value) in extra {
+        env.retain(|(k, _)| k != key);
+        env.push((key.clone(), value.clone()));
+    }
+    env
+}
+
+/// Looks a user up by name or numeric uid in `/etc/passwd`.
+pub fn resolve_user(user: &str) -> Result<UserIds, SandboxError> {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let numeric = user.parse::<u32>().ok();
+    for line in passwd.lines() {
+        let fields: Vec<&str> = line.split(':').collect();
+        let [name, _, uid, gid, ..] = fields[..] else {
+            continue;
+        };
+        let (Ok(uid), Ok(gid)) = (uid.parse::<u32>(), gid.parse::<u32>()) else {
+            continue;
+        };
+        if name == user || numeric == Some(uid) {
+            return Ok(UserIds { uid, gid });
+        }
+    }
+    // A numeric uid with no passwd entry runs with the same number as its group.
+    numeric
+        .filter(|&uid| uid != 0)
+        .map(|uid| UserIds { uid, gid: uid })
+        .ok_or_else(|| SandboxError::UnknownUser(user.to_string()))
+}
+
+/// Whether the harness runs as root (and so must drop the agent to another user).
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid never fails and touches no memory.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Resolves a program given with a path (`./agent`, `bin/agent`) against the harness's
+/// working directory, so it names the same file inside the sandbox. A bare name is left for
+/// the agent's `PATH`.
+pub fn resolve_program(program: &str) -> Result<PathBuf, SandboxError> {
+    if !program.contains('/') {
+        return Ok(PathBuf::from(program));
+    }
+    std::fs::canonicalize(program).map_err(|e| SandboxError::Program {
+        path: PathBuf::from(program),
+        problem: format!("{e}"),
+    })
+}
+
+/// Checks a `--workdir` and returns its canonical path.
+pub fn resolve_workdir(dir: &Path, hidden: &[PathBuf]) -> Result<PathBuf, SandboxError> {
+    let problem = |problem: String| SandboxError::Workdir {
+        path: dir.to_path_buf(),
+        problem,
+    };
+    let path = std::fs::canonicalize(dir).map_err(|e| problem(e.to_string()))?;
+    if !path.is_dir() {
+        return Err(problem("not a directory".into()));
+    }
+    for h in hidden {
+        if path.starts_with(h) || h.starts_with(&path) {
+            return Err(problem(format!(
+                "overlaps {}, which the agent must not see; choose a folder outside it",
+                h.display()
+            )));
+        }
+    }
+    Ok(path)
+}
+
+/// The entry point of `ale sandbox-exec SPEC_JSON`: sets the sandbox up and runs the agent in
+/// it; never returns. Must be called before the process starts any thread.
+pub fn launcher_main(spec_json: &str) -> ! {
+    let spec: LaunchSpec = match serde_json::from_str(spec_json) {
+        Ok(spec) => spec,
+        Err(e) => {
+            eprintln!("ale sandbox: unreadable launch spec: {e}");
+            std::process::exit(SETUP_FAILED);
+        }
+    };
+    #[cfg(target_os = "linux")]
+    {
+        launcher::run(&spec)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = spec;
+        eprintln!("ale sandbox: {}", SandboxError::Unsupported);
+        std::process::exit(SETUP_FAILED)
+    }
+}
+
+/// The command line that runs `spec` in a sandbox: `ale_exe sandbox-exec JSON`.
+pub fn launcher_command(ale_exe: &Path, spec: &LaunchSpec) -> std::process::Command {
+    let mut command = std::process::Command::new(ale_exe);
+    command
+        .arg(LAUNCHER_SUBCOMMAND)
+        // A LaunchSpec is plain data and always serializes.
+        .arg(serde_json::to_string(spec).unwrap_or_default())
+        .env_clear();
+    command
+}
+
+/// Sets a sandbox for `spec` up and tears it down again without running anything: tells
+/// whether agents can be sandboxed here, and why not.
+pub fn probe(ale_exe: &Path, spec: &LaunchSpec) -> Result<(), SandboxError> {
+    if !cfg!(target_os = "linux") {
+        return Err(SandboxError::Unsupported);
+    }
+    let mut spec = spec.clone();
+    spec.probe = true;
+    let output = launcher_command(ale_exe, &spec)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| SandboxError::Unavailable(format!("cannot run {}: {e}", ale_exe.display())))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let reason = stderr
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("the launcher failed without saying why")
+        .trim_start_matches("ale sandbox: ")
+        .to_string();
+    Err(SandboxError::Unavailable(reason))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_pairs_are_checked() {
+        assert_eq!(
+            parse_env_pair("SEED=3").unwrap(),
+            ("SEED".to_string(), "3".to_string())
+        );
+        assert_eq!(parse_env_pair("A_B=x=y").unwrap().1, "x=y");
+        assert!(matches!(
+            parse_env_pair("NOVALUE"),
+            Err(SandboxError::BadEnv(_))
+        ));
+        assert!(matches!(
+            parse_env_pair("1X=2"),
+            Err(SandboxError::BadEnv(_))
+        ));
+        assert!(matches!(
+            parse_env_pair("ALE_ENV_HANDLE=forged"),
+            Err(SandboxError::ReservedEnv(_))
+        ));
+    }
+
+    #[test]
+    fn the_environment_is_an_allow_list() {
+        let env = agent_environment(
+            "unix:///run/ale/agent.sock",
+            "h",
+            Some(SANDBOX_HOME),
+            &[("LANG".into(), "C".into()), ("X".into(), "1".into())],
+        );
+        let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+        for key in &keys {
+            assert!(
+                ["ALE_ENDPOINT", "ALE_ENV_HANDLE", "HOME", "PATH", "LANG", "TERM", "X"]
+                    .contains(key),
+                "{key} leaked into the agent's environment"
+            );
+        }
+        assert_eq!(keys.iter().filter(|k| **k == "LANG").count(), 1);
+        assert!(env.contains(&("LANG".into(), "C".into())));
+        assert!(env.contains(&("HOME".into(), SANDBOX_HOME.into())));
+    }
+
+    #[test]
+    fn users_resolve_by_name_and_number() {
+        let nobody = resolve_user("nobody").unwrap();
+        assert_ne!(nobody.uid, 0);
+        assert_eq!(resolve_user(&nobody.uid.to_string()).unwrap(), nobody);
+        assert!(resolve_user("no-such-user-here").is_err());
+        assert!(resolve_user("0").is_ok_and(|u| u.uid == 0));
+    }
+
+    #[test]
+    fn a_workdir_may_not_overlap_a_hidden_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        let state = std::fs::canonicalize(&state).unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        assert!(resolve_workdir(&state, std::slice::from_ref(&state)).is_err());
+        assert!(resolve_workdir(&root, std::slice::from_ref(&state)).is_err());
+        let work = root.join("work");
+        std::fs::create_dir(&work).unwrap();
+        assert_eq!(resolve_workdir(&work, &[state]).unwrap(), work);
+    }
+}
