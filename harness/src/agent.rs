@@ -146,7 +146,7 @@ fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
 
 impl Agent {
     /// Starts the agent. Its output goes to `launch.log`.
-    pub fn launch(launch: &AgentLaunch<'_>) -> Result<Agent, HarnessError> {
+    pub async fn launch(launch: &AgentLaunch<'_>) -> Result<Agent, HarnessError> {
         let (program, args) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
         let launch_err = |cause| HarnessError::Launch {
             command: launch.command.join(" "),
@@ -159,9 +159,9 @@ impl Agent {
             })?;
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
         let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
+        let spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
         let mut command = if sandboxed {
-            let spec = launch_spec(launch)?;
-            Command::from(sandbox::launcher_command(launch.ale_exe, &spec))
+            sandbox::launcher_command(launch.ale_exe)
         } else {
             let mut command = Command::new(program);
             command.args(args).env_clear().envs(sandbox::agent_environment(
@@ -175,8 +175,10 @@ impl Agent {
             }
             command
         };
-        let child = command
-            .stdin(Stdio::null())
+        if !sandboxed {
+            command.stdin(Stdio::null());
+        }
+        let mut child = command
             .stdout(writer.try_clone().map_err(launch_err)?)
             .stderr(writer)
             .process_group(0)
@@ -186,6 +188,9 @@ impl Agent {
         // The command holds the pipe's write ends until it is dropped; then the log ends when
         // the agent (and everything that shares its output) is gone.
         drop(command);
+        if let Some(spec) = &spec {
+            sandbox::send_spec(&mut child, spec).await.map_err(launch_err)?;
+        }
         let log_copier = std::thread::Builder::new()
             .name("agent-log".into())
             .spawn(move || copy_log(reader, log))

@@ -191,7 +191,7 @@ async fn run_with(
     };
     let sandbox_record = if options.sandbox.mode.is_sandboxed() {
         let spec = crate::agent::launch_spec(&launch(&probe_handle, Path::new("")))?;
-        sandbox::probe(&options.ale_exe, &spec)?;
+        sandbox::probe(&options.ale_exe, &spec).await?;
         SandboxRecord {
             mode: options.sandbox.mode,
             network: options.sandbox.network,
@@ -234,7 +234,7 @@ async fn run_with(
 
     let deadline = (summary.time_budget_seconds > 0)
         .then(|| started + Duration::from_secs(summary.time_budget_seconds) + BUDGET_GRACE);
-    let mut agent = Agent::launch(&launch(&handle, &run_dir.join(AGENT_LOG_FILE)))?;
+    let mut agent = Agent::launch(&launch(&handle, &run_dir.join(AGENT_LOG_FILE))).await?;
     let mut harness_reason: Option<String> = None;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;

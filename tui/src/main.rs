@@ -41,17 +41,14 @@ enum Command {
     Bench(cli::bench::BenchCommand),
     /// The agent sandbox's launcher, run by the harness (not for direct use).
     #[command(name = ale_harness::sandbox::LAUNCHER_SUBCOMMAND, hide = true)]
-    SandboxExec {
-        /// The launch spec, as JSON.
-        spec: String,
-    },
+    SandboxExec,
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if let Some(Command::SandboxExec { spec }) = &cli.command {
+    if let Some(Command::SandboxExec) = &cli.command {
         // Before any thread exists: the launcher creates user namespaces.
-        ale_harness::sandbox::launcher_main(spec);
+        ale_harness::sandbox::launcher_main();
     }
     let Some(command) = cli.command else {
         cli::init_logging("off");
@@ -78,7 +75,7 @@ fn main() -> std::process::ExitCode {
         Command::Plot(args) => cli::plot::run(args),
         Command::Agent(args) => cli::agent::run(args),
         Command::Bench(cmd) => cli::bench::run(cmd),
-        Command::SandboxExec { .. } => unreachable!("handled before logging starts"),
+        Command::SandboxExec => unreachable!("handled before logging starts"),
     };
     match result {
         Ok(code) => code,

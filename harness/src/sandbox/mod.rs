@@ -7,7 +7,7 @@
 //! started dies with the sandbox's PID namespace.
 //!
 //! The namespaces are set up by a launcher process: the harness re-executes its own binary
-//! (`ale sandbox-exec SPEC`, see [`launcher_main`]) because `unshare(CLONE_NEWUSER)` needs a
+//! (`ale sandbox-exec`, see [`launcher_main`]) because `unshare(CLONE_NEWUSER)` needs a
 //! single-threaded caller, which an async harness is not. The launcher's child is PID 1 of the
 //! sandbox; it starts the agent, reaps orphans, and exits with the agent's status, at which
 //! point the kernel kills whatever is left in the namespace.
@@ -296,13 +296,18 @@ pub fn resolve_workdir(dir: &Path, hidden: &[PathBuf]) -> Result<PathBuf, Sandbo
     Ok(path)
 }
 
-/// The entry point of `ale sandbox-exec SPEC_JSON`: sets the sandbox up and runs the agent in
-/// it; never returns. Must be called before the process starts any thread.
-pub fn launcher_main(spec_json: &str) -> ! {
-    let spec: LaunchSpec = match serde_json::from_str(spec_json) {
+/// The entry point of `ale sandbox-exec`: reads the [`LaunchSpec`] from stdin, sets the
+/// sandbox up and runs the agent in it; never returns. Must be called before the process
+/// starts any thread.
+///
+/// The spec travels on stdin rather than on the command line, which every process in the
+/// sandbox could read from `/proc/1/cmdline`.
+pub fn launcher_main() -> ! {
+    let spec = read_spec_from_stdin();
+    let spec = match spec {
         Ok(spec) => spec,
         Err(e) => {
-            eprintln!("ale sandbox: unreadable launch spec: {e}");
+            eprintln!("ale sandbox: unreadable launch spec on stdin: {e}");
             std::process::exit(SETUP_FAILED);
         }
     };
@@ -318,29 +323,75 @@ pub fn launcher_main(spec_json: &str) -> ! {
     }
 }
 
-/// The command line that runs `spec` in a sandbox: `ale_exe sandbox-exec JSON`.
-pub fn launcher_command(ale_exe: &Path, spec: &LaunchSpec) -> std::process::Command {
-    let mut command = std::process::Command::new(ale_exe);
+/// The largest launch spec the launcher reads.
+const MAX_SPEC_BYTES: u64 = 1 << 20;
+
+fn read_spec_from_stdin() -> Result<LaunchSpec, String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_SPEC_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|e| e.to_string())?;
+    // The agent gets an empty stdin, not the harness's pipe.
+    let null = std::fs::File::open("/dev/null").map_err(|e| e.to_string())?;
+    // SAFETY: dup2 onto fd 0; both descriptors are valid.
+    if unsafe { libc::dup2(std::os::fd::AsRawFd::as_raw_fd(&null), 0) } < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// The launcher's command (`ale_exe sandbox-exec`, with an empty environment); the caller
+/// pipes [`spec_bytes`] into its stdin.
+pub fn launcher_command(ale_exe: &Path) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(ale_exe);
     command
         .arg(LAUNCHER_SUBCOMMAND)
-        // A LaunchSpec is plain data and always serializes.
-        .arg(serde_json::to_string(spec).unwrap_or_default())
-        .env_clear();
+        .env_clear()
+        .stdin(std::process::Stdio::piped());
     command
+}
+
+/// What the launcher reads on stdin.
+pub fn spec_bytes(spec: &LaunchSpec) -> Vec<u8> {
+    // A LaunchSpec is plain data and always serializes.
+    serde_json::to_vec(spec).unwrap_or_default()
+}
+
+/// Hands `spec` to a launcher started with [`launcher_command`].
+pub async fn send_spec(
+    child: &mut tokio::process::Child,
+    spec: &LaunchSpec,
+) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("the launcher's stdin is not piped"))?;
+    stdin.write_all(&spec_bytes(spec)).await?;
+    stdin.shutdown().await
 }
 
 /// Sets a sandbox for `spec` up and tears it down again without running anything: tells
 /// whether agents can be sandboxed here, and why not.
-pub fn probe(ale_exe: &Path, spec: &LaunchSpec) -> Result<(), SandboxError> {
+pub async fn probe(ale_exe: &Path, spec: &LaunchSpec) -> Result<(), SandboxError> {
     if !cfg!(target_os = "linux") {
         return Err(SandboxError::Unsupported);
     }
     let mut spec = spec.clone();
     spec.probe = true;
-    let output = launcher_command(ale_exe, &spec)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| SandboxError::Unavailable(format!("cannot run {}: {e}", ale_exe.display())))?;
+    let cannot_run =
+        |e: std::io::Error| SandboxError::Unavailable(format!("cannot run {}: {e}", ale_exe.display()));
+    let mut child = launcher_command(ale_exe)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(cannot_run)?;
+    send_spec(&mut child, &spec).await.map_err(cannot_run)?;
+    let output = child.wait_with_output().await.map_err(cannot_run)?;
     if output.status.success() {
         return Ok(());
     }
