@@ -10,6 +10,7 @@ use ale_sims::Tensor;
 use tonic::{Request, Response, Status};
 
 use crate::env::StepInfo;
+use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
 
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
@@ -62,10 +63,12 @@ impl AleEnv for AleEnvService {
         &self,
         request: Request<pb::CreateEnvRequest>,
     ) -> Result<Response<pb::CreateEnvResponse>, Status> {
+        // Set by the listener for every connection it accepts; absent only in-process.
+        let connection = request.extensions().get::<ConnectionId>().copied();
         let req = request.into_inner();
-        let created = self
-            .evaluator
-            .create_env(self.channel, &req.task_id, req.official)?;
+        let created =
+            self.evaluator
+                .create_env(self.channel, connection, &req.task_id, req.official)?;
         let (session_id, run_id) = created
             .official
             .as_ref()
