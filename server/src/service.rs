@@ -45,7 +45,8 @@ fn integer(v: i64) -> pb::Value {
 fn encode_info(info: StepInfo) -> HashMap<String, pb::Value> {
     use ale_proto::info_keys::*;
     let mut map = HashMap::with_capacity(4 + info.counters.len());
-    map.insert(EPISODE_STEPS.into(), integer(info.episode_steps as i64));
+    let steps = i64::try_from(info.episode_steps).unwrap_or(i64::MAX);
+    map.insert(EPISODE_STEPS.into(), integer(steps));
     map.insert(EPISODE_RETURN.into(), number(info.episode_return));
     if let Some((index, planned)) = info.rollout {
         map.insert(ROLLOUT_INDEX.into(), integer(i64::from(index)));
