@@ -36,10 +36,12 @@ impl EvaluatorHandle {
     /// Stops an evaluator this harness started (SIGTERM, so it flushes); no-op otherwise.
     pub async fn stop(mut self) {
         if let Some(child) = &mut self.child {
-            if let Some(pid) = child.id() {
+            // A pid that does not fit pid_t would wrap to a negative one, which names a process
+            // group (or, at -1, every process); it cannot come from the OS, so it is skipped.
+            if let Some(pid) = child.id().and_then(|pid| libc::pid_t::try_from(pid).ok()) {
                 // SAFETY: signalling our own child process.
                 unsafe {
-                    libc::kill(pid as i32, libc::SIGTERM);
+                    libc::kill(pid, libc::SIGTERM);
                 }
             }
             if tokio::time::timeout(Duration::from_secs(10), child.wait())

@@ -80,8 +80,20 @@ struct ResultRead<'a> {
 fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
         .unwrap_or(0)
+}
+
+/// When the harness ends a session that `started` with a time budget of `budget_seconds` (as
+/// the evaluator reported it): the budget plus [`BUDGET_GRACE`]. `None`: no budget (0), or one
+/// so long that this clock cannot represent its end, which is then never reached.
+fn overrun_deadline(started: Instant, budget_seconds: u64) -> Option<Instant> {
+    if budget_seconds == 0 {
+        return None;
+    }
+    started
+        .checked_add(Duration::from_secs(budget_seconds))?
+        .checked_add(BUDGET_GRACE)
 }
 
 fn describe_exit(status: Option<ExitStatus>) -> String {
@@ -232,8 +244,7 @@ async fn run_with(
     .map_err(records_err)?;
     tracing::info!(%run_id, task = %summary.id, "official env created; launching the agent");
 
-    let deadline = (summary.time_budget_seconds > 0)
-        .then(|| started + Duration::from_secs(summary.time_budget_seconds) + BUDGET_GRACE);
+    let deadline = overrun_deadline(started, summary.time_budget_seconds);
     let mut agent = Agent::launch(&launch(&handle, &run_dir.join(AGENT_LOG_FILE))).await?;
     let mut harness_reason: Option<String> = None;
     let result = loop {
@@ -386,4 +397,22 @@ async fn run_with(
         cause: std::io::Error::other(e),
     })?;
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Regression: a time budget whose end no `Instant` can hold panicked here.
+    #[test]
+    fn a_budget_beyond_the_clock_means_no_deadline_not_a_panic() {
+        let now = Instant::now();
+        assert_eq!(overrun_deadline(now, 0), None);
+        assert_eq!(
+            overrun_deadline(now, 60),
+            Some(now + Duration::from_secs(60) + BUDGET_GRACE)
+        );
+        assert_eq!(overrun_deadline(now, u64::MAX), None);
+        assert_eq!(overrun_deadline(now, i64::MAX as u64), None);
+    }
 }

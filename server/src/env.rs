@@ -239,7 +239,7 @@ impl Env {
         match &mut self.kind {
             Kind::Practice(episode) => {
                 let t = step_checked(&self.task, self.sim.as_mut(), action)?;
-                episode.steps += 1;
+                episode.steps = episode.steps.saturating_add(1);
                 episode.episode_return += t.reward;
                 Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
@@ -331,5 +331,63 @@ impl Env {
             Outcome::Aborted,
             why.to_string(),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ale_proto::trajectory::{EventKind, TRAJECTORY_FILE};
+
+    use super::*;
+    use crate::seeds::{OsSeeds, random_id_bytes};
+    use crate::task::TaskRegistry;
+
+    /// Regression: a time budget whose end no `Instant` can hold panicked in `Session::start`
+    /// after `session_started` was written, so a retry wrote a second one (and the trajectory
+    /// failed verification), and ending the session at shutdown panicked again.
+    #[test]
+    fn a_deadline_beyond_the_clock_neither_panics_nor_starts_the_session_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let registry = TaskRegistry::builtin().unwrap();
+        let mut task = registry.get("cartpole-balance").unwrap().as_ref().clone();
+        task.eval.time_budget_seconds = u64::MAX;
+        let run_dir = dir.path().join("run");
+        let now = Instant::now();
+        let secret = [7; SECRET_LEN];
+        let mut env = Env::official(
+            EnvHandle::from_random(random_id_bytes()),
+            Arc::new(task),
+            RunId::from_random(random_id_bytes()),
+            SessionId::from_random(random_id_bytes()),
+            &run_dir,
+            now,
+        )
+        .unwrap();
+
+        let (_, planned) = env.start_eval_session(&OsSeeds, &secret, now).unwrap();
+        assert_eq!(planned, 20);
+        // A budget that cannot end never runs out: the session plays.
+        env.reset(None, now).unwrap();
+        env.step(&Tensor::scalar_i64(1), now).unwrap();
+        let again = env.start_eval_session(&OsSeeds, &secret, now);
+        assert!(
+            matches!(again, Err(Error::SessionAlreadyStarted(_))),
+            "{again:?}"
+        );
+        // What shutdown does.
+        env.end_session("the evaluator shut down", &OsSeeds, &secret, now)
+            .unwrap();
+
+        let text = std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).unwrap();
+        let chain = ale_proto::trajectory::verify(&text).unwrap();
+        let kinds: Vec<EventKind> = chain.events.iter().map(|e| e.event.kind).collect();
+        let started = kinds
+            .iter()
+            .filter(|k| **k == EventKind::SessionStarted)
+            .count();
+        assert_eq!(started, 1, "{kinds:?}");
+        assert_eq!(kinds.last(), Some(&EventKind::SessionFinished));
+        let verified = ale_harness::verify::verify_trajectory(&text).unwrap();
+        assert_eq!(verified.result.unwrap().total_steps, 1);
     }
 }

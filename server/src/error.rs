@@ -1,5 +1,7 @@
 //! The evaluator's one error type, and the one place it becomes a gRPC status.
 
+use std::time::Duration;
+
 use ale_proto::{BatchId, EnvHandle, SessionId};
 use tonic::{Code, Status};
 
@@ -37,12 +39,34 @@ pub enum Error {
     ResultNeedsHarness,
     #[error("{0}")]
     Unimplemented(String),
-    #[error(
-        "the evaluator holds its maximum of {0} envs; reuse an env or let idle practice envs expire"
-    )]
-    TooManyEnvs(usize),
+    #[error("{0}")]
+    TooManyEnvs(EnvCap),
     #[error("cannot write the trajectory: {0}")]
     Trajectory(#[from] std::io::Error),
+}
+
+/// The env cap a `CreateEnv` ran into; the message names the cap, its value, the `ale serve`
+/// flag that sets it, and what the client can do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EnvCap {
+    #[error(
+        "this connection already holds {cap} practice envs, the per-connection cap \
+         (ale serve --max-practice-envs-per-connection): reuse one of them with Reset; \
+         a practice env unused for {idle:?} is reclaimed when room is needed"
+    )]
+    PracticePerConnection { cap: usize, idle: Duration },
+    #[error(
+        "the evaluator already holds {cap} practice envs, its total practice cap \
+         (ale serve --max-practice-envs), and none has been unused for {idle:?}: \
+         reuse an env you hold with Reset, or retry later"
+    )]
+    PracticeTotal { cap: usize, idle: Duration },
+    #[error(
+        "the evaluator already holds {cap} official envs, its official cap \
+         (ale serve --max-official-envs), and none has a finished session unused for {idle:?}: \
+         retry once running sessions have finished, or restart the evaluator with a larger cap"
+    )]
+    Official { cap: usize, idle: Duration },
 }
 
 impl Error {

@@ -3,14 +3,15 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use ale_proto::records::EvalResultRecord;
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Space, Tensor, Transition};
 
 use crate::env::{Env, StepInfo};
+use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, Shared, lock};
 use crate::error::Error;
 use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
 use crate::state_dir;
@@ -23,28 +24,6 @@ pub enum Channel {
     Agent,
     /// The Unix socket in the private state dir: the harness.
     Harness,
-}
-
-/// Limits that protect the evaluator from a runaway client.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    /// Envs held at once.
-    pub max_envs: usize,
-    /// A practice env unused this long may be dropped to make room for a new one.
-    pub practice_idle: Duration,
-    /// An official env whose session finished this long ago may be dropped too (its record is
-    /// on disk; its result can no longer be read over the wire).
-    pub finished_official_idle: Duration,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_envs: 1024,
-            practice_idle: Duration::from_secs(300),
-            finished_official_idle: Duration::from_secs(600),
-        }
-    }
 }
 
 /// An env as `CreateEnv` reports it.
@@ -65,27 +44,29 @@ pub struct Spec {
     pub official: bool,
 }
 
-type Shared<T> = Arc<Mutex<T>>;
-
 pub struct Evaluator {
     tasks: TaskRegistry,
     state_dir: PathBuf,
     secret: [u8; SECRET_LEN],
     seeds: Box<dyn SeedSource>,
     limits: Limits,
-    envs: Mutex<HashMap<EnvHandle, Shared<Env>>>,
+    envs: Mutex<EnvTable>,
     sessions: Mutex<HashMap<SessionId, Shared<Env>>>,
-}
-
-/// A poisoned lock means a panic mid-update elsewhere; the data is still the best we have.
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Evaluator {
     /// An evaluator over `state_dir` (created 0700, with its secret) hosting `tasks`.
     pub fn new(tasks: TaskRegistry, state_dir: &Path) -> std::io::Result<Evaluator> {
-        Self::with_seed_source(tasks, state_dir, Box::new(OsSeeds), Limits::default())
+        Self::with_limits(tasks, state_dir, Limits::default())
+    }
+
+    /// As [`Evaluator::new`], with caps other than the defaults.
+    pub fn with_limits(
+        tasks: TaskRegistry,
+        state_dir: &Path,
+        limits: Limits,
+    ) -> std::io::Result<Evaluator> {
+        Self::with_seed_source(tasks, state_dir, Box::new(OsSeeds), limits)
     }
 
     pub fn with_seed_source(
@@ -102,7 +83,7 @@ impl Evaluator {
             secret,
             seeds,
             limits,
-            envs: Mutex::new(HashMap::new()),
+            envs: Mutex::new(EnvTable::default()),
             sessions: Mutex::new(HashMap::new()),
         })
     }
@@ -118,7 +99,6 @@ impl Evaluator {
     fn env(&self, handle: &EnvHandle) -> Result<Shared<Env>, Error> {
         lock(&self.envs)
             .get(handle)
-            .cloned()
             .ok_or_else(|| Error::UnknownHandle(handle.clone()))
     }
 
@@ -129,9 +109,13 @@ impl Evaluator {
         })
     }
 
+    /// Creates an env of `task_id`: official (harness channel only) or practice, counted
+    /// against `connection`'s practice allowance (`None`: an in-process caller, all of which
+    /// share one allowance). A refused request leaves the table as it was.
     pub fn create_env(
         &self,
         channel: Channel,
+        connection: Option<ConnectionId>,
         task_id: &str,
         official: bool,
     ) -> Result<CreatedEnv, Error> {
@@ -139,32 +123,14 @@ impl Evaluator {
             return Err(Error::OfficialNeedsHarness);
         }
         let task = self.task(task_id)?.clone();
+        let pool = if official {
+            Pool::Official
+        } else {
+            Pool::Practice { connection }
+        };
         let now = Instant::now();
         let mut envs = lock(&self.envs);
-        if envs.len() >= self.limits.max_envs {
-            let mut dropped_sessions = Vec::new();
-            envs.retain(|_, env| {
-                let env = lock(env);
-                let idle = now.duration_since(env.last_used());
-                let reclaimable = if env.is_official() {
-                    env.is_finished_official() && idle >= self.limits.finished_official_idle
-                } else {
-                    idle >= self.limits.practice_idle
-                };
-                if reclaimable && let Some(id) = env.session_id() {
-                    dropped_sessions.push(id.clone());
-                }
-                !reclaimable
-            });
-            let mut sessions = lock(&self.sessions);
-            for id in dropped_sessions {
-                sessions.remove(&id);
-            }
-            drop(sessions);
-            if envs.len() >= self.limits.max_envs {
-                return Err(Error::TooManyEnvs(self.limits.max_envs));
-            }
-        }
+        let room = envs.room_for(pool, &self.limits, now)?;
         let handle = EnvHandle::from_random(random_id_bytes());
         let (env, ids) = if official {
             let run_id = RunId::from_random(random_id_bytes());
@@ -184,15 +150,24 @@ impl Evaluator {
             (Env::practice(handle.clone(), task, now)?, None)
         };
         let env = Arc::new(Mutex::new(env));
-        if let Some((session_id, _)) = &ids {
-            lock(&self.sessions).insert(session_id.clone(), env.clone());
+        let dropped_sessions = envs.insert(room, handle.clone(), env.clone(), pool);
+        let mut sessions = lock(&self.sessions);
+        for id in dropped_sessions {
+            sessions.remove(&id);
         }
-        envs.insert(handle.clone(), env);
+        if let Some((session_id, _)) = &ids {
+            sessions.insert(session_id.clone(), env);
+        }
         Ok(CreatedEnv {
             handle,
             task_id: task_id.to_string(),
             official: ids,
         })
+    }
+
+    /// How many envs the evaluator holds, per pool.
+    pub fn env_counts(&self) -> EnvCounts {
+        lock(&self.envs).counts()
     }
 
     pub fn spec(&self, handle: &EnvHandle) -> Result<Spec, Error> {
@@ -295,5 +270,36 @@ impl Evaluator {
                 tracing::error!(error = %e, "could not close an eval session at shutdown");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn in_process_callers_share_one_connection_allowance() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            max_practice_envs_per_connection: 2,
+            ..Limits::default()
+        };
+        let evaluator =
+            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), dir.path(), limits).unwrap();
+        let create = |connection| {
+            evaluator.create_env(Channel::Agent, connection, "cartpole-balance", false)
+        };
+        create(None).unwrap();
+        create(None).unwrap();
+        let err = create(None).unwrap_err();
+        assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err}");
+        create(Some(ConnectionId(7))).unwrap();
+        assert_eq!(
+            evaluator.env_counts(),
+            EnvCounts {
+                practice: 3,
+                official: 0
+            }
+        );
     }
 }

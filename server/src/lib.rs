@@ -15,6 +15,7 @@
 //! ```
 
 mod env;
+mod env_table;
 mod error;
 mod evaluator;
 pub mod seeds;
@@ -25,7 +26,8 @@ pub mod state_dir;
 pub mod task;
 mod trajectory;
 
-pub use error::Error;
-pub use evaluator::{Channel, CreatedEnv, Evaluator, Limits, Spec};
+pub use env_table::{ConnectionId, EnvCounts, Limits};
+pub use error::{EnvCap, Error};
+pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec};
 pub use serve::{RunningServer, ServeError};
 pub use task::{Task, TaskError, TaskRegistry};

@@ -4,18 +4,24 @@
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 
 use ale_proto::pb::{ale_env_server::AleEnvServer, catalog_server::CatalogServer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_stream::wrappers::UnixListenerStream;
+use tokio_stream::{Stream, StreamExt};
 use tonic::transport::Server;
-use tonic::transport::server::{Router, TcpIncoming};
+use tonic::transport::server::{Connected, Router, TcpIncoming};
 use tower::layer::util::{Identity, Stack};
 use tower::util::MapResponseLayer;
 
+use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
 use crate::service::{AleEnvService, CatalogService};
 use crate::state_dir;
@@ -159,6 +165,75 @@ async fn router(
         .add_service(reflection))
 }
 
+/// An accepted connection tagged with its [`ConnectionId`], which tonic hands to every request
+/// on it as a request extension.
+struct IdentifiedIo<IO> {
+    io: IO,
+    id: ConnectionId,
+}
+
+impl<IO> Connected for IdentifiedIo<IO> {
+    type ConnectInfo = ConnectionId;
+
+    fn connect_info(&self) -> ConnectionId {
+        self.id
+    }
+}
+
+impl<IO: AsyncRead + Unpin> AsyncRead for IdentifiedIo<IO> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
+    }
+}
+
+impl<IO: AsyncWrite + Unpin> AsyncWrite for IdentifiedIo<IO> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+}
+
+/// Tags each connection `incoming` accepts with a fresh id from `next_id`, which both
+/// listeners share so an id names one connection of this evaluator.
+fn identified<IO>(
+    incoming: impl Stream<Item = std::io::Result<IO>>,
+    next_id: Arc<AtomicU64>,
+) -> impl Stream<Item = std::io::Result<IdentifiedIo<IO>>> {
+    incoming.map(move |accepted| {
+        accepted.map(|io| IdentifiedIo {
+            io,
+            id: ConnectionId(next_id.fetch_add(1, Ordering::Relaxed)),
+        })
+    })
+}
+
 /// Starts serving `evaluator`: the agent channel on `listen` (TCP) and on its state dir's
 /// `agent.sock`, the harness channel on its state dir's harness socket.
 pub async fn start(
@@ -208,14 +283,17 @@ pub async fn start_with_agent_socket(
     let agent = router(&evaluator, Channel::Agent).await?;
     let agent_local = router(&evaluator, Channel::Agent).await?;
     let harness = router(&evaluator, Channel::Harness).await?;
-    let incoming = TcpIncoming::from(tcp).with_nodelay(Some(true));
+    let next_id = Arc::new(AtomicU64::new(0));
+    let tcp = identified(
+        TcpIncoming::from(tcp).with_nodelay(Some(true)),
+        next_id.clone(),
+    );
+    let agent_unix = identified(UnixListenerStream::new(agent_unix), next_id.clone());
+    let unix = identified(UnixListenerStream::new(unix), next_id);
     let tasks = vec![
-        tokio::spawn(agent.serve_with_incoming_shutdown(incoming, signal())),
-        tokio::spawn(
-            agent_local
-                .serve_with_incoming_shutdown(UnixListenerStream::new(agent_unix), signal()),
-        ),
-        tokio::spawn(harness.serve_with_incoming_shutdown(UnixListenerStream::new(unix), signal())),
+        tokio::spawn(agent.serve_with_incoming_shutdown(tcp, signal())),
+        tokio::spawn(agent_local.serve_with_incoming_shutdown(agent_unix, signal())),
+        tokio::spawn(harness.serve_with_incoming_shutdown(unix, signal())),
     ];
     tracing::info!(agent = %agent_addr, harness = %harness_socket.display(), "evaluator listening");
     Ok(RunningServer {

@@ -10,6 +10,7 @@ use ale_sims::Tensor;
 use tonic::{Request, Response, Status};
 
 use crate::env::StepInfo;
+use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
 
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
@@ -44,7 +45,8 @@ fn integer(v: i64) -> pb::Value {
 fn encode_info(info: StepInfo) -> HashMap<String, pb::Value> {
     use ale_proto::info_keys::*;
     let mut map = HashMap::with_capacity(4 + info.counters.len());
-    map.insert(EPISODE_STEPS.into(), integer(info.episode_steps as i64));
+    let steps = i64::try_from(info.episode_steps).unwrap_or(i64::MAX);
+    map.insert(EPISODE_STEPS.into(), integer(steps));
     map.insert(EPISODE_RETURN.into(), number(info.episode_return));
     if let Some((index, planned)) = info.rollout {
         map.insert(ROLLOUT_INDEX.into(), integer(i64::from(index)));
@@ -62,10 +64,12 @@ impl AleEnv for AleEnvService {
         &self,
         request: Request<pb::CreateEnvRequest>,
     ) -> Result<Response<pb::CreateEnvResponse>, Status> {
+        // Set by the listener for every connection it accepts; absent only in-process.
+        let connection = request.extensions().get::<ConnectionId>().copied();
         let req = request.into_inner();
-        let created = self
-            .evaluator
-            .create_env(self.channel, &req.task_id, req.official)?;
+        let created =
+            self.evaluator
+                .create_env(self.channel, connection, &req.task_id, req.official)?;
         let (session_id, run_id) = created
             .official
             .as_ref()

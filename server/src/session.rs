@@ -53,6 +53,15 @@ pub struct RolloutProgress {
     pub episode_return: f64,
 }
 
+/// When a time budget of `budget_seconds` that starts at `now` runs out. `None`: no budget (0),
+/// or one so long that this clock cannot represent its end, which is then never reached.
+fn deadline(now: Instant, budget_seconds: u64) -> Option<Instant> {
+    if budget_seconds == 0 {
+        return None;
+    }
+    now.checked_add(Duration::from_secs(budget_seconds))
+}
+
 impl Session {
     /// Draws the hidden seeds, records their commitments, and opens the session.
     pub fn start(
@@ -64,6 +73,9 @@ impl Session {
         trajectory: &mut TrajectoryWriter,
         now: Instant,
     ) -> Result<Session, Error> {
+        // Everything the session holds is computed before its first trusted event is written:
+        // `session_started` on disk always stands for a session that exists.
+        let deadline = deadline(now, task.eval.time_budget_seconds);
         let rollouts: Vec<Rollout> = (0..task.eval.episodes)
             .map(|index| {
                 let seed = seeds.draw();
@@ -92,11 +104,10 @@ impl Session {
                     .collect(),
             },
         )?;
-        let budget = task.eval.time_budget_seconds;
         Ok(Session {
             id,
             run_id,
-            deadline: (budget > 0).then(|| now + Duration::from_secs(budget)),
+            deadline,
             task,
             rollouts,
             current: None,
@@ -211,9 +222,9 @@ impl Session {
             return Err(Error::SessionFinished(self.status_message.clone()));
         }
         let transition = step_checked(&self.task, sim, action)?;
-        self.total_steps += 1;
+        self.total_steps = self.total_steps.saturating_add(1);
         let record = &mut self.rollouts[i].record;
-        record.steps += 1;
+        record.steps = record.steps.saturating_add(1);
         record.episode_return += transition.reward;
         if transition.is_done() {
             self.current = None;
@@ -367,5 +378,18 @@ impl Session {
             steps: record.steps,
             episode_return: record.episode_return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_beyond_the_clock_has_no_deadline() {
+        let now = Instant::now();
+        assert_eq!(deadline(now, 0), None);
+        assert_eq!(deadline(now, 600), Some(now + Duration::from_secs(600)));
+        assert_eq!(deadline(now, u64::MAX), None);
     }
 }

@@ -31,6 +31,24 @@ const EMBEDDED: &[(&str, &str)] = &[
     embed!("reacher-reach.toml"),
 ];
 
+/// Bounds on a task file's numbers, checked at load. They are far beyond any real task and
+/// near enough that everything computed from them (deadlines, step counts, scores) stays in
+/// range: a task file cannot make the evaluator overflow.
+pub mod bounds {
+    /// `eval.episodes`: 1 to this.
+    pub const MAX_EPISODES: u32 = 10_000;
+    /// `eval.max_steps_per_episode`: 1 to this.
+    pub const MAX_STEPS_PER_EPISODE: u32 = 10_000_000;
+    /// `eval.max_total_steps`: 0 (no limit) to this.
+    pub const MAX_TOTAL_STEPS: u64 = 1_000_000_000_000;
+    /// `eval.time_budget_seconds`: 0 (no limit) to this, 7 days.
+    pub const MAX_TIME_BUDGET_SECONDS: u64 = 7 * 24 * 60 * 60;
+    /// `metric.target` (> 0) and `metric.failure_value` (>= 0): finite, at most this.
+    pub const MAX_METRIC_VALUE: f64 = 1e12;
+    /// `metric.cap` (> 0): at most this.
+    pub const MAX_CAP: f64 = 100.0;
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -229,49 +247,10 @@ impl Task {
         {
             return Err(invalid("metric.episode_metric", no_counter(name)));
         }
-        let m = &self.metric;
-        if !(m.target.is_finite() && m.target > 0.0) {
-            return Err(invalid(
-                "metric.target",
-                format!(
-                    "must be a finite number > 0 (the score is a ratio to it), got {}; state a negative return as a positive quantity instead",
-                    m.target
-                ),
-            ));
-        }
-        if !(m.cap.is_finite() && m.cap > 0.0) {
-            return Err(invalid(
-                "metric.cap",
-                format!("must be a finite number > 0, got {}", m.cap),
-            ));
-        }
-        if !(m.failure_value.is_finite() && m.failure_value >= 0.0) {
-            return Err(invalid(
-                "metric.failure_value",
-                format!("must be a finite number >= 0, got {}", m.failure_value),
-            ));
-        }
-        if self.eval.episodes == 0 {
-            return Err(invalid("eval.episodes", "must be at least 1".into()));
-        }
-        if self.eval.max_steps_per_episode == 0 {
-            return Err(invalid(
-                "eval.max_steps_per_episode",
-                "must be at least 1".into(),
-            ));
-        }
+        self.validate_numbers(file)?;
         for s in &self.safety {
             if !has_counter(&s.counter) {
                 return Err(invalid("safety.counter", no_counter(&s.counter)));
-            }
-            if !(0.0..=1.0).contains(&s.penalty_factor) {
-                return Err(invalid(
-                    "safety.penalty_factor",
-                    format!(
-                        "must be within [0, 1], got {} for {:?}",
-                        s.penalty_factor, s.name
-                    ),
-                ));
             }
         }
         match (self.mode, &self.submission) {
@@ -282,6 +261,98 @@ impl Task {
                 return Err(invalid("submission", "is only for batch tasks".into()));
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// Every number against [`bounds`], so nothing computed from a task can overflow.
+    fn validate_numbers(&self, file: &str) -> Result<(), TaskError> {
+        use bounds::*;
+        let invalid = |key, problem: String| TaskError::Invalid {
+            file: file.to_string(),
+            key,
+            problem,
+        };
+        let count = |key, value: u64, min: u64, max: u64, what: &str| {
+            if (min..=max).contains(&value) {
+                Ok(())
+            } else {
+                Err(invalid(
+                    key,
+                    format!("must be within {min}..={max} ({what}), got {value}"),
+                ))
+            }
+        };
+        let e = &self.eval;
+        count(
+            "eval.episodes",
+            e.episodes.into(),
+            1,
+            MAX_EPISODES.into(),
+            "rollouts in one evaluation",
+        )?;
+        count(
+            "eval.max_steps_per_episode",
+            e.max_steps_per_episode.into(),
+            1,
+            MAX_STEPS_PER_EPISODE.into(),
+            "steps before an episode is truncated",
+        )?;
+        count(
+            "eval.max_total_steps",
+            e.max_total_steps,
+            0,
+            MAX_TOTAL_STEPS,
+            "0 means no limit",
+        )?;
+        count(
+            "eval.time_budget_seconds",
+            e.time_budget_seconds,
+            0,
+            MAX_TIME_BUDGET_SECONDS,
+            "seconds, at most 7 days; 0 means no limit",
+        )?;
+        let m = &self.metric;
+        if !(m.target.is_finite() && m.target > 0.0 && m.target <= MAX_METRIC_VALUE) {
+            return Err(invalid(
+                "metric.target",
+                format!(
+                    "must be a finite number > 0 and at most {MAX_METRIC_VALUE:e} (the score is a ratio to it), got {}; state a negative return as a positive quantity instead",
+                    m.target
+                ),
+            ));
+        }
+        if !(m.cap.is_finite() && m.cap > 0.0 && m.cap <= MAX_CAP) {
+            return Err(invalid(
+                "metric.cap",
+                format!(
+                    "must be a finite number > 0 and at most {MAX_CAP} (the largest score, as a multiple of the target), got {}",
+                    m.cap
+                ),
+            ));
+        }
+        if !(m.failure_value.is_finite()
+            && m.failure_value >= 0.0
+            && m.failure_value <= MAX_METRIC_VALUE)
+        {
+            return Err(invalid(
+                "metric.failure_value",
+                format!(
+                    "must be a finite number within [0, {MAX_METRIC_VALUE:e}], got {}",
+                    m.failure_value
+                ),
+            ));
+        }
+        for s in &self.safety {
+            if !(0.0..=1.0).contains(&s.penalty_factor) {
+                return Err(invalid(
+                    "safety.penalty_factor",
+                    format!(
+                        "must be within [0, 1], got {} for {:?}",
+                        s.penalty_factor, s.name
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -479,5 +550,132 @@ mod tests {
         std::fs::write(dir.path().join("b.toml"), &text).unwrap();
         let err = TaskRegistry::with_dir(dir.path()).unwrap_err().to_string();
         assert!(err.contains("already defined by"), "{err}");
+    }
+
+    /// Asserts that `text` is refused, naming `file` and `key`.
+    fn refused(file: &str, text: &str, key: &str) -> String {
+        let err = Task::from_toml(file, text)
+            .err()
+            .unwrap_or_else(|| panic!("{key}: accepted"))
+            .to_string();
+        assert!(
+            err.starts_with(&format!("{file}: `{key}` must be")),
+            "{err}"
+        );
+        err
+    }
+
+    #[test]
+    fn eval_counts_are_bounded_naming_file_and_key() {
+        for (find, key, refused_values, accepted_values) in [
+            (
+                "episodes = 20",
+                "eval.episodes",
+                &["0", "10001"][..],
+                &["1", "10000"][..],
+            ),
+            (
+                "max_steps_per_episode = 500",
+                "eval.max_steps_per_episode",
+                &["0", "10000001"],
+                &["1", "10000000"],
+            ),
+            (
+                "max_total_steps = 10000",
+                "eval.max_total_steps",
+                &["1000000000001", "9223372036854775807"],
+                &["0", "1000000000000"],
+            ),
+            (
+                "time_budget_seconds = 600",
+                "eval.time_budget_seconds",
+                &["604801", "9223372036854775807"],
+                &["0", "604800"],
+            ),
+        ] {
+            let name = key.rsplit('.').next().unwrap();
+            for value in refused_values {
+                let text = cartpole_with(find, &format!("{name} = {value}"));
+                let err = refused("bounds.toml", &text, key);
+                assert!(err.ends_with(&format!("got {value}")), "{err}");
+            }
+            for value in accepted_values {
+                let text = cartpole_with(find, &format!("{name} = {value}"));
+                Task::from_toml("bounds.toml", &text).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn metric_numbers_are_finite_and_bounded_naming_file_and_key() {
+        for (find, key, refused_values, accepted_values) in [
+            (
+                "target = 475.0",
+                "metric.target",
+                &["0.0", "-1.0", "nan", "inf", "1.1e12"][..],
+                &["1e-9", "1e12"][..],
+            ),
+            (
+                "cap = 1.5",
+                "metric.cap",
+                &["0.0", "-1.5", "nan", "inf", "100.5"],
+                &["0.01", "100.0"],
+            ),
+            (
+                "failure_value = 0.0",
+                "metric.failure_value",
+                &["-1.0", "nan", "-inf", "1.1e12"],
+                &["0.0", "1e12"],
+            ),
+        ] {
+            let name = key.rsplit('.').next().unwrap();
+            for value in refused_values {
+                refused(
+                    "m.toml",
+                    &cartpole_with(find, &format!("{name} = {value}")),
+                    key,
+                );
+            }
+            for value in accepted_values {
+                Task::from_toml("m.toml", &cartpole_with(find, &format!("{name} = {value}")))
+                    .unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn safety_penalty_factors_are_within_zero_and_one_naming_file_and_key() {
+        let reacher = include_str!("../tasks/reacher-reach.toml");
+        let find = "penalty_factor = 0.8";
+        assert!(reacher.contains(find));
+        for value in ["-0.1", "1.01", "nan", "inf"] {
+            let text = reacher.replace(find, &format!("penalty_factor = {value}"));
+            refused("s.toml", &text, "safety.penalty_factor");
+        }
+        for value in ["0.0", "1.0"] {
+            let text = reacher.replace(find, &format!("penalty_factor = {value}"));
+            Task::from_toml("s.toml", &text).unwrap();
+        }
+    }
+
+    /// Regression: a time budget above what an `Instant` can add made `StartEvalSession`
+    /// panic; such a task directory is now refused at load, naming the file and the key.
+    #[test]
+    fn a_task_dir_with_a_huge_time_budget_is_refused_at_load() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = cartpole_with(
+            "time_budget_seconds = 600",
+            "time_budget_seconds = 9223372036854775807",
+        );
+        let file = dir.path().join("huge.toml");
+        std::fs::write(&file, text).unwrap();
+        let err = TaskRegistry::with_dir(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "{}: `eval.time_budget_seconds` must be within 0..=604800",
+                file.display()
+            )),
+            "{err}"
+        );
     }
 }

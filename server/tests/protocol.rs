@@ -574,30 +574,6 @@ async fn the_trajectory_verifies_and_matches_the_result_and_a_flipped_byte_is_ca
 }
 
 #[tokio::test]
-async fn idle_practice_envs_make_room_and_the_env_cap_holds() {
-    let limits = ale_server::Limits {
-        max_envs: 3,
-        practice_idle: std::time::Duration::from_millis(200),
-        finished_official_idle: std::time::Duration::from_secs(3600),
-    };
-    let t = TestServer::start_with(&[], limits).await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut envs = Vec::new();
-    for _ in 0..3 {
-        envs.push(client.create("cartpole-balance").await.unwrap());
-    }
-    let err = client.create("cartpole-balance").await.err().unwrap();
-    assert_eq!(err.code(), Some(Code::ResourceExhausted));
-    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-    envs[0].reset(Some(1)).await.unwrap();
-    // Two idle envs are dropped; the one just used survives.
-    client.create("cartpole-balance").await.unwrap();
-    envs[0].reset(Some(1)).await.unwrap();
-    let err = envs[1].reset(Some(1)).await.unwrap_err();
-    assert_eq!(err.code(), Some(Code::NotFound));
-}
-
-#[tokio::test]
 async fn shutdown_ends_running_sessions_in_the_trajectory() {
     let t = TestServer::start().await;
     let (mut env, _, run_id) = t.attached_official_env("cartpole-balance").await;
@@ -647,44 +623,6 @@ async fn an_oversized_request_is_resource_exhausted_and_changes_nothing() {
         r.info["episode_steps"].kind,
         Some(pb::value::Kind::Integer(1))
     );
-}
-
-#[tokio::test]
-async fn finished_official_runs_make_room_but_running_ones_never_do() {
-    let limits = ale_server::Limits {
-        max_envs: 2,
-        practice_idle: std::time::Duration::from_secs(3600),
-        finished_official_idle: std::time::Duration::from_millis(100),
-    };
-    let t = TestServer::start_with(&[], limits).await;
-    let mut harness = t.harness().await;
-    // One finished run, one still running.
-    let (_, finished, _) = t.official_env("cartpole-balance").await;
-    result(&mut harness, &finished, true).await;
-    let (running_handle, running, _) = t.official_env("cartpole-balance").await;
-    let client = Client::connect(&t.endpoint()).await.unwrap();
-    let mut env = client
-        .attach(ale_proto::EnvHandle::from_wire(running_handle))
-        .await
-        .unwrap();
-    env.start_eval_session().await.unwrap();
-    env.reset(None).await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
-    // The finished run's slot is reclaimed for a new env.
-    client.create("cartpole-balance").await.unwrap();
-    let err = harness
-        .get_eval_result(pb::GetEvalResultRequest {
-            session_id: finished,
-            end_session: false,
-        })
-        .await
-        .unwrap_err();
-    assert_eq!(err.code(), Code::NotFound);
-    // The running one is untouched, and the table is full again.
-    env.step(&Tensor::scalar_i64(1)).await.unwrap();
-    assert_eq!(result(&mut harness, &running, false).await.total_steps, 1);
-    let err = client.create("cartpole-balance").await.err().unwrap();
-    assert_eq!(err.code(), Some(Code::ResourceExhausted));
 }
 
 /// Regression: a shape whose element count overflows must be refused, not panic or wrap.

@@ -113,3 +113,36 @@ fn the_console_without_a_terminal_says_so_instead_of_panicking() {
     assert!(stderr.contains("the console needs a terminal"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// Regression: a task file whose time budget no clock can add made the evaluator panic at
+/// `StartEvalSession`; `ale serve` now refuses it at start, naming the file and the key.
+#[test]
+fn serve_refuses_a_task_file_with_an_out_of_bounds_number() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks");
+    std::fs::create_dir(&tasks).unwrap();
+    let text = include_str!("../../server/tasks/cartpole-balance.toml").replace(
+        "time_budget_seconds = 600",
+        "time_budget_seconds = 9223372036854775807",
+    );
+    let file = tasks.join("huge.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(tmp.path().join("state"))
+        .arg("--tasks-dir")
+        .arg(&tasks)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "{}: `eval.time_budget_seconds` must be within 0..=604800",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

@@ -2,11 +2,12 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ale_server::{Evaluator, TaskRegistry};
+use ale_server::{Evaluator, Limits, TaskRegistry};
 use anyhow::Context;
 
 use crate::StateDirArg;
@@ -32,6 +33,32 @@ pub struct ServeArgs {
     /// Runtime worker threads; 1 serves everything from one thread (lowest latency).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: usize,
+    /// Practice envs held at once, over all connections.
+    #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_practice_envs))]
+    pub max_practice_envs: NonZeroUsize,
+    /// Practice envs one connection may hold at once.
+    #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_practice_envs_per_connection))]
+    pub max_practice_envs_per_connection: NonZeroUsize,
+    /// Official envs held at once (harness channel); practice envs never count against it.
+    #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_official_envs))]
+    pub max_official_envs: NonZeroUsize,
+}
+
+/// The library's default caps are all at least 1.
+fn default_cap(n: usize) -> NonZeroUsize {
+    NonZeroUsize::new(n).unwrap_or(NonZeroUsize::MIN)
+}
+
+impl ServeArgs {
+    /// The evaluator's caps: the flags, and the library's defaults for the rest.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_practice_envs: self.max_practice_envs.get(),
+            max_practice_envs_per_connection: self.max_practice_envs_per_connection.get(),
+            max_official_envs: self.max_official_envs.get(),
+            ..Limits::default()
+        }
+    }
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -40,7 +67,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => TaskRegistry::builtin()?,
     };
     let state_dir = args.state_dir.resolve();
-    let evaluator = Evaluator::new(tasks, &state_dir)
+    let evaluator = Evaluator::with_limits(tasks, &state_dir, args.limits())
         .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {

@@ -1,0 +1,273 @@
+//! The env caps over real gRPC: practice envs capped per connection and in total, official
+//! envs capped on their own, so practice load never refuses the harness.
+
+mod common;
+
+use std::time::Duration;
+
+use ale_client::policy::CartPoleHeuristic;
+use ale_client::{Client, play_episode};
+use ale_proto::pb;
+use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
+use ale_server::{EnvCounts, Limits};
+use ale_sims::Tensor;
+use common::{TestServer, result};
+use tonic::Code;
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+fn caps(practice: usize, per_connection: usize, official: usize) -> Limits {
+    Limits {
+        max_practice_envs: practice,
+        max_practice_envs_per_connection: per_connection,
+        max_official_envs: official,
+        practice_idle: HOUR,
+        finished_official_idle: HOUR,
+    }
+}
+
+async fn create(
+    agent: &mut pb::ale_env_client::AleEnvClient<tonic::transport::Channel>,
+) -> Result<String, tonic::Status> {
+    agent
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: false,
+        })
+        .await
+        .map(|r| r.into_inner().handle)
+}
+
+fn counts(t: &TestServer) -> EnvCounts {
+    t.server.evaluator().env_counts()
+}
+
+#[tokio::test]
+async fn a_full_practice_table_never_refuses_the_harness_an_official_session() {
+    let task = common::cartpole_variant(
+        "cartpole-short",
+        &[
+            ("episodes = 20", "episodes = 2"),
+            ("max_steps_per_episode = 500", "max_steps_per_episode = 50"),
+        ],
+    );
+    let t = TestServer::start_with(&[("short.toml", task)], caps(4, 2, 2)).await;
+    let (mut a, mut b) = (t.agent().await, t.agent().await);
+    for agent in [&mut a, &mut b] {
+        for _ in 0..2 {
+            create(agent).await.unwrap();
+        }
+    }
+    let err = create(&mut t.agent().await).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert_eq!(
+        counts(&t),
+        EnvCounts {
+            practice: 4,
+            official: 0
+        }
+    );
+
+    // The harness still gets its official env, and the agent plays the whole session.
+    let (mut env, session, _) = t.attached_official_env("cartpole-short").await;
+    assert_eq!(env.start_eval_session().await.unwrap().episodes, 2);
+    let mut policy = CartPoleHeuristic::default();
+    for _ in 0..2 {
+        let episode = play_episode(&mut env, &mut policy, None).await.unwrap();
+        assert_eq!(episode.steps, 50);
+    }
+    let r =
+        EvalResultRecord::try_from(result(&mut t.harness().await, &session, false).await).unwrap();
+    assert_eq!(r.status, EvalStatus::Completed, "{}", r.status_message);
+    assert!(r.episodes.iter().all(|e| e.outcome == Outcome::Completed));
+    assert_eq!(r.value, 50.0);
+    assert_eq!(
+        counts(&t),
+        EnvCounts {
+            practice: 4,
+            official: 1
+        }
+    );
+}
+
+#[tokio::test]
+async fn one_connection_at_its_cap_leaves_others_free_until_the_total_cap() {
+    let t = TestServer::start_with(&[], caps(4, 2, 1)).await;
+    let (mut first, mut second, mut third) = (t.agent().await, t.agent().await, t.agent().await);
+    let mine = [
+        create(&mut first).await.unwrap(),
+        create(&mut first).await.unwrap(),
+    ];
+    let err = create(&mut first).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert!(
+        err.message()
+            .starts_with("this connection already holds 2 practice envs, the per-connection cap")
+            && err.message().contains("--max-practice-envs-per-connection")
+            && err.message().contains("reuse one of them with Reset"),
+        "{}",
+        err.message()
+    );
+
+    // Another connection has its own allowance, until the total cap binds.
+    create(&mut second).await.unwrap();
+    create(&mut second).await.unwrap();
+    let err = create(&mut third).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert!(
+        err.message()
+            .starts_with("the evaluator already holds 4 practice envs, its total practice cap")
+            && err.message().contains("--max-practice-envs)"),
+        "{}",
+        err.message()
+    );
+
+    // Envs are counted against the connection that created them, not the one using them.
+    for handle in mine {
+        common::reset(&mut third, &handle, Some(1)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_refused_create_env_changes_nothing() {
+    let limits = Limits {
+        practice_idle: Duration::from_millis(100),
+        ..caps(10, 2, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let (mut first, mut idle) = (t.agent().await, t.agent().await);
+    let idle_handle = create(&mut idle).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    create(&mut first).await.unwrap();
+    create(&mut first).await.unwrap();
+    let before = counts(&t);
+    assert_eq!(
+        before,
+        EnvCounts {
+            practice: 3,
+            official: 0
+        }
+    );
+
+    // Reclaiming the other connection's idle env would not make room on this one: it stays.
+    let err = create(&mut first).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert_eq!(counts(&t), before);
+    common::reset(&mut idle, &idle_handle, Some(1)).await;
+
+    // Neither does a refused official env, on either channel.
+    let err = first
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    t.official_env("cartpole-balance").await;
+    let err = t
+        .harness()
+        .await
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert!(
+        err.message()
+            .starts_with("the evaluator already holds 1 official envs, its official cap")
+            && err.message().contains("--max-official-envs"),
+        "{}",
+        err.message()
+    );
+    assert_eq!(
+        counts(&t),
+        EnvCounts {
+            practice: 3,
+            official: 1
+        }
+    );
+    let runs = std::fs::read_dir(t.state_dir().join("runs"))
+        .unwrap()
+        .count();
+    assert_eq!(runs, 1, "a refused official env must leave no run folder");
+}
+
+#[tokio::test]
+async fn idle_practice_envs_make_room_and_the_practice_cap_holds() {
+    let limits = Limits {
+        practice_idle: Duration::from_millis(200),
+        ..caps(3, 64, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let client = Client::connect(&t.endpoint()).await.unwrap();
+    let mut envs = Vec::new();
+    for _ in 0..3 {
+        envs.push(client.create("cartpole-balance").await.unwrap());
+    }
+    let err = client.create("cartpole-balance").await.err().unwrap();
+    assert_eq!(err.code(), Some(Code::ResourceExhausted));
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    envs[0].reset(Some(1)).await.unwrap();
+    // Two idle envs are dropped; the one just used survives.
+    client.create("cartpole-balance").await.unwrap();
+    envs[0].reset(Some(1)).await.unwrap();
+    let err = envs[1].reset(Some(1)).await.unwrap_err();
+    assert_eq!(err.code(), Some(Code::NotFound));
+    assert_eq!(counts(&t).practice, 2);
+}
+
+#[tokio::test]
+async fn finished_official_runs_make_room_but_running_ones_never_do() {
+    let limits = Limits {
+        finished_official_idle: Duration::from_millis(100),
+        ..caps(1, 1, 2)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let mut harness = t.harness().await;
+    // One finished run, one still running.
+    let (_, finished, _) = t.official_env("cartpole-balance").await;
+    result(&mut harness, &finished, true).await;
+    let (running_handle, running, _) = t.official_env("cartpole-balance").await;
+    let client = Client::connect(&t.endpoint()).await.unwrap();
+    let mut env = client
+        .attach(ale_proto::EnvHandle::from_wire(running_handle))
+        .await
+        .unwrap();
+    env.start_eval_session().await.unwrap();
+    env.reset(None).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // A practice env does not take the finished run's slot: the pools are apart.
+    client.create("cartpole-balance").await.unwrap();
+    result(&mut harness, &finished, false).await;
+    // A new official env does.
+    t.official_env("cartpole-balance").await;
+    let err = harness
+        .get_eval_result(pb::GetEvalResultRequest {
+            session_id: finished,
+            end_session: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+    // The running one is untouched, and the official pool is full again.
+    env.step(&Tensor::scalar_i64(1)).await.unwrap();
+    assert_eq!(result(&mut harness, &running, false).await.total_steps, 1);
+    let err = harness
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    assert_eq!(
+        counts(&t),
+        EnvCounts {
+            practice: 1,
+            official: 2
+        }
+    );
+}
