@@ -169,3 +169,20 @@ fn serve_keeps_running_when_its_stdout_is_closed() {
     assert!(tmp.path().join("harness.sock").exists());
     assert!(sigterm(&mut child).success());
 }
+
+/// Regression: `ale serve` announced it was ready before its SIGTERM handler was installed, so
+/// a SIGTERM sent right after the announcement killed it instead of stopping it cleanly.
+#[test]
+fn serve_stops_cleanly_on_a_sigterm_sent_right_after_its_announcement() {
+    for _ in 0..5 {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let (mut child, _) = serve(&state);
+        let status = sigterm(&mut child);
+        assert!(status.success(), "{status}");
+        assert!(
+            !state.join("harness.sock").exists(),
+            "shut down, not killed"
+        );
+    }
+}

@@ -41,8 +41,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {
         let server = ale_server::serve::start(Arc::new(evaluator), args.listen).await?;
+        // Whoever reads the announcement may signal at once: the handlers are in place first.
+        let stop = stop_signal()?;
         announce(&server);
-        wait_for_stop_signal().await?;
+        stop.await;
         tracing::info!("stop signal received; shutting down");
         server.shutdown().await;
         Ok(ExitCode::SUCCESS)
@@ -62,10 +64,15 @@ fn announce(server: &ale_server::RunningServer) {
     }
 }
 
-async fn wait_for_stop_signal() -> std::io::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r,
-        _ = term.recv() => Ok(()),
-    }
+/// Installs the SIGTERM and SIGINT (Ctrl-C) handlers now; the future ends at the first signal.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
 }
