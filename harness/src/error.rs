@@ -32,6 +32,8 @@ pub enum HarnessError {
     },
     #[error("the run's trajectory does not verify: {0}")]
     Unverified(String),
+    #[error("refusing to write the run's records: {0}")]
+    NotPrivate(ale_proto::private_files::PrivateFileError),
 }
 
 impl HarnessError {

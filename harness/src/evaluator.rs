@@ -6,6 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use ale_proto::layout;
+use ale_proto::private_files::read_private_file;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -64,10 +65,10 @@ pub async fn attach_or_start(
     if socket_is_live(&harness_socket) {
         let agent_endpoint = match endpoint {
             Some(e) => e.to_string(),
-            None => std::fs::read_to_string(layout::agent_endpoint_file(state_dir))
-                .map(|s| s.trim().to_string())
+            None => read_private_file(&layout::agent_endpoint_file(state_dir))
+                .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
                 .map_err(|e| HarnessError::Evaluator(format!(
-                    "an evaluator serves {} but its agent endpoint file is unreadable ({e}); pass --endpoint",
+                    "an evaluator serves {} but its agent endpoint file is unusable ({e}); pass --endpoint",
                     state_dir.display()
                 )))?,
         };

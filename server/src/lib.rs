@@ -28,4 +28,5 @@ mod trajectory;
 pub use error::Error;
 pub use evaluator::{Channel, CreatedEnv, Evaluator, Limits, Spec};
 pub use serve::{RunningServer, ServeError};
+pub use state_dir::StateDirError;
 pub use task::{Task, TaskError, TaskRegistry};

@@ -14,6 +14,7 @@ use crate::StateDirArg;
 /// The line prefixes `ale serve` prints once it is listening.
 pub const READY_AGENT: &str = "agent channel:   ";
 pub const READY_HARNESS: &str = "harness channel: ";
+pub const READY_EVALUATOR_KEY: &str = "evaluator key:   ";
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -51,10 +52,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// Prints the endpoints once listening. Best-effort: a closed stdout must not stop a server.
+/// Prints the endpoints and the evaluator's public key once listening. Best-effort: a closed
+/// stdout must not stop a server.
 fn announce(server: &ale_server::RunningServer) {
+    let key = server.evaluator().public_key_hex();
+    tracing::info!(evaluator_key = %key, "evaluator public key");
     let text = format!(
-        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_HARNESS}{}\n",
+        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_HARNESS}{}\n  {READY_EVALUATOR_KEY}{key}\n",
         server.agent_endpoint(),
         server.harness_socket().display()
     );
