@@ -34,6 +34,8 @@ pub enum HarnessError {
     Unverified(String),
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
+    #[error("refusing to write the run's records: {0}")]
+    NotPrivate(ale_proto::private_files::PrivateFileError),
 }
 
 impl HarnessError {

@@ -6,6 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use ale_proto::layout;
+use ale_proto::private_files::read_private_file;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
@@ -61,13 +62,14 @@ fn socket_is_live(socket: &Path) -> bool {
 /// The agent channel's endpoints as the evaluator serving `state_dir` recorded them.
 fn recorded_endpoints(state_dir: &Path) -> Result<layout::AgentEndpoints, HarnessError> {
     let file = layout::agent_endpoint_file(state_dir);
-    let text = std::fs::read_to_string(&file).map_err(|e| {
-        HarnessError::Evaluator(format!(
-            "an evaluator serves {} but its agent endpoint file {} is unreadable ({e})",
-            state_dir.display(),
-            file.display()
-        ))
-    })?;
+    let text = read_private_file(&file)
+        .map(|bytes| String::from_utf8_lossy(&bytes).to_string())
+        .map_err(|e| {
+            HarnessError::Evaluator(format!(
+                "an evaluator serves {} but its agent endpoint file is unusable ({e})",
+                state_dir.display()
+            ))
+        })?;
     layout::AgentEndpoints::parse(&text).ok_or_else(|| {
         HarnessError::Evaluator(format!(
             "{} does not name both agent channels (TCP and Unix socket); the evaluator serving {} \

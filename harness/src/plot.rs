@@ -2,9 +2,11 @@
 //! and the target line. PNG or SVG, chosen by the file's extension. PNG text is drawn with a
 //! font compiled into the binary, so nothing is needed from the system.
 
+use std::io::Write;
 use std::path::Path;
 use std::sync::Once;
 
+use ale_proto::private_files::create_private_file;
 use ale_proto::records::{Direction, EpisodeRecord, Outcome};
 use plotters::prelude::*;
 
@@ -69,23 +71,66 @@ fn register_font() {
     });
 }
 
-/// Renders `data` to `path` (`.png` or `.svg`).
-pub fn render(data: &PlotData, path: &Path) -> Result<(), String> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("png") => {
-            register_font();
-            let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-            draw(data, root).map_err(|e| format!("cannot draw {}: {e}", path.display()))
+/// A plot file's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlotFormat {
+    Png,
+    Svg,
+}
+
+impl PlotFormat {
+    /// The format a file name's extension asks for.
+    pub fn of(path: &Path) -> Result<PlotFormat, String> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("png") => Ok(PlotFormat::Png),
+            Some("svg") => Ok(PlotFormat::Svg),
+            _ => Err(format!(
+                "{}: the plot file must end in .png or .svg",
+                path.display()
+            )),
         }
-        Some("svg") => {
-            let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-            draw(data, root).map_err(|e| format!("cannot draw {}: {e}", path.display()))
-        }
-        _ => Err(format!(
-            "{}: the plot file must end in .png or .svg",
-            path.display()
-        )),
     }
+}
+
+/// Renders `data` as the bytes of a PNG or SVG file.
+pub fn render_bytes(data: &PlotData, format: PlotFormat) -> Result<Vec<u8>, String> {
+    let failed = |e: Box<dyn std::error::Error>| format!("cannot draw the plot: {e}");
+    match format {
+        PlotFormat::Png => {
+            register_font();
+            let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
+            let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
+            draw(data, root).map_err(failed)?;
+            encode_png(&rgb).map_err(|e| format!("cannot encode the plot as PNG: {e}"))
+        }
+        PlotFormat::Svg => {
+            let mut svg = String::new();
+            draw(
+                data,
+                SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area(),
+            )
+            .map_err(failed)?;
+            Ok(svg.into_bytes())
+        }
+    }
+}
+
+fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, WIDTH, HEIGHT);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(rgb)?;
+    writer.finish()?;
+    Ok(bytes)
+}
+
+/// Renders `data` to `path` (`.png` or `.svg`), replacing a file there: for a plot the
+/// operator asked for by name.
+pub fn render(data: &PlotData, path: &Path) -> Result<(), String> {
+    let bytes = render_bytes(data, PlotFormat::of(path)?)?;
+    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 fn draw<DB: DrawingBackend>(
@@ -167,11 +212,17 @@ where
     Ok(())
 }
 
-/// Writes `plot.png` and `plot.svg` into a run folder.
+/// Writes `plot.png` and `plot.svg` (0600) into a run folder, as new files: a file or link
+/// already there is an error, never overwritten or followed.
 pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), String> {
     let data = PlotData::from_report(report);
     for file in PLOT_FILES {
-        render(&data, &run_dir.join(file))?;
+        let path = run_dir.join(file);
+        let bytes = render_bytes(&data, PlotFormat::of(&path)?)?;
+        let mut out = create_private_file(&path, 0o600).map_err(|e| e.to_string())?;
+        out.write_all(&bytes)
+            .and_then(|()| out.sync_all())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
 }
@@ -232,5 +283,30 @@ mod tests {
                 .unwrap_err()
                 .contains(".png or .svg")
         );
+    }
+
+    #[test]
+    fn run_plots_are_new_private_files_never_written_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let report = crate::report::tests::sample();
+        let dir = tempfile::tempdir().unwrap();
+        write_run_plots(dir.path(), &report).unwrap();
+        for file in PLOT_FILES {
+            let path = dir.path().join(file);
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{file}");
+        }
+        assert_eq!(
+            &std::fs::read(dir.path().join("plot.png")).unwrap()[..8],
+            b"\x89PNG\r\n\x1a\n"
+        );
+
+        let other = tempfile::tempdir().unwrap();
+        let target = other.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        std::os::unix::fs::symlink(&target, other.path().join("plot.png")).unwrap();
+        let e = write_run_plots(other.path(), &report).unwrap_err();
+        assert!(e.contains("plot.png already exists"), "{e}");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     }
 }

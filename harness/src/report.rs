@@ -5,6 +5,7 @@ use std::path::Path;
 
 use ale_proto::RunId;
 use ale_proto::layout::REPORT_FILE;
+use ale_proto::private_files::create_private_file;
 use ale_proto::records::{EpisodeRecord, EvalStatus, Genre};
 use serde::{Deserialize, Serialize};
 
@@ -84,17 +85,12 @@ pub struct Versions {
 }
 
 impl Report {
-    /// Writes `report.json` into `run_dir` (0600).
+    /// Writes `report.json` into `run_dir` (0600), once: a file or link already there is an
+    /// error, never overwritten or followed.
     pub fn write(&self, run_dir: &Path) -> std::io::Result<()> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(run_dir.join(REPORT_FILE))?;
+        let mut file = create_private_file(&run_dir.join(REPORT_FILE), 0o600)?;
         file.write_all(text.as_bytes())?;
         file.write_all(b"\n")?;
         file.sync_all()
@@ -106,5 +102,98 @@ impl Report {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| format!("{} is not a report: {e}", path.display()))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::scoring::{Faithfulness, ScoringRules, score};
+    use ale_proto::records::Direction;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    pub(crate) fn sample() -> Report {
+        let rules = ScoringRules {
+            metric_name: "mean_return".into(),
+            direction: Direction::HigherIsBetter,
+            target: 475.0,
+            cap: 1.5,
+            safety: vec![],
+            requires_faithfulness: false,
+        };
+        let chain = RecordSummary {
+            file: "trajectory.jsonl".into(),
+            head: "00".repeat(32),
+            events: 0,
+            verified: true,
+        };
+        Report {
+            report_version: REPORT_VERSION,
+            run_id: RunId::from_wire("run-test"),
+            task: TaskSummary {
+                id: "cartpole-balance".into(),
+                title: "CartPole".into(),
+                sim: "cartpole".into(),
+                genre: Genre::Open,
+                episodes: 1,
+                max_total_steps: 500,
+                time_budget_seconds: 60,
+            },
+            status: EvalStatus::Completed,
+            status_message: "completed".into(),
+            agent: AgentSummary {
+                command: vec!["agent".into()],
+                exit: "exited with status 0".into(),
+                left_early: false,
+                log: "agent.log".into(),
+            },
+            sandbox: crate::sandbox::SandboxRecord {
+                mode: crate::sandbox::SandboxMode::Namespaces,
+                network: crate::sandbox::Network::None,
+                agent_uid: Some(65534),
+            },
+            value: 500.0,
+            score: score(
+                &rules,
+                Some(500.0),
+                &BTreeMap::new(),
+                &Faithfulness::Missing,
+            ),
+            episodes: vec![],
+            seed_commitments: vec![],
+            safety: BTreeMap::new(),
+            total_steps: 500,
+            trajectory: chain.clone(),
+            harness_log: chain,
+            timings: Timings {
+                started_unix_ms: 0,
+                finished_unix_ms: 1,
+                duration_seconds: 0.001,
+            },
+            versions: Versions {
+                harness: "test".into(),
+                evaluator: "test".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_report_is_written_once_privately_and_never_through_a_link() {
+        let tmp = tempfile::tempdir().unwrap();
+        let report = sample();
+        report.write(tmp.path()).unwrap();
+        let path = tmp.path().join(REPORT_FILE);
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert_eq!(Report::read(tmp.path()).unwrap(), report);
+        let e = report.write(tmp.path()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists, "{e}");
+
+        let other = tempfile::tempdir().unwrap();
+        let target = other.path().join("precious");
+        std::fs::write(&target, "keep me").unwrap();
+        symlink(&target, other.path().join(REPORT_FILE)).unwrap();
+        assert!(report.write(other.path()).is_err());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     }
 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ale_proto::layout::{self, AGENT_LOG_FILE};
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
+use ale_proto::private_files::check_private_dir;
 use ale_proto::records::{EvalResultRecord, EvalStatus, Genre};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
 use ale_proto::{EnvHandle, RunId, SessionId};
@@ -220,6 +221,15 @@ async fn run_with(
     let summary = task_summary(&task);
     let target = task.metric.as_ref().map_or(f64::NAN, |m| m.target);
     let run_dir = layout::run_dir(&options.state_dir, &run_id);
+    // The harness writes into the evaluator's run folder only when the whole way there is
+    // private to this user and goes through no link.
+    for dir in [
+        options.state_dir.clone(),
+        layout::runs_dir(&options.state_dir),
+        run_dir.clone(),
+    ] {
+        check_private_dir(&dir).map_err(HarnessError::NotPrivate)?;
+    }
     let records_err = |cause| HarnessError::Records {
         path: run_dir.clone(),
         cause,

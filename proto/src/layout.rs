@@ -20,6 +20,14 @@ pub const AGENT_SOCKET: &str = "agent.sock";
 pub const AGENT_LOG_FILE: &str = "agent.log";
 /// The harness's report in a run folder.
 pub const REPORT_FILE: &str = "report.json";
+/// The evaluator's Ed25519 signing key: its 32-byte seed (0600).
+pub const EVALUATOR_KEY_FILE: &str = "evaluator.key";
+/// The evaluator's Ed25519 public key, 64 hex characters and a newline (0644).
+pub const EVALUATOR_PUBLIC_KEY_FILE: &str = "evaluator.pub";
+/// The harness's Ed25519 signing key: its 32-byte seed (0600).
+pub const HARNESS_KEY_FILE: &str = "harness.key";
+/// The harness's Ed25519 public key, 64 hex characters and a newline (0644).
+pub const HARNESS_PUBLIC_KEY_FILE: &str = "harness.pub";
 
 pub fn harness_socket(state_dir: &Path) -> PathBuf {
     state_dir.join(HARNESS_SOCKET)

@@ -5,11 +5,15 @@
 //! - [`trajectory`]: the hash-chained trajectory format, writer side and verifier.
 //! - [`records`]: the `EvalResult` record and trajectory event data.
 //! - [`seed_commitment`]: how a hidden seed is recorded.
+//! - [`layout`]: the names in an evaluator's state dir; [`private_files`]: the rules every
+//!   file and folder there is created and read under; [`keys`]: the Ed25519 keys kept there.
 
 pub mod commitment;
 pub mod convert;
 pub mod ids;
+pub mod keys;
 pub mod layout;
+pub mod private_files;
 pub mod records;
 pub mod trajectory;
 

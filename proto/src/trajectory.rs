@@ -365,14 +365,10 @@ fn now_unix_ms() -> u64 {
 }
 
 impl ChainWriter {
-    /// Starts a new chained file at `path` (0600); fails if it exists.
+    /// Starts a new chained file at `path` (0600); fails if anything, even a link, is there
+    /// (see [`crate::private_files::create_private_file`]).
     pub fn create(path: &std::path::Path, level: Level) -> std::io::Result<ChainWriter> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let file = std::fs::OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
+        let file = crate::private_files::create_private_file(path, 0o600)?;
         Ok(ChainWriter {
             file,
             chain: Chain::new(),

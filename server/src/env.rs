@@ -129,16 +129,17 @@ impl Env {
         })
     }
 
-    /// An official env; its run folder and trajectory (with `run_started`) are created now.
+    /// An official env; its run folder `<runs_dir>/<run_id>` and trajectory (with
+    /// `run_started`) are created now.
     pub fn official(
         handle: EnvHandle,
         task: Arc<Task>,
         run_id: RunId,
         session_id: SessionId,
-        run_dir: &std::path::Path,
+        runs_dir: &std::path::Path,
         now: Instant,
     ) -> Result<Env, Error> {
-        let mut trajectory = crate::trajectory::create(run_dir)?;
+        let mut trajectory = crate::trajectory::create(runs_dir, &run_id)?;
         trajectory.append(
             EventKind::RunStarted,
             &RunStarted {

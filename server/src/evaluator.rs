@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use ale_proto::keys::{SigningKey, encode_public_key};
 use ale_proto::records::EvalResultRecord;
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Space, Tensor, Transition};
@@ -14,7 +15,7 @@ use crate::env::{Env, StepInfo};
 use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, Shared, lock};
 use crate::error::Error;
 use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
-use crate::state_dir;
+use crate::state_dir::{self, StateDirError};
 use crate::task::{Mode, Task, TaskRegistry};
 
 /// Which listener a request arrived on. Decided once, when the connection is accepted.
@@ -48,6 +49,7 @@ pub struct Evaluator {
     tasks: TaskRegistry,
     state_dir: PathBuf,
     secret: [u8; SECRET_LEN],
+    signing_key: SigningKey,
     seeds: Box<dyn SeedSource>,
     limits: Limits,
     envs: Mutex<EnvTable>,
@@ -55,8 +57,8 @@ pub struct Evaluator {
 }
 
 impl Evaluator {
-    /// An evaluator over `state_dir` (created 0700, with its secret) hosting `tasks`.
-    pub fn new(tasks: TaskRegistry, state_dir: &Path) -> std::io::Result<Evaluator> {
+    /// An evaluator over `state_dir` (created 0700, with its secret and key) hosting `tasks`.
+    pub fn new(tasks: TaskRegistry, state_dir: &Path) -> Result<Evaluator, StateDirError> {
         Self::with_limits(tasks, state_dir, Limits::default())
     }
 
@@ -65,22 +67,27 @@ impl Evaluator {
         tasks: TaskRegistry,
         state_dir: &Path,
         limits: Limits,
-    ) -> std::io::Result<Evaluator> {
+    ) -> Result<Evaluator, StateDirError> {
         Self::with_seed_source(tasks, state_dir, Box::new(OsSeeds), limits)
     }
 
+    /// Prepares `state_dir` (see [`state_dir::prepare`]) and loads or creates the evaluator
+    /// secret and signing key in it; a state dir or file that is not the evaluator's own is
+    /// refused.
     pub fn with_seed_source(
         tasks: TaskRegistry,
         state_dir: &Path,
         seeds: Box<dyn SeedSource>,
         limits: Limits,
-    ) -> std::io::Result<Evaluator> {
+    ) -> Result<Evaluator, StateDirError> {
         state_dir::prepare(state_dir)?;
         let secret = state_dir::load_or_create_secret(state_dir)?;
+        let signing_key = state_dir::load_or_create_evaluator_key(state_dir)?;
         Ok(Evaluator {
             tasks,
             state_dir: state_dir.to_path_buf(),
             secret,
+            signing_key,
             seeds,
             limits,
             envs: Mutex::new(EnvTable::default()),
@@ -94,6 +101,16 @@ impl Evaluator {
 
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
+    }
+
+    /// The evaluator's Ed25519 signing key (`<state>/evaluator.key`).
+    pub fn signing_key(&self) -> &SigningKey {
+        &self.signing_key
+    }
+
+    /// The evaluator's public key as `evaluator.pub` holds it: 64 lowercase hex characters.
+    pub fn public_key_hex(&self) -> String {
+        encode_public_key(&self.signing_key.verifying_key())
     }
 
     fn env(&self, handle: &EnvHandle) -> Result<Shared<Env>, Error> {
@@ -135,13 +152,12 @@ impl Evaluator {
         let (env, ids) = if official {
             let run_id = RunId::from_random(random_id_bytes());
             let session_id = SessionId::from_random(random_id_bytes());
-            let run_dir = state_dir::run_dir(&self.state_dir, &run_id);
             let env = Env::official(
                 handle.clone(),
                 task,
                 run_id.clone(),
                 session_id.clone(),
-                &run_dir,
+                &state_dir::runs_dir(&self.state_dir),
                 now,
             )?;
             tracing::info!(%handle, %run_id, task = task_id, "official env created");

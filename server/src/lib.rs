@@ -30,4 +30,5 @@ pub use env_table::{ConnectionId, EnvCounts, Limits};
 pub use error::{EnvCap, Error};
 pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec};
 pub use serve::{RunningServer, ServeError};
+pub use state_dir::StateDirError;
 pub use task::{Task, TaskError, TaskRegistry};

@@ -2,14 +2,15 @@
 //! on a Unix socket inside the private state dir, each with health and reflection.
 
 use std::net::SocketAddr;
-use std::os::unix::fs::PermissionsExt;
-use std::path::PathBuf;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 
 use ale_proto::pb::{ale_env_server::AleEnvServer, catalog_server::CatalogServer};
+use ale_proto::private_files::{PrivateFileError, replace_private_file};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
@@ -35,11 +36,18 @@ pub enum ServeError {
     },
     #[error("another evaluator is already serving {0}; stop it or use another --state-dir")]
     SocketInUse(PathBuf),
-    #[error("cannot create the harness socket {path}: {cause}")]
+    #[error(
+        "{} is {found}, expected a socket or nothing; it was left untouched. Remove it (rm {}) if nothing needs it, or use another --state-dir",
+        .path.display(), .path.display()
+    )]
+    SocketPathTaken { path: PathBuf, found: &'static str },
+    #[error("cannot create the socket {}: {cause}", .path.display())]
     Socket {
         path: PathBuf,
         cause: std::io::Error,
     },
+    #[error("cannot record the agent endpoint: {0}")]
+    EndpointFile(PrivateFileError),
     #[error("cannot build the reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
 }
@@ -97,22 +105,52 @@ impl RunningServer {
     }
 }
 
-/// Binds `<state>/harness.sock` (0600), replacing a stale socket file but never a live one.
-fn bind_harness_socket(path: &std::path::Path) -> Result<UnixListener, ServeError> {
-    bind_socket(path, 0o600)
-}
-
-/// Binds a Unix socket at `path` with `mode`, replacing a stale socket file but never a live one.
-fn bind_socket(path: &std::path::Path, mode: u32) -> Result<UnixListener, ServeError> {
+/// Binds a Unix socket at `path` and gives it `mode` (the harness socket is 0600; a socket
+/// others must reach, 0666). What is already at `path` decides:
+///
+/// - nothing: bind;
+/// - a socket that answers: [`ServeError::SocketInUse`] (another server is using it);
+/// - a socket nobody answers on (left by a server that died): removed, then bind;
+/// - anything else, a symbolic link included (dangling or not): [`ServeError::SocketPathTaken`],
+///   and it is left in place; it is never removed on a guess.
+///
+/// Must be called inside a tokio runtime. The directory holding `path` is what keeps others
+/// from swapping the socket between `bind` and `chmod`; put it in a private directory.
+pub fn bind_private_socket(path: &Path, mode: u32) -> Result<UnixListener, ServeError> {
     let socket_err = |cause| ServeError::Socket {
         path: path.to_path_buf(),
         cause,
     };
-    if path.exists() {
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
-            return Err(ServeError::SocketInUse(path.to_path_buf()));
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(socket_err(e)),
+        Ok(metadata) if metadata.file_type().is_socket() => {
+            match std::os::unix::net::UnixStream::connect(path) {
+                Ok(_) => return Err(ServeError::SocketInUse(path.to_path_buf())),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
+                    tracing::info!(socket = %path.display(), "removing a stale socket nobody answers on");
+                    // unlink removes the name itself, never what it might point to.
+                    std::fs::remove_file(path).map_err(socket_err)?;
+                }
+                Err(e) => return Err(socket_err(e)),
+            }
         }
-        std::fs::remove_file(path).map_err(socket_err)?;
+        Ok(metadata) => {
+            let t = metadata.file_type();
+            let found = if t.is_symlink() {
+                "a symbolic link"
+            } else if t.is_dir() {
+                "a directory"
+            } else if t.is_file() {
+                "a regular file"
+            } else {
+                "not a socket"
+            };
+            return Err(ServeError::SocketPathTaken {
+                path: path.to_path_buf(),
+                found,
+            });
+        }
     }
     let listener = UnixListener::bind(path).map_err(socket_err)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(socket_err)?;
@@ -257,22 +295,18 @@ pub async fn start_with_agent_socket(
     let tcp = TcpListener::bind(listen).await.map_err(listen_err)?;
     let agent_addr = tcp.local_addr().map_err(listen_err)?;
     let harness_socket = state_dir::harness_socket(evaluator.state_dir());
-    let unix = bind_harness_socket(&harness_socket)?;
+    let unix = bind_private_socket(&harness_socket, 0o600)?;
     // Sandboxed agents run as another user; the socket is reachable only where it is
     // bind-mounted (or by whoever may enter the folder it is in), like the TCP port.
-    let agent_unix = bind_socket(&agent_socket, 0o666)?;
+    let agent_unix = bind_private_socket(&agent_socket, 0o666)?;
 
     let endpoint_file = state_dir::agent_endpoint_file(evaluator.state_dir());
     let endpoints = ale_proto::layout::AgentEndpoints {
         tcp: format!("http://{agent_addr}"),
         unix: agent_socket.clone(),
     };
-    std::fs::write(&endpoint_file, endpoints.render()).map_err(|cause| {
-        ServeError::Socket {
-            path: endpoint_file.clone(),
-            cause,
-        }
-    })?;
+    replace_private_file(&endpoint_file, endpoints.render().as_bytes(), 0o600)
+        .map_err(ServeError::EndpointFile)?;
     let (stop, stopped) = watch::channel(false);
     let signal = move || {
         let mut stopped = stopped.clone();
@@ -304,4 +338,99 @@ pub async fn start_with_agent_socket(
         stop,
         tasks,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt, symlink};
+
+    fn state() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("harness.sock");
+        (tmp, path)
+    }
+
+    #[tokio::test]
+    async fn a_stale_socket_is_replaced_and_the_new_one_is_private() {
+        let (_tmp, path) = state();
+        // A server that died: its socket file stays, nobody listens.
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_socket()
+        );
+        let listener = bind_private_socket(&path, 0o600).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+        // The new socket is live.
+        std::os::unix::net::UnixStream::connect(&path).unwrap();
+        drop(listener);
+    }
+
+    #[tokio::test]
+    async fn a_live_socket_is_already_serving() {
+        let (_tmp, path) = state();
+        let _live = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let e = bind_private_socket(&path, 0o600).unwrap_err();
+        assert!(matches!(e, ServeError::SocketInUse(_)), "{e}");
+        assert!(e.to_string().contains("already serving"), "{e}");
+        std::os::unix::net::UnixStream::connect(&path).expect("still the old server's");
+    }
+
+    #[tokio::test]
+    async fn a_regular_file_at_the_socket_path_is_refused_and_kept() {
+        let (_tmp, path) = state();
+        std::fs::write(&path, "not a socket").unwrap();
+        let e = bind_private_socket(&path, 0o600).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.contains(&format!("{} is a regular file", path.display()))
+                && message.contains(&format!("rm {}", path.display())),
+            "{message}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a socket");
+    }
+
+    #[tokio::test]
+    async fn a_link_at_the_socket_path_is_refused_and_kept_dangling_or_not() {
+        let (tmp, path) = state();
+        let nowhere = tmp.path().join("nowhere.sock");
+        symlink(&nowhere, &path).unwrap();
+        let e = bind_private_socket(&path, 0o600).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                ServeError::SocketPathTaken {
+                    found: "a symbolic link",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(!e.to_string().contains("already serving"), "{e}");
+        assert_eq!(std::fs::read_link(&path).unwrap(), nowhere);
+        assert!(!nowhere.exists(), "nothing was bound through the link");
+
+        // A link to a live socket is not this server's socket either.
+        std::fs::remove_file(&path).unwrap();
+        let _live = std::os::unix::net::UnixListener::bind(&nowhere).unwrap();
+        symlink(&nowhere, &path).unwrap();
+        let e = bind_private_socket(&path, 0o600).unwrap_err();
+        assert!(matches!(e, ServeError::SocketPathTaken { .. }), "{e}");
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_socket_others_must_reach_gets_its_mode() {
+        let (_tmp, path) = state();
+        let _listener = bind_private_socket(&path, 0o666).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o666);
+    }
 }

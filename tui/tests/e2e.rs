@@ -7,6 +7,16 @@ use std::time::{Duration, Instant};
 
 const ALE: &str = env!("CARGO_BIN_EXE_ale");
 
+/// A temporary directory usable as a state dir as it is: private (0700), as the evaluator
+/// requires of a state dir that already exists.
+fn private_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .unwrap()
+}
+
 /// Builds a client example with the same profile as this test and returns its path.
 fn example(name: &str) -> PathBuf {
     let status = Command::new(env!("CARGO"))
@@ -107,7 +117,7 @@ fn serve_harness_and_example_agent_as_three_processes() {
 
 #[test]
 fn a_second_evaluator_on_the_same_state_dir_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = private_tempdir();
     let (mut first, _) = serve(tmp.path());
     let second = Command::new(ALE)
         .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
@@ -122,7 +132,7 @@ fn a_second_evaluator_on_the_same_state_dir_is_refused() {
 
 #[test]
 fn harness_run_starts_an_evaluator_when_none_serves_the_state_dir_and_stops_it() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = private_tempdir();
     let out = Command::new(ALE)
         .args([
             "harness",
@@ -155,7 +165,7 @@ fn harness_run_starts_an_evaluator_when_none_serves_the_state_dir_and_stops_it()
 /// Regression: `ale serve` exited when whoever read its ready line closed the pipe.
 #[test]
 fn serve_keeps_running_when_its_stdout_is_closed() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = private_tempdir();
     let mut child = Command::new(ALE)
         .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
         .arg(tmp.path())
@@ -168,4 +178,142 @@ fn serve_keeps_running_when_its_stdout_is_closed() {
     assert!(child.try_wait().unwrap().is_none(), "serve exited");
     assert!(tmp.path().join("harness.sock").exists());
     assert!(sigterm(&mut child).success());
+}
+
+/// `ale serve` on `state_dir` that is expected to refuse to start; returns its stderr.
+fn serve_refused(state_dir: &Path) -> String {
+    let out = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(state_dir)
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "serve started on {}",
+        state_dir.display()
+    );
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+#[test]
+fn serve_refuses_a_state_dir_prepared_by_another_user_and_leaves_it_alone() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("not root: cannot make a directory of another user");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::chown(&state, Some(65534), Some(65534)).unwrap();
+    let stderr = serve_refused(&state);
+    assert!(
+        stderr.contains(&format!(
+            "{} is owned by uid 65534, expected uid 0",
+            state.display()
+        )),
+        "{stderr}"
+    );
+    let metadata = std::fs::metadata(&state).unwrap();
+    assert_eq!(metadata.mode() & 0o777, 0o755, "not chmodded");
+    assert_eq!(metadata.uid(), 65534);
+    assert_eq!(
+        std::fs::read_dir(&state).unwrap().count(),
+        0,
+        "nothing created in it"
+    );
+}
+
+#[test]
+fn serve_refuses_an_open_state_dir_and_tells_how_to_fix_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::set_permissions(&state, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let stderr = serve_refused(&state);
+    assert!(
+        stderr.contains(&format!("chmod 700 {}", state.display())),
+        "{stderr}"
+    );
+    let mode = std::fs::metadata(&state).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o755);
+}
+
+#[test]
+fn serve_never_removes_what_is_not_its_socket() {
+    let tmp = private_tempdir();
+    let socket = tmp.path().join("harness.sock");
+    std::fs::write(&socket, "someone's notes").unwrap();
+    let stderr = serve_refused(tmp.path());
+    assert!(
+        stderr.contains(&format!("{} is a regular file", socket.display()))
+            && stderr.contains(&format!("rm {}", socket.display())),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("already serving"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&socket).unwrap(), "someone's notes");
+
+    std::fs::remove_file(&socket).unwrap();
+    std::os::unix::fs::symlink(tmp.path().join("gone.sock"), &socket).unwrap();
+    let stderr = serve_refused(tmp.path());
+    assert!(
+        stderr.contains(&format!("{} is a symbolic link", socket.display())),
+        "{stderr}"
+    );
+    assert!(
+        std::fs::symlink_metadata(&socket)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
+
+#[test]
+fn serve_replaces_a_stale_socket_and_announces_its_public_key() {
+    let tmp = private_tempdir();
+    // An evaluator that died left its socket behind.
+    drop(std::os::unix::net::UnixListener::bind(tmp.path().join("harness.sock")).unwrap());
+    let mut child = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let key = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("evaluator key:")
+                .map(|k| k.trim().to_string())
+        })
+        .expect("serve prints the evaluator's public key");
+    let published = std::fs::read_to_string(tmp.path().join("evaluator.pub")).unwrap();
+    assert_eq!(published, format!("{key}\n"));
+    ale_proto::keys::parse_public_key(&key).unwrap();
+    std::os::unix::net::UnixStream::connect(tmp.path().join("harness.sock"))
+        .expect("the new evaluator answers on the socket");
+    assert!(sigterm(&mut child).success());
+}
+
+/// Regression: `ale serve` announced it was ready before its SIGTERM handler was installed, so
+/// a SIGTERM sent right after the announcement killed it instead of stopping it cleanly.
+#[test]
+fn serve_stops_cleanly_on_a_sigterm_sent_right_after_its_announcement() {
+    for _ in 0..5 {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let (mut child, _) = serve(&state);
+        let status = sigterm(&mut child);
+        assert!(status.success(), "{status}");
+        assert!(
+            !state.join("harness.sock").exists(),
+            "shut down, not killed"
+        );
+    }
 }

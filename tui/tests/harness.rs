@@ -9,6 +9,16 @@ use ale_proto::trajectory::{Chain, Level};
 
 const ALE: &str = env!("CARGO_BIN_EXE_ale");
 
+/// A temporary directory usable as a state dir as it is: private (0700), as the evaluator
+/// requires of a state dir that already exists.
+fn private_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .unwrap()
+}
+
 fn ale(args: &[&str]) -> Output {
     Command::new(ALE).args(args).output().unwrap()
 }
@@ -55,7 +65,7 @@ fn harness_run(state: &Path, task: &str, agent: &[&str]) -> (serde_json::Value, 
 
 #[test]
 fn an_agent_that_passes_through_the_harness_cannot_read_its_own_result() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = private_tempdir();
     let (report, _, output) = harness_run(
         tmp.path(),
         "cartpole-balance",
@@ -77,7 +87,7 @@ fn an_agent_that_passes_through_the_harness_cannot_read_its_own_result() {
 
 #[test]
 fn a_killed_agent_yields_a_finished_report_with_the_rest_failed() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = private_tempdir();
     let started = Instant::now();
     let (report, run_dir, _) = harness_run(
         tmp.path(),
@@ -266,7 +276,7 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
 
 #[test]
 fn score_reports_the_breakdown_from_a_trajectory_and_from_a_bare_result() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = private_tempdir();
     let (report, run_dir, _) = harness_run(
         tmp.path(),
         "cartpole-balance",

@@ -27,12 +27,8 @@ pub struct DemoArgs {
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     let state_dir = match args.state_dir {
         Some(dir) => dir,
-        None => {
-            let dir = std::env::temp_dir().join(format!("ale-demo-{}", std::process::id()));
-            std::fs::create_dir_all(&dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            dir
-        }
+        // The evaluator creates it private (0700).
+        None => std::env::temp_dir().join(format!("ale-demo-{}", std::process::id())),
     };
     let evaluator = Evaluator::new(TaskRegistry::builtin()?, &state_dir)
         .with_context(|| format!("cannot prepare {}", state_dir.display()))?;

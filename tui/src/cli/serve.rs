@@ -16,6 +16,7 @@ use crate::StateDirArg;
 pub const READY_AGENT: &str = "agent channel:   ";
 pub const READY_HARNESS: &str = "harness channel: ";
 pub const READY_AGENT_SOCKET: &str = "agent socket:    ";
+pub const READY_EVALUATOR_KEY: &str = "evaluator key:   ";
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -77,18 +78,23 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let server =
             ale_server::serve::start_with_agent_socket(Arc::new(evaluator), args.listen, agent_socket)
                 .await?;
+        // Whoever reads the announcement may signal at once: the handlers are in place first.
+        let stop = stop_signal()?;
         announce(&server);
-        wait_for_stop_signal().await?;
+        stop.await;
         tracing::info!("stop signal received; shutting down");
         server.shutdown().await;
         Ok(ExitCode::SUCCESS)
     })
 }
 
-/// Prints the endpoints once listening. Best-effort: a closed stdout must not stop a server.
+/// Prints the endpoints and the evaluator's public key once listening. Best-effort: a closed
+/// stdout must not stop a server.
 fn announce(server: &ale_server::RunningServer) {
+    let key = server.evaluator().public_key_hex();
+    tracing::info!(evaluator_key = %key, "evaluator public key");
     let text = format!(
-        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_AGENT_SOCKET}{}\n  {READY_HARNESS}{}\n",
+        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_AGENT_SOCKET}{}\n  {READY_HARNESS}{}\n  {READY_EVALUATOR_KEY}{key}\n",
         server.agent_endpoint(),
         server.agent_socket().display(),
         server.harness_socket().display()
@@ -99,10 +105,15 @@ fn announce(server: &ale_server::RunningServer) {
     }
 }
 
-async fn wait_for_stop_signal() -> std::io::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r,
-        _ = term.recv() => Ok(()),
-    }
+/// Installs the SIGTERM and SIGINT (Ctrl-C) handlers now; the future ends at the first signal.
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+    })
 }
