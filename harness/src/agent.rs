@@ -117,7 +117,8 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
     })
 }
 
-/// Copies the agent's output into its log, up to [`AGENT_LOG_LIMIT`] bytes.
+/// Copies the agent's output into its log, and onto the harness's stderr as the agent's own
+/// output would have appeared, up to [`AGENT_LOG_LIMIT`] bytes.
 fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut kept: u64 = 0;
@@ -129,8 +130,11 @@ fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
         };
         let room = AGENT_LOG_LIMIT.saturating_sub(kept) as usize;
         let keep = n.min(room);
-        if keep > 0 && to.write_all(&buf[..keep]).is_err() {
-            break;
+        if keep > 0 {
+            if to.write_all(&buf[..keep]).is_err() {
+                break;
+            }
+            let _ = std::io::stderr().write_all(&buf[..keep]);
         }
         kept += keep as u64;
         dropped += (n - keep) as u64;

@@ -36,6 +36,8 @@ pub enum HarnessError {
     Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("refusing to write the run's records: {0}")]
     NotPrivate(ale_proto::private_files::PrivateFileError),
+    #[error("{0}")]
+    Keys(String),
 }
 
 impl HarnessError {

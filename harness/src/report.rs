@@ -35,6 +35,8 @@ pub struct Report {
     pub total_steps: u64,
     pub trajectory: RecordSummary,
     pub harness_log: RecordSummary,
+    /// The public keys whose signatures close the trajectory and the harness log.
+    pub keys: RecordKeysSummary,
     pub timings: Timings,
     pub versions: Versions,
 }
@@ -69,6 +71,13 @@ pub struct RecordSummary {
     pub head: String,
     pub events: usize,
     pub verified: bool,
+}
+
+/// Public keys as 64 hex characters each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RecordKeysSummary {
+    pub evaluator: String,
+    pub harness: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -165,6 +174,10 @@ pub(crate) mod tests {
             total_steps: 500,
             trajectory: chain.clone(),
             harness_log: chain,
+            keys: RecordKeysSummary {
+                evaluator: "11".repeat(32),
+                harness: "22".repeat(32),
+            },
             timings: Timings {
                 started_unix_ms: 0,
                 finished_unix_ms: 1,

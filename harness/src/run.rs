@@ -19,10 +19,13 @@ use crate::agent::{Agent, AgentLaunch};
 use crate::channel;
 use crate::error::HarnessError;
 use crate::evaluator::{EvaluatorHandle, attach_or_start};
-use crate::report::{AgentSummary, RecordSummary, Report, TaskSummary, Timings, Versions};
+use crate::report::{
+    AgentSummary, RecordKeysSummary, RecordSummary, Report, TaskSummary, Timings, Versions,
+};
 use crate::sandbox::{self, SandboxOptions, SandboxRecord};
 use crate::scoring::{Faithfulness, score};
-use crate::verify::{rules_from, verify_harness_log, verify_trajectory};
+use crate::verify::{RecordKeys, rules_from, verify_harness_log, verify_trajectory};
+use ale_proto::keys::{KeyRole, encode_public_key, load_or_create_signing_key, read_public_key};
 
 /// How long an agent may run past the session's time budget before the harness ends the
 /// session itself; covers start-up and the last RPCs in flight.
@@ -183,6 +186,16 @@ async fn run_with(
     let started = Instant::now();
     let started_unix_ms = unix_ms();
     let mut client = channel::connect(&evaluator.harness_socket).await?;
+    // The harness signs its log with its own key; the evaluator's public key checks the
+    // trajectory's signature. Both live in the state dir, which no agent can reach.
+    let key_err = |e: ale_proto::keys::KeyError| HarnessError::Keys(e.to_string());
+    let harness_key = load_or_create_signing_key(&options.state_dir, KeyRole::Harness)
+        .map_err(key_err)?;
+    let keys = RecordKeys {
+        evaluator: read_public_key(&options.state_dir.join(KeyRole::Evaluator.public_key_file()))
+            .map_err(key_err)?,
+        harness: harness_key.verifying_key(),
+    };
     // The state dir is what the agent must never see; the sandbox is tried before any official
     // env exists, so a machine without namespaces refuses cleanly.
     let hidden = vec![
@@ -324,6 +337,9 @@ async fn run_with(
         std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).map_err(records_err)?;
     let verified =
         verify_trajectory(&trajectory_text).map_err(|e| HarnessError::Unverified(e.to_string()))?;
+    verified
+        .check_signature(&keys.evaluator)
+        .map_err(HarnessError::Unverified)?;
     match &verified.result {
         Some(on_disk) if on_disk == &result => {}
         Some(_) => {
@@ -348,13 +364,16 @@ async fn run_with(
         &faithfulness,
     );
     let log_head = log
-        .append(EventKind::RunScored, &breakdown)
+        .append_signed(EventKind::RunScored, &breakdown, &harness_key)
         .map_err(records_err)?;
     log.sync().map_err(records_err)?;
     // The log as written must verify against the trajectory it read, as any checker will do.
     let log_text = std::fs::read_to_string(run_dir.join(HARNESS_LOG_FILE)).map_err(records_err)?;
-    let log_events = verify_harness_log(&log_text, &verified.head)
+    let verified_log = verify_harness_log(&log_text, &verified.head)
         .map_err(|e| HarnessError::Unverified(e.to_string()))?;
+    verified_log
+        .check_signature(&keys.harness)
+        .map_err(HarnessError::Unverified)?;
 
     let status_message = match &harness_reason {
         Some(why) => format!("{}: {why}", result.status_message),
@@ -388,8 +407,12 @@ async fn run_with(
         harness_log: RecordSummary {
             file: HARNESS_LOG_FILE.into(),
             head: log_head,
-            events: log_events,
+            events: verified_log.events,
             verified: true,
+        },
+        keys: RecordKeysSummary {
+            evaluator: encode_public_key(&keys.evaluator),
+            harness: encode_public_key(&keys.harness),
         },
         timings: Timings {
             started_unix_ms,

@@ -1,16 +1,29 @@
 //! Verifying a run's records: the evaluator's trajectory (hash chain, well-formed trusted
-//! events, a final result that agrees with the per-rollout events) and the harness's own log
-//! (its chain, and that it names the trajectory's head).
+//! events, a final result that agrees with the per-rollout events, the evaluator's signature
+//! on its head), the harness's own log (its chain, that it names the trajectory's head, the
+//! harness's signature) and the report (that it says what the signed records say).
+//!
+//! The chain rule is public, so a chain proves only that a record is whole. That it is the
+//! evaluator's and the harness's record, unedited, rests on the signatures, checked with
+//! public keys that the verifier must hold: [`RecordKeys`].
 
 use std::collections::BTreeMap;
 
 use ale_proto::records::{
     EpisodeRecord, EvalResultRecord, Outcome, RolloutStarted, RunStarted, SessionStarted,
 };
-use ale_proto::trajectory::{self, EventKind, Level, SealedEvent};
+use std::path::{Path, PathBuf};
+
+use ale_proto::keys::{KeyRole, read_public_key};
+use ale_proto::layout::REPORT_FILE;
+use ale_proto::signature;
+use ale_proto::trajectory::{self, EventKind, HARNESS_LOG_FILE, Level, SealedEvent, TRAJECTORY_FILE};
+use ed25519_dalek::VerifyingKey;
 use serde::de::DeserializeOwned;
 
-use crate::scoring::ScoringRules;
+use crate::report::Report;
+use crate::sandbox::SandboxRecord;
+use crate::scoring::{Breakdown, ScoringRules};
 
 /// The first place a record breaks, 1-based line, and how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,11 +42,45 @@ pub struct VerifiedTrajectory {
     /// Hash of the last event.
     pub head: String,
     pub events: usize,
+    /// The evaluator's signature on `session_finished` (not yet checked against a key).
+    pub signature: Option<String>,
 }
 
 impl VerifiedTrajectory {
     pub fn rules(&self) -> ScoringRules {
         rules_from(&self.run)
+    }
+
+    /// Checks the evaluator's signature on a finished session's head with `key`. An unfinished
+    /// session has nothing signed yet and passes.
+    pub fn check_signature(&self, key: &VerifyingKey) -> Result<(), String> {
+        check_signed_head(
+            "the evaluator's",
+            key,
+            Level::TrustedEvaluator,
+            &self.head,
+            self.result.is_some(),
+            self.signature.as_deref(),
+        )
+    }
+}
+
+fn check_signed_head(
+    whose: &str,
+    key: &VerifyingKey,
+    level: Level,
+    head: &str,
+    finished: bool,
+    signature: Option<&str>,
+) -> Result<(), String> {
+    match (finished, signature) {
+        (false, None) => Ok(()),
+        (_, Some(signature)) => signature::check_head(key, level, head, signature)
+            .map_err(|e| format!("{whose} signature on the head {head}: {e}")),
+        (true, None) => Err(format!(
+            "{whose} signature is missing from the finished record: it was re-sealed without \
+             the key (or written by a version that did not sign)"
+        )),
     }
 }
 
@@ -74,11 +121,17 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
     let mut in_progress: Option<u32> = None;
     let mut next_index: u32 = 0;
     let mut result: Option<EvalResultRecord> = None;
+    let mut signature = None;
 
     for (i, sealed) in chain.events.iter().enumerate() {
         let line = i + 1;
         let fail = |reason: String| VerifyError { line, reason };
         let kind = sealed.event.kind;
+        if sealed.signature.is_some() && kind != EventKind::SessionFinished {
+            return Err(fail(format!(
+                "a signed {kind:?} event: only session_finished is signed"
+            )));
+        }
         if sealed.event.level != Level::TrustedEvaluator || !kind.is_evaluator_event() {
             return Err(fail(format!(
                 "a {kind:?} event at level {:?} does not belong in the evaluator's trajectory",
@@ -164,6 +217,7 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
                 check_result(&recorded, r, c, &finished).map_err(fail)?;
                 recorded.trajectory_head = sealed.hash.clone();
                 result = Some(recorded);
+                signature = sealed.signature.clone();
             }
             (other, _) => return Err(fail(format!("unexpected {other:?} event"))),
         }
@@ -177,6 +231,7 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
         result,
         head: chain.head,
         events: chain.events.len(),
+        signature,
     })
 }
 
@@ -310,40 +365,89 @@ fn check_result(
     Ok(())
 }
 
+/// A harness log that verified.
+#[derive(Debug, Clone)]
+pub struct VerifiedHarnessLog {
+    pub events: usize,
+    pub head: String,
+    /// The harness's signature on `run_scored` (not yet checked against a key).
+    pub signature: Option<String>,
+    /// How the agent was confined, as `harness_started` records it.
+    pub sandbox: Option<SandboxRecord>,
+    /// The score, as `run_scored` records it.
+    pub score: Option<Breakdown>,
+}
+
+impl VerifiedHarnessLog {
+    /// Checks the harness's signature on a scored run's head with `key`.
+    pub fn check_signature(&self, key: &VerifyingKey) -> Result<(), String> {
+        check_signed_head(
+            "the harness's",
+            key,
+            Level::Harness,
+            &self.head,
+            self.score.is_some(),
+            self.signature.as_deref(),
+        )
+    }
+}
+
 /// Checks the harness's log and that it names `trajectory_head` as the head it read.
-pub fn verify_harness_log(text: &str, trajectory_head: &str) -> Result<usize, VerifyError> {
+pub fn verify_harness_log(
+    text: &str,
+    trajectory_head: &str,
+) -> Result<VerifiedHarnessLog, VerifyError> {
     let chain = trajectory::verify(text).map_err(|e| VerifyError {
         line: e.line,
         reason: e.reason,
     })?;
     let mut read_head = None;
+    let mut sandbox = None;
+    let mut score = None;
+    let mut signature = None;
     for (i, sealed) in chain.events.iter().enumerate() {
         let line = i + 1;
-        if sealed.event.level != Level::Harness || sealed.event.kind.is_evaluator_event() {
-            return Err(VerifyError {
-                line,
-                reason: format!(
-                    "a {:?} event does not belong in the harness log",
-                    sealed.event.kind
-                ),
-            });
+        let fail = |reason: String| VerifyError { line, reason };
+        let kind = sealed.event.kind;
+        if sealed.event.level != Level::Harness || kind.is_evaluator_event() {
+            return Err(fail(format!(
+                "a {kind:?} event does not belong in the harness log"
+            )));
         }
-        if sealed.event.kind == EventKind::ResultRead {
-            read_head = sealed
-                .event
-                .data
-                .get("evaluator_head")
-                .and_then(|v| v.as_str())
-                .map(str::to_string);
-            if read_head.as_deref() != Some(trajectory_head) {
-                return Err(VerifyError {
-                    line,
-                    reason: format!(
+        if sealed.signature.is_some() && kind != EventKind::RunScored {
+            return Err(fail(format!(
+                "a signed {kind:?} event: only run_scored is signed"
+            )));
+        }
+        match kind {
+            EventKind::HarnessStarted => {
+                let data = sealed.event.data.get("sandbox").cloned();
+                sandbox = match data {
+                    Some(value) => Some(serde_json::from_value(value).map_err(|e| {
+                        fail(format!("malformed sandbox record in harness_started: {e}"))
+                    })?),
+                    None => None,
+                };
+            }
+            EventKind::ResultRead => {
+                read_head = sealed
+                    .event
+                    .data
+                    .get("evaluator_head")
+                    .and_then(|v| v.as_str())
+                    .map(str::to_string);
+                if read_head.as_deref() != Some(trajectory_head) {
+                    return Err(fail(format!(
                         "the harness read the result at trajectory head {}, but the trajectory's head is {trajectory_head}",
                         read_head.unwrap_or_default()
-                    ),
-                });
+                    )));
+                }
             }
+            EventKind::RunScored => {
+                score = Some(parse::<Breakdown>(sealed, line)?);
+                signature = sealed.signature.clone();
+            }
+            _ => {}
         }
     }
     if read_head.is_none() {
@@ -352,5 +456,154 @@ pub fn verify_harness_log(text: &str, trajectory_head: &str) -> Result<usize, Ve
             reason: "the harness log has no result_read event".into(),
         });
     }
-    Ok(chain.events.len())
+    Ok(VerifiedHarnessLog {
+        events: chain.events.len(),
+        head: chain.head,
+        signature,
+        sandbox,
+        score,
+    })
+}
+
+/// The public keys a run's records are checked with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordKeys {
+    pub evaluator: VerifyingKey,
+    pub harness: VerifyingKey,
+}
+
+impl RecordKeys {
+    /// The keys an evaluator's state dir holds (`evaluator.pub`, `harness.pub`).
+    pub fn from_state_dir(state_dir: &Path) -> Result<RecordKeys, String> {
+        let read = |role: KeyRole| {
+            let path = state_dir.join(role.public_key_file());
+            read_public_key(&path).map_err(|e| e.to_string())
+        };
+        Ok(RecordKeys {
+            evaluator: read(KeyRole::Evaluator)?,
+            harness: read(KeyRole::Harness)?,
+        })
+    }
+}
+
+/// A run folder that verified.
+#[derive(Debug, Clone)]
+pub struct RunVerification {
+    pub trajectory: VerifiedTrajectory,
+    /// Absent while the harness has not read the result.
+    pub harness_log: Option<VerifiedHarnessLog>,
+    /// Absent while the harness has not reported.
+    pub report: Option<Report>,
+}
+
+impl RunVerification {
+    /// How the agent was confined, as the signed harness log says.
+    pub fn sandbox(&self) -> Option<&SandboxRecord> {
+        self.harness_log.as_ref().and_then(|l| l.sandbox.as_ref())
+    }
+}
+
+/// Why a run folder does not verify; the message names the file and what is wrong with it.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {reason}", .path.display())]
+pub struct RunVerifyError {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Verifies a run folder: the trajectory and its signature, the harness log and its
+/// signature, and that the report (if any) says what the signed records say.
+pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, RunVerifyError> {
+    let broken = |file: &str| {
+        let path = dir.join(file);
+        move |reason: String| RunVerifyError { path, reason }
+    };
+    let read = |file: &str| -> Result<Option<String>, RunVerifyError> {
+        match std::fs::read_to_string(dir.join(file)) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(broken(file)(format!("cannot read it: {e}"))),
+        }
+    };
+    let text = read(TRAJECTORY_FILE)?
+        .ok_or_else(|| broken(TRAJECTORY_FILE)("missing: this is not a run folder".into()))?;
+    let trajectory = verify_trajectory(&text).map_err(|e| broken(TRAJECTORY_FILE)(e.to_string()))?;
+    trajectory
+        .check_signature(&keys.evaluator)
+        .map_err(broken(TRAJECTORY_FILE))?;
+    let harness_log = match read(HARNESS_LOG_FILE)? {
+        None => None,
+        Some(text) => {
+            let log = verify_harness_log(&text, &trajectory.head)
+                .map_err(|e| broken(HARNESS_LOG_FILE)(e.to_string()))?;
+            log.check_signature(&keys.harness)
+                .map_err(broken(HARNESS_LOG_FILE))?;
+            Some(log)
+        }
+    };
+    let report = match Report::read(dir) {
+        Err(_) if !dir.join(REPORT_FILE).exists() => None,
+        Err(e) => return Err(broken(REPORT_FILE)(e)),
+        Ok(report) => {
+            check_report(&report, &trajectory, harness_log.as_ref(), keys)
+                .map_err(broken(REPORT_FILE))?;
+            Some(report)
+        }
+    };
+    Ok(RunVerification {
+        trajectory,
+        harness_log,
+        report,
+    })
+}
+
+/// The report must say what the signed records say.
+fn check_report(
+    report: &Report,
+    trajectory: &VerifiedTrajectory,
+    log: Option<&VerifiedHarnessLog>,
+    keys: &RecordKeys,
+) -> Result<(), String> {
+    let log = log.ok_or("a report without the harness log it is derived from")?;
+    let result = trajectory
+        .result
+        .as_ref()
+        .ok_or("a report of a session the trajectory does not finish")?;
+    if report.trajectory.head != trajectory.head {
+        return Err(format!(
+            "it names trajectory head {}, the trajectory's is {}",
+            report.trajectory.head, trajectory.head
+        ));
+    }
+    if report.run_id != trajectory.run.run_id
+        || report.value != result.value
+        || report.episodes != result.episodes
+        || report.status != result.status
+    {
+        return Err("its result differs from the signed trajectory's".into());
+    }
+    if Some(&report.score) != log.score.as_ref() {
+        return Err("its score differs from the one the harness signed".into());
+    }
+    if log.sandbox.as_ref() != Some(&report.sandbox) {
+        return Err("its sandbox status differs from the one the harness signed".into());
+    }
+    if report.harness_log.head != log.head {
+        return Err(format!(
+            "it names harness log head {}, the log's is {}",
+            report.harness_log.head, log.head
+        ));
+    }
+    let named = |hex: &str, key: &VerifyingKey| hex == signature::key_hex(key);
+    if !named(&report.keys.evaluator, &keys.evaluator) || !named(&report.keys.harness, &keys.harness)
+    {
+        return Err(format!(
+            "it names keys evaluator {} / harness {}, but the records were checked with {} / {}",
+            report.keys.evaluator,
+            report.keys.harness,
+            signature::key_hex(&keys.evaluator),
+            signature::key_hex(&keys.harness)
+        ));
+    }
+    Ok(())
 }

@@ -4,6 +4,7 @@
 //! - [`convert`]: wire messages to and from the `ale-sims` domain types.
 //! - [`trajectory`]: the hash-chained trajectory format, writer side and verifier.
 //! - [`records`]: the `EvalResult` record and trajectory event data.
+//! - [`signature`]: the Ed25519 signatures that close a finished record.
 //! - [`seed_commitment`]: how a hidden seed is recorded.
 //! - [`layout`]: the names in an evaluator's state dir; [`private_files`]: the rules every
 //!   file and folder there is created and read under; [`keys`]: the Ed25519 keys kept there.
@@ -15,6 +16,7 @@ pub mod keys;
 pub mod layout;
 pub mod private_files;
 pub mod records;
+pub mod signature;
 pub mod trajectory;
 
 pub use commitment::{SECRET_LEN, seed_commitment};

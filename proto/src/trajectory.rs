@@ -1,14 +1,18 @@
 //! The trajectory: an append-only, hash-chained record of one run, one JSON event per line.
 //!
 //! Each line is the canonical JSON (see [`canonical_json`]) of an object with the keys
-//! `data`, `hash`, `kind`, `level`, `seq`, `time_unix_ms`, where
-//! `hash = hex(SHA256(prev ‖ canonical JSON of the same object without "hash")))` and `prev`
-//! is the previous line's hash as 32 raw bytes (32 zero bytes before the first line).
+//! `data`, `hash`, `kind`, `level`, `seq`, `time_unix_ms` (and, on the last line of a finished
+//! record, `sig`), where
+//! `hash = hex(SHA256(prev ‖ canonical JSON of the same object without "hash" and "sig"))` and
+//! `prev` is the previous line's hash as 32 raw bytes (32 zero bytes before the first line).
+//! `sig` is the writer's Ed25519 signature over `hash` (see [`crate::signature`]).
 //! `docs/protocol.md` gives the byte-exact definition.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use crate::signature::SIGNATURE_FIELD;
 
 /// `prev` of the first event.
 pub const GENESIS: [u8; 32] = [0; 32];
@@ -26,6 +30,16 @@ pub enum Level {
     TrustedEvaluator,
     /// The harness process.
     Harness,
+}
+
+impl Level {
+    /// The name as the `level` field holds it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::TrustedEvaluator => "trusted_evaluator",
+            Level::Harness => "harness",
+        }
+    }
 }
 
 /// What happened.
@@ -151,6 +165,30 @@ impl Chain {
         time_unix_ms: u64,
         data: Value,
     ) -> (String, String) {
+        self.seal_with(level, kind, time_unix_ms, data, None)
+    }
+
+    /// Seals the next event and signs its hash, the new head, with `key` (see
+    /// [`crate::signature`]): the last event of a finished record.
+    pub fn seal_signed(
+        &mut self,
+        level: Level,
+        kind: EventKind,
+        time_unix_ms: u64,
+        data: Value,
+        key: &ed25519_dalek::SigningKey,
+    ) -> (String, String) {
+        self.seal_with(level, kind, time_unix_ms, data, Some(key))
+    }
+
+    fn seal_with(
+        &mut self,
+        level: Level,
+        kind: EventKind,
+        time_unix_ms: u64,
+        data: Value,
+        key: Option<&ed25519_dalek::SigningKey>,
+    ) -> (String, String) {
         let event = Event {
             seq: self.next_seq,
             level,
@@ -164,6 +202,10 @@ impl Chain {
         let hash_hex = hex::encode(hash);
         if let Value::Object(map) = &mut object {
             map.insert("hash".into(), Value::String(hash_hex.clone()));
+            if let Some(key) = key {
+                let signature = crate::signature::sign_head(key, level, &hash);
+                map.insert(SIGNATURE_FIELD.into(), Value::String(signature));
+            }
         }
         self.prev = hash;
         self.next_seq += 1;
@@ -181,6 +223,9 @@ impl Chain {
 pub struct SealedEvent {
     pub event: Event,
     pub hash: String,
+    /// The writer's signature over `hash` (hex), on the last event of a finished record. The
+    /// chain check does not check it: that needs the writer's public key.
+    pub signature: Option<String>,
 }
 
 /// A chain that verified: its events in order and the hash of the last.
@@ -228,9 +273,20 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
         if canonical_json(&object) != line {
             return Err(fail("not in canonical form (edited by hand?)".into()));
         }
+        if events.last().is_some_and(|e: &SealedEvent| e.signature.is_some()) {
+            return Err(fail(
+                "an event after the signed head: the record was extended after it was sealed"
+                    .into(),
+            ));
+        }
         let claimed = match object.as_object_mut().and_then(|m| m.remove("hash")) {
             Some(Value::String(h)) => h,
             _ => return Err(fail("no \"hash\" string".into())),
+        };
+        let signature = match object.as_object_mut().and_then(|m| m.remove(SIGNATURE_FIELD)) {
+            None => None,
+            Some(Value::String(s)) => Some(s),
+            Some(_) => return Err(fail("a \"sig\" that is not a string".into())),
         };
         let expected = chain_hash(&prev, &canonical_json(&object));
         if claimed != hex::encode(expected) {
@@ -251,6 +307,7 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
         events.push(SealedEvent {
             event,
             hash: claimed,
+            signature,
         });
     }
     Ok(VerifiedChain {
@@ -336,6 +393,27 @@ mod tests {
     }
 
     #[test]
+    fn a_signed_head_is_kept_out_of_the_hash_and_closes_the_chain() {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[3; 32]);
+        let mut chain = Chain::new();
+        let (first, _) = chain.seal(Level::Harness, EventKind::RunStarted, 1, json!({}));
+        let (last, head) =
+            chain.seal_signed(Level::Harness, EventKind::RunScored, 2, json!({"x": 1}), &key);
+        let text = format!("{first}\n{last}\n");
+        let verified = verify(&text).unwrap();
+        assert_eq!(verified.head, head);
+        let signature = verified.events[1].signature.clone().unwrap();
+        crate::signature::check_head(&key.verifying_key(), Level::Harness, &head, &signature)
+            .unwrap();
+        assert_eq!(verified.events[0].signature, None);
+        // Extending a signed record is detected, even with a correctly chained line.
+        let (extra, _) = chain.seal(Level::Harness, EventKind::ResultRead, 3, json!({}));
+        let err = verify(&format!("{text}{extra}\n")).unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(err.reason.contains("after the signed head"), "{}", err.reason);
+    }
+
+    #[test]
     fn deleted_and_reordered_lines_are_detected() {
         let text = sample_chain();
         let lines: Vec<&str> = text.lines().collect();
@@ -355,6 +433,8 @@ pub struct ChainWriter {
     file: std::fs::File,
     chain: Chain,
     level: Level,
+    /// A signed event was written: the record is closed.
+    signed: bool,
 }
 
 fn now_unix_ms() -> u64 {
@@ -373,19 +453,46 @@ impl ChainWriter {
             file,
             chain: Chain::new(),
             level,
+            signed: false,
         })
     }
 
     /// Seals and writes one event; returns its hash. A failed write leaves the chain where
     /// the file is.
     pub fn append(&mut self, kind: EventKind, data: &impl Serialize) -> std::io::Result<String> {
+        self.append_with(kind, data, None)
+    }
+
+    /// Seals, signs and writes the record's last event; returns its hash. Nothing can be
+    /// appended after it.
+    pub fn append_signed(
+        &mut self,
+        kind: EventKind,
+        data: &impl Serialize,
+        key: &ed25519_dalek::SigningKey,
+    ) -> std::io::Result<String> {
+        self.append_with(kind, data, Some(key))
+    }
+
+    fn append_with(
+        &mut self,
+        kind: EventKind,
+        data: &impl Serialize,
+        key: Option<&ed25519_dalek::SigningKey>,
+    ) -> std::io::Result<String> {
         use std::io::Write;
+        if self.signed {
+            return Err(std::io::Error::other(
+                "the record is signed and closed; nothing can be appended to it",
+            ));
+        }
         let data = serde_json::to_value(data).map_err(std::io::Error::other)?;
         let mut chain = self.chain.clone();
-        let (mut line, hash) = chain.seal(self.level, kind, now_unix_ms(), data);
+        let (mut line, hash) = chain.seal_with(self.level, kind, now_unix_ms(), data, key);
         line.push('\n');
         self.file.write_all(line.as_bytes())?;
         self.chain = chain;
+        self.signed = key.is_some();
         Ok(hash)
     }
 

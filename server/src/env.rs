@@ -137,9 +137,10 @@ impl Env {
         run_id: RunId,
         session_id: SessionId,
         runs_dir: &std::path::Path,
+        signer: ale_proto::keys::SigningKey,
         now: Instant,
     ) -> Result<Env, Error> {
-        let mut trajectory = crate::trajectory::create(runs_dir, &run_id)?;
+        let mut trajectory = crate::trajectory::create(runs_dir, &run_id, signer)?;
         trajectory.append(
             EventKind::RunStarted,
             &RunStarted {
@@ -361,6 +362,7 @@ mod tests {
             RunId::from_random(random_id_bytes()),
             SessionId::from_random(random_id_bytes()),
             &run_dir,
+            ale_proto::keys::SigningKey::from_bytes(&[9; 32]),
             now,
         )
         .unwrap();

@@ -158,6 +158,7 @@ impl Evaluator {
                 run_id.clone(),
                 session_id.clone(),
                 &state_dir::runs_dir(&self.state_dir),
+                self.signing_key.clone(),
                 now,
             )?;
             tracing::info!(%handle, %run_id, task = task_id, "official env created");

@@ -283,8 +283,8 @@ impl Session {
         self.status_message = message;
         // The event cannot hold its own hash; readers take the head from the chain.
         let record = self.record(String::new());
-        trajectory.append(EventKind::SessionFinished, &record)?;
-        trajectory.sync()?;
+        // The last event, signed: a re-sealed record no longer verifies.
+        trajectory.append_final(EventKind::SessionFinished, &record)?;
         tracing::info!(session = %self.id, status = ?self.status, value = record.value, "eval session finished");
         Ok(())
     }

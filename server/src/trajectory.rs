@@ -5,17 +5,55 @@
 use std::path::Path;
 
 use ale_proto::RunId;
+use ale_proto::keys::SigningKey;
 use ale_proto::private_files::{check_private_dir, create_private_dir};
-use ale_proto::trajectory::{ChainWriter, Level, TRAJECTORY_FILE};
+use ale_proto::trajectory::{ChainWriter, EventKind, Level, TRAJECTORY_FILE};
+use serde::Serialize;
 
-pub type TrajectoryWriter = ChainWriter;
+/// The writing end of one run's trajectory. Its last event is signed with the evaluator's key,
+/// so a record re-sealed by anyone else fails verification.
+#[derive(Debug)]
+pub struct TrajectoryWriter {
+    chain: ChainWriter,
+    signer: SigningKey,
+}
+
+impl TrajectoryWriter {
+    /// Appends one trusted event; returns its hash.
+    pub fn append(&mut self, kind: EventKind, data: &impl Serialize) -> std::io::Result<String> {
+        self.chain.append(kind, data)
+    }
+
+    /// Appends the last event, signed over its hash (the final head), and syncs the file.
+    pub fn append_final(
+        &mut self,
+        kind: EventKind,
+        data: &impl Serialize,
+    ) -> std::io::Result<String> {
+        let hash = self.chain.append_signed(kind, data, &self.signer)?;
+        self.chain.sync()?;
+        Ok(hash)
+    }
+
+    pub fn head(&self) -> String {
+        self.chain.head()
+    }
+}
 
 /// Starts a new trajectory in a new run folder `<runs_dir>/<run_id>` (0700). `runs_dir` must
 /// be the private directory the state dir's preparation checked (not a link, ours, 0700);
 /// the run folder is created exactly there, never through a link and never reused.
-pub fn create(runs_dir: &Path, run_id: &RunId) -> std::io::Result<TrajectoryWriter> {
+/// `signer` signs the trajectory's last event.
+pub fn create(
+    runs_dir: &Path,
+    run_id: &RunId,
+    signer: SigningKey,
+) -> std::io::Result<TrajectoryWriter> {
     check_private_dir(runs_dir)?;
     let run_dir = runs_dir.join(run_id.as_str());
     create_private_dir(&run_dir)?;
-    ChainWriter::create(&run_dir.join(TRAJECTORY_FILE), Level::TrustedEvaluator)
+    Ok(TrajectoryWriter {
+        chain: ChainWriter::create(&run_dir.join(TRAJECTORY_FILE), Level::TrustedEvaluator)?,
+        signer,
+    })
 }

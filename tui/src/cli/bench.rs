@@ -27,6 +27,13 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5.0)]
         seconds: f64,
     },
+    /// Agent start-up with and without the sandbox: from spawning a trivial agent (`true`) to
+    /// its exit, and the harness's pre-run sandbox probe.
+    Sandbox {
+        /// Measured starts of each kind.
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+    },
     /// A 1-byte TCP echo server (the floor's far end); prints its port, serves one client.
     #[command(hide = true)]
     Pong {
@@ -85,6 +92,7 @@ pub fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Step(args) => bench_step(args),
         BenchCommand::Pong { listen } => pong(listen),
         BenchCommand::Console { seconds } => bench_console(seconds),
+        BenchCommand::Sandbox { runs } => bench_sandbox(runs),
     }
 }
 
@@ -362,4 +370,89 @@ fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
         let _ = std::fs::remove_dir_all(&dir);
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// Median and 90th percentile of `samples`, in milliseconds.
+fn median_p90_ms(mut samples: Vec<Duration>) -> (f64, f64) {
+    samples.sort();
+    let at = |q: f64| {
+        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
+        samples.get(i).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
+    };
+    (at(0.5), at(0.9))
+}
+
+fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
+    use ale_harness::sandbox::{self, LaunchSpec, Network};
+    let exe = std::env::current_exe().context("cannot find the ale executable")?;
+    let tmp = tempfile_dir()?;
+    let state = tmp.join("state");
+    std::fs::create_dir(&state)?;
+    let socket = state.join("agent.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket)?;
+    let agent_user = if sandbox::running_as_root() {
+        Some(sandbox::resolve_user(sandbox::DEFAULT_AGENT_USER)?)
+    } else {
+        None
+    };
+    let spec = LaunchSpec {
+        program: PathBuf::from("true"),
+        args: vec!["true".into()],
+        env: sandbox::agent_environment("unix:///run/ale/agent.sock", "h", Some(sandbox::SANDBOX_HOME), &[]),
+        workdir: None,
+        agent_socket: socket.clone(),
+        hidden: vec![std::fs::canonicalize(&state)?],
+        agent_user,
+        network: Network::None,
+        tmp_bytes: sandbox::DEFAULT_TMP_BYTES,
+        probe: false,
+    };
+    let rt = super::runtime(1)?;
+    let (plain, sandboxed, probe) = rt.block_on(async {
+        let mut plain = Vec::with_capacity(runs);
+        let mut sandboxed = Vec::with_capacity(runs);
+        let mut probe = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let start = Instant::now();
+            let status = tokio::process::Command::new("true")
+                .process_group(0)
+                .status()
+                .await?;
+            anyhow::ensure!(status.success(), "true failed");
+            plain.push(start.elapsed());
+
+            let start = Instant::now();
+            let mut child = sandbox::launcher_command(&exe).spawn()?;
+            sandbox::send_spec(&mut child, &spec).await?;
+            let status = child.wait().await?;
+            anyhow::ensure!(status.success(), "the sandboxed agent failed: {status}");
+            sandboxed.push(start.elapsed());
+
+            let start = Instant::now();
+            sandbox::probe(&exe, &spec).await?;
+            probe.push(start.elapsed());
+        }
+        Ok::<_, anyhow::Error>((plain, sandboxed, probe))
+    })?;
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!("agent start to exit, {runs} runs each (median / p90):");
+    let rows = [
+        ("plain process", median_p90_ms(plain)),
+        ("sandboxed", median_p90_ms(sandboxed)),
+        ("sandbox probe", median_p90_ms(probe)),
+    ];
+    for (name, (median, p90)) in rows {
+        println!("  {name:<14} {median:>7.2} ms  {p90:>7.2} ms");
+    }
+    let added = (rows[1].1.0 - rows[0].1.0) + rows[2].1.0;
+    println!("  a run's start-up gains {added:.2} ms (sandboxed − plain + probe, medians)");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A fresh private folder under the system temp dir.
+fn tempfile_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!("ale-bench-sandbox-{}", std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
 }

@@ -9,10 +9,11 @@ use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
 use ale_harness::sandbox::{Network, SandboxMode, SandboxOptions};
 use ale_harness::scoring::{Breakdown, Faithfulness, ScoringRules, score};
-use ale_harness::verify::{verify_harness_log, verify_trajectory};
+use ale_harness::verify::{RecordKeys, verify_run_dir, verify_trajectory};
+use ale_proto::keys::{KeyRole, encode_public_key};
 use ale_harness::{Progress, RunOptions, run_interactive};
 use ale_proto::records::{Direction, EvalResultRecord, Outcome};
-use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
+use ale_proto::trajectory::TRAJECTORY_FILE;
 use anyhow::{Context, bail};
 
 use crate::StateDirArg;
@@ -170,6 +171,17 @@ pub struct ScoreArgs {
 pub struct VerifyArgs {
     /// A trajectory.jsonl or a run folder.
     pub path: PathBuf,
+    /// The evaluator's public key: a file (like evaluator.pub) or 64 hex characters
+    /// [default: from the state dir]
+    #[arg(long, value_name = "KEY")]
+    pub evaluator_key: Option<String>,
+    /// The harness's public key: a file (like harness.pub) or 64 hex characters
+    /// [default: from the state dir]
+    #[arg(long, value_name = "KEY")]
+    pub harness_key: Option<String>,
+    /// The state dir whose public keys to check with [default: the one the run folder is in]
+    #[arg(long, value_name = "DIR")]
+    pub state_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -182,7 +194,7 @@ pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
     match command {
         HarnessCommand::Run(args) => run_official(args),
         HarnessCommand::Score(args) => score_file(args),
-        HarnessCommand::Verify(args) => verify_path(&args.path),
+        HarnessCommand::Verify(args) => verify_path(&args),
         HarnessCommand::Runs(args) => list_runs(&args.state_dir.resolve()),
     }
 }
@@ -443,6 +455,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
             "agent".into(),
             format!("{} ({})", report.agent.command.join(" "), report.agent.exit),
         ),
+        ("sandbox".into(), report.sandbox.describe()),
         (
             "rollouts".into(),
             format!(
@@ -593,25 +606,87 @@ fn score_file(args: ScoreArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn verify_path(path: &Path) -> anyhow::Result<ExitCode> {
-    let (dir, trajectory) = if path.is_dir() {
-        (Some(path), path.join(TRAJECTORY_FILE))
-    } else {
-        (None, path.to_path_buf())
+/// A public key given on the command line: a file holding it, or the hex itself.
+fn public_key_arg(arg: &str) -> anyhow::Result<ed25519_dalek::VerifyingKey> {
+    let path = Path::new(arg);
+    if path.exists() {
+        return Ok(ale_proto::keys::read_public_key(path)?);
+    }
+    Ok(ale_proto::keys::parse_public_key(arg)?)
+}
+
+/// The keys `verify` checks with: the flags, else the state dir's (given, or the one a run
+/// folder sits in: `<state>/runs/<run_id>`).
+fn verify_keys(args: &VerifyArgs) -> anyhow::Result<RecordKeys> {
+    let state_dir = args.state_dir.clone().or_else(|| {
+        let run_dir = if args.path.is_dir() {
+            args.path.as_path()
+        } else {
+            args.path.parent()?
+        };
+        run_dir.parent()?.parent().map(Path::to_path_buf)
+    });
+    let from_state = |role: KeyRole| -> anyhow::Result<ed25519_dalek::VerifyingKey> {
+        let dir = state_dir.as_deref().context(
+            "no public keys to check the signatures with: pass --evaluator-key and --harness-key, or --state-dir",
+        )?;
+        let file = dir.join(role.public_key_file());
+        ale_proto::keys::read_public_key(&file).with_context(|| {
+            format!(
+                "cannot check signatures: no usable {} (pass --evaluator-key / --harness-key, or --state-dir)",
+                file.display()
+            )
+        })
     };
-    let text = std::fs::read_to_string(&trajectory)
-        .with_context(|| format!("cannot read {}", trajectory.display()))?;
-    let verified = match verify_trajectory(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            println!("BROKEN  {} {e}", trajectory.display());
-            return Ok(ExitCode::FAILURE);
+    Ok(RecordKeys {
+        evaluator: match &args.evaluator_key {
+            Some(k) => public_key_arg(k).context("--evaluator-key")?,
+            None => from_state(KeyRole::Evaluator)?,
+        },
+        harness: match &args.harness_key {
+            Some(k) => public_key_arg(k).context("--harness-key")?,
+            None => from_state(KeyRole::Harness)?,
+        },
+    })
+}
+
+fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+    let path = &args.path;
+    let keys = verify_keys(args)?;
+    let (verified, harness_log, report) = if path.is_dir() {
+        match verify_run_dir(path, &keys) {
+            Ok(v) => (v.trajectory, v.harness_log, v.report),
+            Err(e) => {
+                println!("BROKEN  {e}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    } else {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let checked = verify_trajectory(&text)
+            .map_err(|e| e.to_string())
+            .and_then(|v| v.check_signature(&keys.evaluator).map(|()| v));
+        match checked {
+            Ok(v) => (v, None, None),
+            Err(e) => {
+                println!("BROKEN  {} {e}", path.display());
+                return Ok(ExitCode::FAILURE);
+            }
         }
     };
     let mut rows = vec![(
         "trajectory".to_string(),
         format!("ok · {} events · head {}", verified.events, verified.head),
     )];
+    rows.push((
+        "evaluator signature".into(),
+        if verified.signature.is_some() {
+            format!("ok · key {}", encode_public_key(&keys.evaluator))
+        } else {
+            "none yet: the session has not finished".into()
+        },
+    ));
     match &verified.result {
         Some(r) => {
             rows.push((
@@ -646,34 +721,25 @@ fn verify_path(path: &Path) -> anyhow::Result<ExitCode> {
             "none yet: the session has not finished".into(),
         )),
     }
-    if let Some(dir) = dir {
-        let log = dir.join(HARNESS_LOG_FILE);
-        if log.exists() {
-            let text = std::fs::read_to_string(&log)
-                .with_context(|| format!("cannot read {}", log.display()))?;
-            match verify_harness_log(&text, &verified.head) {
-                Ok(n) => rows.push((
-                    "harness log".into(),
-                    format!("ok · {n} events · read the result at this head"),
-                )),
-                Err(e) => {
-                    println!("BROKEN  {} {e}", log.display());
-                    return Ok(ExitCode::FAILURE);
-                }
-            }
+    if let Some(log) = &harness_log {
+        rows.push((
+            "harness log".into(),
+            format!("ok · {} events · read the result at this head", log.events),
+        ));
+        rows.push((
+            "harness signature".into(),
+            if log.signature.is_some() {
+                format!("ok · key {}", encode_public_key(&keys.harness))
+            } else {
+                "none yet: the run has not been scored".into()
+            },
+        ));
+        if let Some(sandbox) = &log.sandbox {
+            rows.push(("agent".into(), sandbox.describe()));
         }
-        if let Ok(report) = Report::read(dir) {
-            if report.trajectory.head != verified.head
-                || verified.result.as_ref().map(|r| r.value) != Some(report.value)
-            {
-                println!(
-                    "BROKEN  {}: the report disagrees with the trajectory",
-                    dir.join(ale_proto::layout::REPORT_FILE).display()
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            rows.push(("report".into(), "agrees with the trajectory".into()));
-        }
+    }
+    if report.is_some() {
+        rows.push(("report".into(), "agrees with the signed records".into()));
     }
     println!("Verified {}", path.display());
     print_table(&rows);
@@ -688,18 +754,19 @@ fn list_runs(state_dir: &Path) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     println!(
-        "{:<38} {:<32} {:<16} {:>12} {:>7}",
+        "{:<38} {:<32} {:<16} {:>12} {:>7}  AGENT",
         "RUN", "TASK", "STATUS", "METRIC", "SCORE"
     );
     for run in runs {
         match run.summary {
             RunSummary::Reported(r) => println!(
-                "{:<38} {:<32} {:<16} {:>12.3} {:>7.3}",
+                "{:<38} {:<32} {:<16} {:>12.3} {:>7.3}  {}",
                 run.run_id,
                 r.task.id,
                 format!("{:?}", r.status).to_lowercase(),
                 r.value,
-                r.score.score
+                r.score.score,
+                r.sandbox.describe()
             ),
             RunSummary::Unreported { task_id, status } => {
                 println!(

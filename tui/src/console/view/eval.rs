@@ -288,6 +288,14 @@ pub fn report_lines<'a>(report: &Report, theme: &Theme) -> Vec<Line<'a>> {
         ));
     }
     lines.push(Line::styled(report.status_message.clone(), theme.muted()));
+    lines.push(Line::styled(
+        format!("agent {}", report.sandbox.describe()),
+        if report.sandbox.warning().is_some() {
+            Style::default().fg(theme.error)
+        } else {
+            theme.muted()
+        },
+    ));
     let verified = if report.trajectory.verified {
         "verified"
     } else {

@@ -1,0 +1,419 @@
+//! The trust boundary against a hostile agent. Each attack is a small program (built here with
+//! `rustc` from `tests/hostile/agent.rs`) run by a real `ale harness run` against a real
+//! evaluator; it reports on stdout, which the harness keeps as `agent.log` in the run folder,
+//! and then plays honestly. Every attack must fail, every run must score what its play earned,
+//! and a run folder forged afterwards with the public chain rule must fail `verify`, naming
+//! the signature.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use ale_proto::trajectory::{Chain, EventKind, Level};
+
+const ALE: &str = env!("CARGO_BIN_EXE_ale");
+
+/// The hostile agent, compiled once into a folder any user may enter (the sandboxed agent
+/// runs as `nobody` when the tests run as root).
+fn hostile_agent() -> &'static Path {
+    static AGENT: OnceLock<PathBuf> = OnceLock::new();
+    AGENT.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-agent");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join(format!("agent-{}", std::process::id()));
+        let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/agent.rs");
+        let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+        let status = Command::new(rustc)
+            .args(["--edition", "2024", "-O", "-o"])
+            .arg(&out)
+            .arg(&source)
+            .status()
+            .expect("rustc runs");
+        assert!(status.success(), "the hostile agent does not compile");
+        out
+    })
+}
+
+/// A task small enough to play quickly: CartPole, three rollouts.
+fn tasks_dir(root: &Path) -> PathBuf {
+    let dir = root.join("tasks");
+    std::fs::create_dir(&dir).unwrap();
+    let text = include_str!("../../server/tasks/cartpole-balance.toml")
+        .replace("episodes = 20", "episodes = 3");
+    assert!(text.contains("episodes = 3"));
+    std::fs::write(dir.join("cartpole.toml"), text).unwrap();
+    dir
+}
+
+/// An evaluator on a fresh state dir, stopped (and its sessions ended) when dropped.
+struct Evaluator {
+    child: Child,
+    state: PathBuf,
+    _tmp: tempfile::TempDir,
+}
+
+impl Evaluator {
+    fn start() -> Evaluator {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        let mut child = Command::new(ALE)
+            .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(&state)
+            .arg("--tasks-dir")
+            .arg(tasks_dir(tmp.path()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::os::unix::net::UnixStream::connect(state.join("harness.sock")).is_err() {
+            assert!(Instant::now() < deadline, "the evaluator did not start");
+            assert!(child.try_wait().unwrap().is_none(), "the evaluator exited");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Evaluator {
+            child,
+            state,
+            _tmp: tmp,
+        }
+    }
+}
+
+impl Drop for Evaluator {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+struct Run {
+    report: serde_json::Value,
+    run_dir: PathBuf,
+    agent_log: String,
+}
+
+/// `ale harness run` of the hostile agent's `attack` (then the heuristic policy), with
+/// `extra` harness flags. The harness's pid reaches the agent as HOSTILE_HARNESS_PID: the
+/// shell execs into the harness, so `$$` is its pid.
+fn run_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str]) -> Run {
+    let state = evaluator.state.to_str().unwrap();
+    let mut script = format!(
+        "exec {ALE} harness run --task cartpole-balance --progress json --state-dir {state} \
+         --env HOSTILE_STATE_DIR={state} --env HOSTILE_HARNESS_PID=$$"
+    );
+    for flag in extra {
+        script.push(' ');
+        script.push_str(flag);
+    }
+    script.push_str(&format!(
+        " -- {} {attack} {marker} {ALE} agent --policy heuristic",
+        hostile_agent().display()
+    ));
+    let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(
+        output.status.success(),
+        "{attack}: the harness failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let run_dir = PathBuf::from(last["run_dir"].as_str().unwrap());
+    let agent_log = std::fs::read_to_string(run_dir.join("agent.log")).unwrap();
+    Run {
+        report: last["report"].clone(),
+        run_dir,
+        agent_log,
+    }
+}
+
+/// The attack lines of an agent log, each checked to have failed.
+fn assert_attack_failed(run: &Run, attack: &str) {
+    let lines: Vec<&str> = run
+        .agent_log
+        .lines()
+        .filter(|l| l.starts_with("ATTACK "))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.starts_with(&format!("ATTACK {attack}:"))),
+        "{attack}: the agent reported nothing:\n{}",
+        run.agent_log
+    );
+    for line in &lines {
+        assert!(line.contains(": FAILED "), "{attack} got through: {line}");
+    }
+}
+
+/// The run scored what its play earned: the heuristic balances CartPole for all 500 steps of
+/// every rollout, the score is re-derived from the signed trajectory, and verify passes.
+fn assert_scored_honestly(run: &Run) {
+    assert_eq!(run.report["status"], "completed", "{:?}", run.report);
+    assert_eq!(run.report["value"].as_f64(), Some(500.0));
+    let verify = Command::new(ALE)
+        .args(["harness", "verify"])
+        .arg(&run.run_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "{text}");
+    assert!(text.contains("sandboxed (offline"), "{text}");
+}
+
+fn host_processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()) {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(marker) {
+            found.push(entry.file_name().to_string_lossy().to_string());
+        }
+    }
+    found
+}
+
+#[test]
+fn every_attack_from_inside_the_sandbox_fails_and_the_run_scores_its_play() {
+    let evaluator = Evaluator::start();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let tcp_addr = format!("HOSTILE_TCP_ADDR={}", listener.local_addr().unwrap());
+    listener.set_nonblocking(true).unwrap();
+
+    for attack in [
+        "read-secrets",
+        "list-state-dir",
+        "harness-socket",
+        "write-runs",
+        "proc-cmdline",
+    ] {
+        let run = run_attack(&evaluator, attack, "unused", &[]);
+        assert_attack_failed(&run, attack);
+        assert_scored_honestly(&run);
+    }
+    assert!(!evaluator.state.join("runs/forged.txt").exists());
+
+    let run = run_attack(&evaluator, "tcp", "unused", &["--env", &tcp_addr]);
+    assert_attack_failed(&run, "tcp");
+    assert!(
+        listener.accept().is_err(),
+        "a connection from the sandbox reached the test's listener"
+    );
+    assert_scored_honestly(&run);
+
+    // The daemon is gone when `ale harness run` returns.
+    let marker = format!("daemon-marker-{}", std::process::id());
+    let run = run_attack(&evaluator, "daemon", &marker, &[]);
+    assert!(
+        run.agent_log.contains("ATTACK daemon: SUCCEEDED left a daemon"),
+        "the agent did not manage to fork:\n{}",
+        run.agent_log
+    );
+    assert_eq!(
+        host_processes_with(&marker),
+        Vec::<String>::new(),
+        "the agent's daemon outlived the run"
+    );
+    assert_scored_honestly(&run);
+
+    // Only the allow-listed environment reaches the agent.
+    let run = run_attack(&evaluator, "env", "unused", &["--env", "EXTRA=1"]);
+    let keys: Vec<&str> = run
+        .agent_log
+        .lines()
+        .filter_map(|l| l.strip_prefix("ENV "))
+        .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
+        .collect();
+    assert!(keys.contains(&"ALE_ENDPOINT") && keys.contains(&"EXTRA"), "{keys:?}");
+    for key in &keys {
+        assert!(
+            [
+                "ALE_ENDPOINT",
+                "ALE_ENV_HANDLE",
+                "HOME",
+                "PATH",
+                "LANG",
+                "TERM",
+                "EXTRA",
+                "HOSTILE_STATE_DIR",
+                "HOSTILE_HARNESS_PID",
+                "PWD",
+            ]
+            .contains(key),
+            "{key} leaked into the agent's environment"
+        );
+    }
+    assert!(
+        run.agent_log
+            .contains("ENV ALE_ENDPOINT=unix:///run/ale/agent.sock"),
+        "{}",
+        run.agent_log
+    );
+}
+
+/// Rewrites every line of a chained file with `edit` applied to each event, re-sealing it with
+/// the public chain rule; a `sig` field is kept (stale) or dropped.
+fn reseal(path: &Path, keep_signature: bool, edit: impl Fn(&mut serde_json::Value)) -> String {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut chain = Chain::new();
+    let mut out = String::new();
+    let mut head = String::new();
+    for line in text.lines() {
+        let mut event: serde_json::Value = serde_json::from_str(line).unwrap();
+        edit(&mut event);
+        let level: Level = serde_json::from_value(event["level"].clone()).unwrap();
+        let kind: EventKind = serde_json::from_value(event["kind"].clone()).unwrap();
+        let (mut sealed, hash) = chain.seal(
+            level,
+            kind,
+            event["time_unix_ms"].as_u64().unwrap(),
+            event["data"].clone(),
+        );
+        if keep_signature && let Some(sig) = event.get("sig") {
+            let mut object: serde_json::Value = serde_json::from_str(&sealed).unwrap();
+            object["sig"] = sig.clone();
+            sealed = ale_proto::trajectory::canonical_json(&object);
+        }
+        out.push_str(&sealed);
+        out.push('\n');
+        head = hash;
+    }
+    std::fs::write(path, out).unwrap();
+    head
+}
+
+/// The forger of the issue: after the report appears, rewrite rollout 0 as a better episode,
+/// re-seal the trajectory and the harness log with the public chain rule, patch the report.
+fn forge(run_dir: &Path, keep_signature: bool) {
+    let new_head = reseal(&run_dir.join("trajectory.jsonl"), keep_signature, |event| {
+        let kind = event["kind"].as_str().unwrap_or_default().to_string();
+        if kind == "rollout_finished" && event["data"]["index"] == 0 {
+            event["data"]["episode_return"] = serde_json::json!(9999.0);
+        }
+        if kind == "session_finished" {
+            event["data"]["episodes"][0]["episode_return"] = serde_json::json!(9999.0);
+        }
+    });
+    reseal(&run_dir.join("harness.jsonl"), keep_signature, |event| {
+        if event["kind"] == "result_read" {
+            event["data"]["evaluator_head"] = serde_json::json!(new_head);
+        }
+    });
+    let report_path = run_dir.join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    report["trajectory"]["head"] = serde_json::json!(new_head);
+    report["episodes"][0]["episode_return"] = serde_json::json!(9999.0);
+    std::fs::write(&report_path, report.to_string()).unwrap();
+}
+
+#[test]
+fn a_run_folder_resealed_with_the_public_chain_rule_fails_verify_naming_the_signature() {
+    let evaluator = Evaluator::start();
+    for keep_signature in [false, true] {
+        let run = run_attack(&evaluator, "list-state-dir", "unused", &[]);
+        assert_scored_honestly(&run);
+        forge(&run.run_dir, keep_signature);
+        // The chains themselves are whole again: only a key tells the forgery apart.
+        let text = std::fs::read_to_string(run.run_dir.join("trajectory.jsonl")).unwrap();
+        ale_proto::trajectory::verify(&text).expect("the forged chain is well formed");
+        let verify = Command::new(ALE)
+            .args(["harness", "verify"])
+            .arg(&run.run_dir)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&verify.stdout);
+        assert!(!verify.status.success(), "a forged run verified:\n{out}");
+        assert!(
+            out.contains("trajectory.jsonl") && out.contains("evaluator's signature"),
+            "verify must name the signature that does not match:\n{out}"
+        );
+    }
+    // The listing does not take the forged report at its word either: `runs` still shows the
+    // report, but `verify` is the judge; the forged value is in the file, not in a signature.
+}
+
+#[test]
+fn an_unsandboxed_run_is_marked_everywhere() {
+    let evaluator = Evaluator::start();
+    let run = run_attack(&evaluator, "env", "unused", &["--sandbox", "none"]);
+    assert_eq!(run.report["sandbox"]["mode"], "none");
+    let verify = Command::new(ALE)
+        .args(["harness", "verify"])
+        .arg(&run.run_dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&verify.stdout);
+    assert!(verify.status.success(), "{text}");
+    assert!(
+        text.contains("unsandboxed: the agent could have tampered with this record"),
+        "{text}"
+    );
+    let runs = Command::new(ALE)
+        .args(["harness", "runs", "--state-dir"])
+        .arg(&evaluator.state)
+        .output()
+        .unwrap();
+    let listing = String::from_utf8_lossy(&runs.stdout);
+    assert!(listing.contains("unsandboxed"), "{listing}");
+}
+
+/// What a non-root operator meets: the harness (and the evaluator it starts) run as an
+/// unprivileged user, the sandbox is built from an unprivileged user namespace, and the agent,
+/// running as that same user, still cannot reach the state dir that user owns.
+#[test]
+fn an_unprivileged_harness_sandboxes_its_agent_too() {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // Already unprivileged: the other tests cover this path.
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    for dir in [tmp.path(), home.as_path()] {
+        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    let state = home.join("state");
+    let state_str = state.to_str().unwrap();
+    let output = Command::new(ALE)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--progress",
+            "json",
+            "--state-dir",
+            state_str,
+            "--env",
+            &format!("HOSTILE_STATE_DIR={state_str}"),
+            "--",
+        ])
+        .arg(hostile_agent())
+        .args(["read-secrets", "unused", ALE, "agent", "--policy", "heuristic"])
+        .env("HOME", &home)
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    let run_dir = PathBuf::from(last["run_dir"].as_str().unwrap());
+    let run = Run {
+        report: last["report"].clone(),
+        agent_log: std::fs::read_to_string(run_dir.join("agent.log")).unwrap(),
+        run_dir,
+    };
+    assert_eq!(run.report["sandbox"]["agent_uid"], serde_json::Value::Null);
+    assert_attack_failed(&run, "read-secrets");
+    assert_scored_honestly(&run);
+}
