@@ -156,11 +156,10 @@ impl Agent {
             command: launch.command.join(" "),
             cause,
         };
-        let log = create_log(launch.log)
-            .map_err(|cause| HarnessError::Records {
-                path: launch.log.to_path_buf(),
-                cause,
-            })?;
+        let log = create_log(launch.log).map_err(|cause| HarnessError::Records {
+            path: launch.log.to_path_buf(),
+            cause,
+        })?;
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
         let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
         let spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
@@ -168,12 +167,15 @@ impl Agent {
             sandbox::launcher_command(launch.ale_exe)
         } else {
             let mut command = Command::new(program);
-            command.args(args).env_clear().envs(sandbox::agent_environment(
-                launch.unsandboxed_endpoint,
-                launch.handle.as_str(),
-                std::env::var("HOME").ok().as_deref(),
-                &launch.sandbox.extra_env,
-            ));
+            command
+                .args(args)
+                .env_clear()
+                .envs(sandbox::agent_environment(
+                    launch.unsandboxed_endpoint,
+                    launch.handle.as_str(),
+                    std::env::var("HOME").ok().as_deref(),
+                    &launch.sandbox.extra_env,
+                ));
             if let Some(dir) = &launch.sandbox.workdir {
                 command.current_dir(dir);
             }
@@ -193,7 +195,9 @@ impl Agent {
         // the agent (and everything that shares its output) is gone.
         drop(command);
         if let Some(spec) = &spec {
-            sandbox::send_spec(&mut child, spec).await.map_err(launch_err)?;
+            sandbox::send_spec(&mut child, spec)
+                .await
+                .map_err(launch_err)?;
         }
         let log_copier = std::thread::Builder::new()
             .name("agent-log".into())

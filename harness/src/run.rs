@@ -189,8 +189,8 @@ async fn run_with(
     // The harness signs its log with its own key; the evaluator's public key checks the
     // trajectory's signature. Both live in the state dir, which no agent can reach.
     let key_err = |e: ale_proto::keys::KeyError| HarnessError::Keys(e.to_string());
-    let harness_key = load_or_create_signing_key(&options.state_dir, KeyRole::Harness)
-        .map_err(key_err)?;
+    let harness_key =
+        load_or_create_signing_key(&options.state_dir, KeyRole::Harness).map_err(key_err)?;
     let keys = RecordKeys {
         evaluator: read_public_key(&options.state_dir.join(KeyRole::Evaluator.public_key_file()))
             .map_err(key_err)?,
@@ -198,12 +198,13 @@ async fn run_with(
     };
     // The state dir is what the agent must never see; the sandbox is tried before any official
     // env exists, so a machine without namespaces refuses cleanly.
-    let hidden = vec![
-        std::fs::canonicalize(&options.state_dir).map_err(|cause| HarnessError::Records {
-            path: options.state_dir.clone(),
-            cause,
-        })?,
-    ];
+    let hidden =
+        vec![
+            std::fs::canonicalize(&options.state_dir).map_err(|cause| HarnessError::Records {
+                path: options.state_dir.clone(),
+                cause,
+            })?,
+        ];
     let probe_handle = EnvHandle::from_wire(String::new());
     let launch = |handle, log| AgentLaunch {
         command: &options.agent_command,

@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use ale_proto::keys::{KeyRole, read_public_key};
 use ale_proto::layout::REPORT_FILE;
 use ale_proto::signature;
-use ale_proto::trajectory::{self, EventKind, HARNESS_LOG_FILE, Level, SealedEvent, TRAJECTORY_FILE};
+use ale_proto::trajectory::{
+    self, EventKind, HARNESS_LOG_FILE, Level, SealedEvent, TRAJECTORY_FILE,
+};
 use ed25519_dalek::VerifyingKey;
 use serde::de::DeserializeOwned;
 
@@ -527,7 +529,8 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
     };
     let text = read(TRAJECTORY_FILE)?
         .ok_or_else(|| broken(TRAJECTORY_FILE)("missing: this is not a run folder".into()))?;
-    let trajectory = verify_trajectory(&text).map_err(|e| broken(TRAJECTORY_FILE)(e.to_string()))?;
+    let trajectory =
+        verify_trajectory(&text).map_err(|e| broken(TRAJECTORY_FILE)(e.to_string()))?;
     trajectory
         .check_signature(&keys.evaluator)
         .map_err(broken(TRAJECTORY_FILE))?;
@@ -595,7 +598,8 @@ fn check_report(
         ));
     }
     let named = |hex: &str, key: &VerifyingKey| hex == signature::key_hex(key);
-    if !named(&report.keys.evaluator, &keys.evaluator) || !named(&report.keys.harness, &keys.harness)
+    if !named(&report.keys.evaluator, &keys.evaluator)
+        || !named(&report.keys.harness, &keys.harness)
     {
         return Err(format!(
             "it names keys evaluator {} / harness {}, but the records were checked with {} / {}",

@@ -59,9 +59,7 @@ pub fn check_head(
         .and_then(|b| b.try_into().ok())
         .ok_or(SignatureError::Malformed)?;
     key.verify(&message(level, &head), &Signature::from_bytes(&bytes))
-        .map_err(|_| SignatureError::Mismatch {
-            key: key_hex(key),
-        })
+        .map_err(|_| SignatureError::Mismatch { key: key_hex(key) })
 }
 
 /// A public key as 64 lowercase hex characters, as `*.pub` files and reports hold it.
@@ -85,11 +83,24 @@ mod tests {
         let public = key(1).verifying_key();
         check_head(&public, Level::TrustedEvaluator, &head_hex, &sig).unwrap();
         assert!(matches!(
-            check_head(&key(2).verifying_key(), Level::TrustedEvaluator, &head_hex, &sig),
+            check_head(
+                &key(2).verifying_key(),
+                Level::TrustedEvaluator,
+                &head_hex,
+                &sig
+            ),
             Err(SignatureError::Mismatch { .. })
         ));
         assert!(check_head(&public, Level::Harness, &head_hex, &sig).is_err());
-        assert!(check_head(&public, Level::TrustedEvaluator, &hex::encode([8u8; 32]), &sig).is_err());
+        assert!(
+            check_head(
+                &public,
+                Level::TrustedEvaluator,
+                &hex::encode([8u8; 32]),
+                &sig
+            )
+            .is_err()
+        );
         assert_eq!(
             check_head(&public, Level::TrustedEvaluator, &head_hex, "zz"),
             Err(SignatureError::Malformed)

@@ -273,7 +273,10 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
         if canonical_json(&object) != line {
             return Err(fail("not in canonical form (edited by hand?)".into()));
         }
-        if events.last().is_some_and(|e: &SealedEvent| e.signature.is_some()) {
+        if events
+            .last()
+            .is_some_and(|e: &SealedEvent| e.signature.is_some())
+        {
             return Err(fail(
                 "an event after the signed head: the record was extended after it was sealed"
                     .into(),
@@ -283,7 +286,10 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
             Some(Value::String(h)) => h,
             _ => return Err(fail("no \"hash\" string".into())),
         };
-        let signature = match object.as_object_mut().and_then(|m| m.remove(SIGNATURE_FIELD)) {
+        let signature = match object
+            .as_object_mut()
+            .and_then(|m| m.remove(SIGNATURE_FIELD))
+        {
             None => None,
             Some(Value::String(s)) => Some(s),
             Some(_) => return Err(fail("a \"sig\" that is not a string".into())),
@@ -397,8 +403,13 @@ mod tests {
         let key = ed25519_dalek::SigningKey::from_bytes(&[3; 32]);
         let mut chain = Chain::new();
         let (first, _) = chain.seal(Level::Harness, EventKind::RunStarted, 1, json!({}));
-        let (last, head) =
-            chain.seal_signed(Level::Harness, EventKind::RunScored, 2, json!({"x": 1}), &key);
+        let (last, head) = chain.seal_signed(
+            Level::Harness,
+            EventKind::RunScored,
+            2,
+            json!({"x": 1}),
+            &key,
+        );
         let text = format!("{first}\n{last}\n");
         let verified = verify(&text).unwrap();
         assert_eq!(verified.head, head);
@@ -410,7 +421,11 @@ mod tests {
         let (extra, _) = chain.seal(Level::Harness, EventKind::ResultRead, 3, json!({}));
         let err = verify(&format!("{text}{extra}\n")).unwrap_err();
         assert_eq!(err.line, 3);
-        assert!(err.reason.contains("after the signed head"), "{}", err.reason);
+        assert!(
+            err.reason.contains("after the signed head"),
+            "{}",
+            err.reason
+        );
     }
 
     #[test]

@@ -353,15 +353,17 @@ mod tests {
         let registry = TaskRegistry::builtin().unwrap();
         let mut task = registry.get("cartpole-balance").unwrap().as_ref().clone();
         task.eval.time_budget_seconds = u64::MAX;
-        let run_dir = dir.path().join("run");
+        let runs_dir = dir.path().join("runs");
+        ale_proto::private_files::ensure_private_dir(&runs_dir).unwrap();
         let now = Instant::now();
         let secret = [7; SECRET_LEN];
+        let run_id = RunId::from_random(random_id_bytes());
         let mut env = Env::official(
             EnvHandle::from_random(random_id_bytes()),
             Arc::new(task),
-            RunId::from_random(random_id_bytes()),
+            run_id.clone(),
             SessionId::from_random(random_id_bytes()),
-            &run_dir,
+            &runs_dir,
             ale_proto::keys::SigningKey::from_bytes(&[9; 32]),
             now,
         )
@@ -381,7 +383,8 @@ mod tests {
         env.end_session("the evaluator shut down", &OsSeeds, &secret, now)
             .unwrap();
 
-        let text = std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).unwrap();
+        let text =
+            std::fs::read_to_string(runs_dir.join(run_id.as_str()).join(TRAJECTORY_FILE)).unwrap();
         let chain = ale_proto::trajectory::verify(&text).unwrap();
         let kinds: Vec<EventKind> = chain.events.iter().map(|e| e.event.kind).collect();
         let started = kinds

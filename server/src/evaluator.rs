@@ -301,8 +301,9 @@ mod tests {
             max_practice_envs_per_connection: 2,
             ..Limits::default()
         };
+        let state = dir.path().join("state");
         let evaluator =
-            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), dir.path(), limits).unwrap();
+            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), &state, limits).unwrap();
         let create = |connection| {
             evaluator.create_env(Channel::Agent, connection, "cartpole-balance", false)
         };

@@ -33,10 +33,11 @@ async fn the_agent_endpoint_file_is_written_beside_a_planted_link_not_through_it
     let metadata = std::fs::symlink_metadata(&endpoint_file).unwrap();
     assert!(metadata.is_file(), "the link was replaced by a file");
     assert_eq!(metadata.mode() & 0o777, 0o600);
-    assert_eq!(
-        std::fs::read_to_string(&endpoint_file).unwrap(),
-        format!("{}\n", server.agent_endpoint())
-    );
+    let recorded =
+        ale_proto::layout::AgentEndpoints::parse(&std::fs::read_to_string(&endpoint_file).unwrap())
+            .unwrap();
+    assert_eq!(recorded.tcp, server.agent_endpoint());
+    assert_eq!(recorded.unix, server.agent_socket());
     server.shutdown().await;
     assert!(!endpoint_file.exists());
     assert_eq!(

@@ -157,10 +157,17 @@ fn reseal(text: &str, edit: impl Fn(&mut Vec<serde_json::Value>)) -> String {
     out
 }
 
-fn verify_text(dir: &Path, name: &str, content: &str) -> (bool, String) {
+/// Verifies `content` as a loose trajectory file, with the public keys of `state`.
+fn verify_text(dir: &Path, state: &Path, name: &str, content: &str) -> (bool, String) {
     let path = dir.join(name);
     std::fs::write(&path, content).unwrap();
-    let out = ale(&["harness", "verify", path.to_str().unwrap()]);
+    let out = ale(&[
+        "harness",
+        "verify",
+        path.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
     (out.status.success(), text(&out))
 }
 
@@ -187,11 +194,15 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
     for dir in [&completed, &crashed, &random] {
         let out = ale(&["harness", "verify", dir.to_str().unwrap()]);
         assert!(out.status.success(), "{}", text(&out));
-        assert!(
-            String::from_utf8_lossy(&out.stdout).contains("harness log  ok"),
-            "{}",
-            text(&out)
-        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        for row in ["harness log", "evaluator signature", "harness signature"] {
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.trim_start().starts_with(row) && l.contains(" ok ")),
+                "{row}: {stdout}"
+            );
+        }
     }
 
     let original = std::fs::read_to_string(completed.join("trajectory.jsonl")).unwrap();
@@ -199,26 +210,31 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
     let join = |ls: &[&str]| ls.iter().map(|l| format!("{l}\n")).collect::<String>();
     let work = tmp.path();
 
-    let (ok, out) = verify_text(work, "copy.jsonl", &original);
+    let (ok, out) = verify_text(work, &state, "copy.jsonl", &original);
     assert!(ok, "{out}");
 
     // A flipped byte in the middle of line 3.
     let mut bytes = original.clone().into_bytes();
     let offset = lines[0].len() + lines[1].len() + 2 + lines[2].len() / 2;
     bytes[offset] ^= 0x01;
-    let (ok, out) = verify_text(work, "flipped.jsonl", &String::from_utf8_lossy(&bytes));
+    let (ok, out) = verify_text(
+        work,
+        &state,
+        "flipped.jsonl",
+        &String::from_utf8_lossy(&bytes),
+    );
     assert!(!ok && out.contains("line 3:"), "{out}");
 
     // A deleted line.
     let mut deleted = lines.clone();
     deleted.remove(4);
-    let (ok, out) = verify_text(work, "deleted.jsonl", &join(&deleted));
+    let (ok, out) = verify_text(work, &state, "deleted.jsonl", &join(&deleted));
     assert!(!ok && out.contains("line 5:"), "{out}");
 
     // A reordered pair.
     let mut swapped = lines.clone();
     swapped.swap(3, 4);
-    let (ok, out) = verify_text(work, "swapped.jsonl", &join(&swapped));
+    let (ok, out) = verify_text(work, &state, "swapped.jsonl", &join(&swapped));
     assert!(!ok && out.contains("line 4:"), "{out}");
 
     // An edited EvalResult, left unsealed: the chain breaks on the last line.
@@ -226,7 +242,7 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
     let mut edited = lines.iter().map(|l| l.to_string()).collect::<Vec<_>>();
     edited[last - 1] = edited[last - 1].replacen("\"value\":", "\"value\":1", 1);
     let edited_refs: Vec<&str> = edited.iter().map(String::as_str).collect();
-    let (ok, out) = verify_text(work, "edited.jsonl", &join(&edited_refs));
+    let (ok, out) = verify_text(work, &state, "edited.jsonl", &join(&edited_refs));
     assert!(!ok && out.contains(&format!("line {last}:")), "{out}");
 
     // An edited EvalResult re-sealed into a valid chain: the result no longer adds up.
@@ -234,7 +250,7 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
         let data = &mut events.last_mut().unwrap()["data"];
         data["value"] = serde_json::json!(10.0);
     });
-    let (ok, out) = verify_text(work, "forged.jsonl", &forged);
+    let (ok, out) = verify_text(work, &state, "forged.jsonl", &forged);
     assert!(
         !ok && out.contains(&format!("line {last}:")) && out.contains("not the mean"),
         "{out}"
@@ -249,26 +265,27 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
         let value = data["value"].as_f64().unwrap() + (1.0 - first) / n;
         data["value"] = serde_json::json!(value);
     });
-    let (ok, out) = verify_text(work, "forged2.jsonl", &forged);
+    let (ok, out) = verify_text(work, &state, "forged2.jsonl", &forged);
     assert!(
         !ok && out.contains("differs from its rollout_finished event"),
         "{out}"
     );
 
     // A forgery that is internally consistent (here: one timestamp changed, every hash
-    // re-sealed) passes the trajectory's own checks, but the harness's log pinned the head it
-    // read, so the run folder does not verify.
+    // re-sealed) passes the chain and the event checks; only the evaluator's signature on the
+    // head tells it apart, loose or in its run folder.
     let forged = reseal(&original, |events| {
         let t = events[0]["time_unix_ms"].as_u64().unwrap();
         events[0]["time_unix_ms"] = serde_json::json!(t + 1);
     });
-    let (ok, out) = verify_text(work, "consistent-forgery.jsonl", &forged);
-    assert!(ok, "{out}");
+    ale_harness::verify::verify_trajectory(&forged).expect("consistent apart from the signature");
+    let (ok, out) = verify_text(work, &state, "consistent-forgery.jsonl", &forged);
+    assert!(!ok && out.contains("evaluator's signature"), "{out}");
     std::fs::write(completed.join("trajectory.jsonl"), &forged).unwrap();
     let out = ale(&["harness", "verify", completed.to_str().unwrap()]);
     assert!(!out.status.success());
     assert!(
-        text(&out).contains("the harness read the result at trajectory head"),
+        text(&out).contains("trajectory.jsonl: the evaluator's signature"),
         "{}",
         text(&out)
     );

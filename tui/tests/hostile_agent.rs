@@ -138,7 +138,9 @@ fn assert_attack_failed(run: &Run, attack: &str) {
         .filter(|l| l.starts_with("ATTACK "))
         .collect();
     assert!(
-        lines.iter().any(|l| l.starts_with(&format!("ATTACK {attack}:"))),
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("ATTACK {attack}:"))),
         "{attack}: the agent reported nothing:\n{}",
         run.agent_log
     );
@@ -205,7 +207,8 @@ fn every_attack_from_inside_the_sandbox_fails_and_the_run_scores_its_play() {
     let marker = format!("daemon-marker-{}", std::process::id());
     let run = run_attack(&evaluator, "daemon", &marker, &[]);
     assert!(
-        run.agent_log.contains("ATTACK daemon: SUCCEEDED left a daemon"),
+        run.agent_log
+            .contains("ATTACK daemon: SUCCEEDED left a daemon"),
         "the agent did not manage to fork:\n{}",
         run.agent_log
     );
@@ -224,7 +227,10 @@ fn every_attack_from_inside_the_sandbox_fails_and_the_run_scores_its_play() {
         .filter_map(|l| l.strip_prefix("ENV "))
         .filter_map(|kv| kv.split_once('=').map(|(k, _)| k))
         .collect();
-    assert!(keys.contains(&"ALE_ENDPOINT") && keys.contains(&"EXTRA"), "{keys:?}");
+    assert!(
+        keys.contains(&"ALE_ENDPOINT") && keys.contains(&"EXTRA"),
+        "{keys:?}"
+    );
     for key in &keys {
         assert!(
             [
@@ -374,8 +380,7 @@ fn an_unprivileged_harness_sandboxes_its_agent_too() {
     std::fs::create_dir(&home).unwrap();
     for dir in [tmp.path(), home.as_path()] {
         std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
-        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     }
     let state = home.join("state");
     let state_str = state.to_str().unwrap();
@@ -394,7 +399,14 @@ fn an_unprivileged_harness_sandboxes_its_agent_too() {
             "--",
         ])
         .arg(hostile_agent())
-        .args(["read-secrets", "unused", ALE, "agent", "--policy", "heuristic"])
+        .args([
+            "read-secrets",
+            "unused",
+            ALE,
+            "agent",
+            "--policy",
+            "heuristic",
+        ])
         .env("HOME", &home)
         .uid(65534)
         .gid(65534)

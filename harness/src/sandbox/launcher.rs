@@ -21,8 +21,8 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Gid, Pid, Uid, fork, pivot_root};
 
 use super::{
-    LaunchSpec, Network, SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME,
-    SETUP_FAILED, UserIds,
+    LaunchSpec, Network, SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME, SETUP_FAILED,
+    UserIds,
 };
 
 /// A setup step that failed.
@@ -34,11 +34,38 @@ fn fail<E: std::fmt::Display>(step: impl std::fmt::Display) -> impl FnOnce(E) ->
     move |e| Failure(format!("{step}: {e}"))
 }
 
-/// Runs `spec`; exits with the agent's status (128 + signal if it was killed), or
-/// [`SETUP_FAILED`] if the sandbox could not be built.
+/// How the agent ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AgentEnd {
+    Exited(i32),
+    Killed(Signal),
+}
+
+impl AgentEnd {
+    fn from_wait(status: WaitStatus) -> Option<AgentEnd> {
+        match status {
+            WaitStatus::Exited(_, code) => Some(AgentEnd::Exited(code)),
+            WaitStatus::Signaled(_, signal, _) => Some(AgentEnd::Killed(signal)),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `spec` and ends the way the agent ended: with its exit status, or killed by the signal
+/// that killed it, so the harness sees the agent's own end. [`SETUP_FAILED`] if the sandbox
+/// could not be built.
 pub(super) fn run(spec: &LaunchSpec) -> ! {
     match launch(spec) {
-        Ok(code) => std::process::exit(code),
+        Ok(AgentEnd::Exited(code)) => std::process::exit(code),
+        Ok(AgentEnd::Killed(signal)) => {
+            // SAFETY: restoring the default action and raising a signal at ourselves.
+            unsafe {
+                libc::signal(signal as i32, libc::SIG_DFL);
+                libc::raise(signal as i32);
+            }
+            // A signal whose default is to be ignored: say it in the status instead.
+            std::process::exit(128 + signal as i32)
+        }
         Err(Failure(why)) => {
             eprintln!("ale sandbox: {why}");
             std::process::exit(SETUP_FAILED)
@@ -59,7 +86,7 @@ extern "C" fn stop_sandbox(_: libc::c_int) {
     }
 }
 
-fn launch(spec: &LaunchSpec) -> Setup<i32> {
+fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
     let uid = Uid::effective();
     let gid = Gid::effective();
     let as_root = uid.is_root();
@@ -84,13 +111,21 @@ fn launch(spec: &LaunchSpec) -> Setup<i32> {
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(fail("pipe"));
     let (to_parent_r, to_parent_w) = pipe()?;
     let (to_child_r, to_child_w) = pipe()?;
+    // PID 1 reports here how the agent ended, which its own exit status cannot tell.
+    let (end_r, end_w) = pipe()?;
     // SAFETY: this process is single-threaded (the launcher runs before any thread starts).
     match unsafe { fork() }.map_err(fail("fork"))? {
         ForkResult::Child => {
             drop(to_parent_r);
             drop(to_child_w);
+            drop(end_r);
             let code = match sandbox_init(spec, to_parent_w, to_child_r) {
-                Ok(code) => code,
+                Ok(AgentEnd::Exited(code)) => code,
+                Ok(AgentEnd::Killed(signal)) => {
+                    use std::io::Write;
+                    let _ = std::fs::File::from(end_w).write_all(&[signal as u8]);
+                    128 + signal as i32
+                }
                 Err(Failure(why)) => {
                     eprintln!("ale sandbox: {why}");
                     SETUP_FAILED
@@ -102,6 +137,7 @@ fn launch(spec: &LaunchSpec) -> Setup<i32> {
         ForkResult::Parent { child } => {
             drop(to_parent_w);
             drop(to_child_r);
+            drop(end_w);
             INIT_PID.store(child.as_raw(), Ordering::SeqCst);
             let handler = SigAction::new(
                 SigHandler::Handler(stop_sandbox),
@@ -118,19 +154,30 @@ fn launch(spec: &LaunchSpec) -> Setup<i32> {
                 drop(to_parent_r);
                 drop(to_child_w);
             }
-            Ok(wait_for(child))
+            let end = wait_for(child);
+            let mut reported = [0u8; 1];
+            let read = std::io::Read::read(&mut std::fs::File::from(end_r), &mut reported);
+            Ok(match (end, read) {
+                // PID 1 exited on the agent's behalf: the agent was killed by this signal.
+                (AgentEnd::Exited(_), Ok(1)) => {
+                    Signal::try_from(i32::from(reported[0])).map_or(end, AgentEnd::Killed)
+                }
+                _ => end,
+            })
         }
     }
 }
 
-/// Waits for `pid` and turns its end into an exit status.
-fn wait_for(pid: Pid) -> i32 {
+/// Waits for `pid` and says how it ended.
+fn wait_for(pid: Pid) -> AgentEnd {
     loop {
         match waitpid(pid, None) {
-            Ok(WaitStatus::Exited(_, code)) => return code,
-            Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
-            Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return SETUP_FAILED,
+            Ok(status) => match AgentEnd::from_wait(status) {
+                Some(end) => return end,
+                None => continue,
+            },
+            Err(Errno::EINTR) => continue,
+            Err(_) => return AgentEnd::Exited(SETUP_FAILED),
         }
     }
 }
@@ -176,7 +223,7 @@ fn sandbox_init(
     spec: &LaunchSpec,
     to_parent: std::os::fd::OwnedFd,
     from_parent: std::os::fd::OwnedFd,
-) -> Setup<i32> {
+) -> Setup<AgentEnd> {
     // If the launcher dies, so does the sandbox: PID 1 exiting kills the namespace.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
@@ -194,18 +241,21 @@ fn sandbox_init(
             // A nested user namespace: the capabilities this process holds over the sandbox's
             // mounts stay behind in the outer one.
             let (uid, gid) = (Uid::effective().as_raw(), Gid::effective().as_raw());
-            unshare(CloneFlags::CLONE_NEWUSER)
-                .map_err(fail("cannot create the user namespace"))?;
+            unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("cannot create the user namespace"))?;
             map_own_ids("/proc/self", uid, gid, true)?;
         }
     }
     nix::sys::prctl::set_no_new_privs().map_err(fail("prctl(NO_NEW_PRIVS)"))?;
     if spec.probe {
-        return Ok(0);
+        return Ok(AgentEnd::Exited(0));
     }
     let program = find_program(spec)?;
     let argv = c_strings(spec.args.iter().map(|a| a.as_bytes()))?;
-    let envp = c_strings(spec.env.iter().map(|(k, v)| format!("{k}={v}").into_bytes()))?;
+    let envp = c_strings(
+        spec.env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}").into_bytes()),
+    )?;
     // SAFETY: single-threaded.
     match unsafe { fork() }.map_err(fail("fork"))? {
         ForkResult::Child => {
@@ -225,16 +275,17 @@ fn sandbox_init(
     }
 }
 
-/// As PID 1: reaps every process that ends until `agent` does; returns its status.
-fn reap_until(agent: Pid) -> i32 {
+/// As PID 1: reaps every process that ends until `agent` does; says how it ended.
+fn reap_until(agent: Pid) -> AgentEnd {
     loop {
         match nix::sys::wait::wait() {
-            Ok(WaitStatus::Exited(pid, code)) if pid == agent => return code,
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => {
-                return 128 + signal as i32;
+            Ok(status) if status.pid() == Some(agent) => {
+                if let Some(end) = AgentEnd::from_wait(status) {
+                    return end;
+                }
             }
             Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return SETUP_FAILED,
+            Err(_) => return AgentEnd::Exited(SETUP_FAILED),
         }
     }
 }
@@ -357,14 +408,10 @@ fn set_attributes_recursively(path: &Path, attr_set: u64) -> Setup<()> {
 }
 
 fn mount_tmpfs(target: &Path, options: &str, flags: MsFlags) -> Setup<()> {
-    mount(
-        Some("tmpfs"),
-        target,
-        Some("tmpfs"),
-        flags,
-        Some(options),
-    )
-    .map_err(fail(format!("cannot mount a tmpfs on {}", target.display())))
+    mount(Some("tmpfs"), target, Some("tmpfs"), flags, Some(options)).map_err(fail(format!(
+        "cannot mount a tmpfs on {}",
+        target.display()
+    )))
 }
 
 fn bind(source: &Path, target: &Path) -> Setup<()> {
@@ -452,7 +499,11 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     )
     .map_err(fail("cannot make the mounts private"))?;
     let staging = Path::new(STAGING);
-    mount_tmpfs(staging, "mode=0755,size=1m", MsFlags::MS_NOSUID | MsFlags::MS_NODEV)?;
+    mount_tmpfs(
+        staging,
+        "mode=0755,size=1m",
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+    )?;
     let staged_new = staging.join("newroot");
     let staged_old = staging.join("oldroot");
     mkdir(&staged_new, 0o755)?;
@@ -510,7 +561,11 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     // A minimal /dev.
     let dev = newroot.join("dev");
     mkdir(&dev, 0o755)?;
-    mount_tmpfs(&dev, "mode=0755,size=64k", MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC)?;
+    mount_tmpfs(
+        &dev,
+        "mode=0755,size=64k",
+        MsFlags::MS_NOSUID | MsFlags::MS_NOEXEC,
+    )?;
     for device in DEVICES {
         let source = oldroot.join("dev").join(device);
         if source.exists() {
@@ -546,7 +601,11 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     )?;
     let run = newroot.join("run");
     mkdir(&run, 0o755)?;
-    mount_tmpfs(&run, "mode=0755,size=1m", MsFlags::MS_NOSUID | MsFlags::MS_NODEV)?;
+    mount_tmpfs(
+        &run,
+        "mode=0755,size=1m",
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+    )?;
     for private in [SANDBOX_HOME, SANDBOX_DEFAULT_WORKDIR] {
         let dir = in_newroot(Path::new(private));
         mkdir(&dir, 0o700)?;
@@ -629,4 +688,3 @@ fn host_path(path: &Path) -> PathBuf {
         .collect();
     Path::new(OLDROOT).join(relative)
 }
-

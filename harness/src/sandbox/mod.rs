@@ -174,7 +174,9 @@ pub enum SandboxError {
          its record is then marked as one the agent could have tampered with."
     )]
     Unavailable(String),
-    #[error("unknown --agent-user {0:?}: no such user in /etc/passwd; give a user name or a numeric uid")]
+    #[error(
+        "unknown --agent-user {0:?}: no such user in /etc/passwd; give a user name or a numeric uid"
+    )]
     UnknownUser(String),
     #[error("--workdir {path}: {problem}")]
     Workdir { path: PathBuf, problem: String },
@@ -215,8 +217,14 @@ pub fn agent_environment(
     extra: &[(String, String)],
 ) -> Vec<(String, String)> {
     let mut env = vec![
-        (ale_proto::agent_env::ENDPOINT.to_string(), endpoint.to_string()),
-        (ale_proto::agent_env::ENV_HANDLE.to_string(), handle.to_string()),
+        (
+            ale_proto::agent_env::ENDPOINT.to_string(),
+            endpoint.to_string(),
+        ),
+        (
+            ale_proto::agent_env::ENV_HANDLE.to_string(),
+            handle.to_string(),
+        ),
     ];
     if let Some(home) = home {
         env.push(("HOME".into(), home.into()));
@@ -382,8 +390,9 @@ pub async fn probe(ale_exe: &Path, spec: &LaunchSpec) -> Result<(), SandboxError
     }
     let mut spec = spec.clone();
     spec.probe = true;
-    let cannot_run =
-        |e: std::io::Error| SandboxError::Unavailable(format!("cannot run {}: {e}", ale_exe.display()));
+    let cannot_run = |e: std::io::Error| {
+        SandboxError::Unavailable(format!("cannot run {}: {e}", ale_exe.display()))
+    };
     let mut child = launcher_command(ale_exe)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -442,8 +451,16 @@ mod tests {
         let keys: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
         for key in &keys {
             assert!(
-                ["ALE_ENDPOINT", "ALE_ENV_HANDLE", "HOME", "PATH", "LANG", "TERM", "X"]
-                    .contains(key),
+                [
+                    "ALE_ENDPOINT",
+                    "ALE_ENV_HANDLE",
+                    "HOME",
+                    "PATH",
+                    "LANG",
+                    "TERM",
+                    "X"
+                ]
+                .contains(key),
                 "{key} leaked into the agent's environment"
             );
         }

@@ -398,7 +398,12 @@ fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
     let spec = LaunchSpec {
         program: PathBuf::from("true"),
         args: vec!["true".into()],
-        env: sandbox::agent_environment("unix:///run/ale/agent.sock", "h", Some(sandbox::SANDBOX_HOME), &[]),
+        env: sandbox::agent_environment(
+            "unix:///run/ale/agent.sock",
+            "h",
+            Some(sandbox::SANDBOX_HOME),
+            &[],
+        ),
         workdir: None,
         agent_socket: socket.clone(),
         hidden: vec![std::fs::canonicalize(&state)?],

@@ -75,9 +75,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let agent_socket = args
             .agent_socket
             .unwrap_or_else(|| ale_server::state_dir::agent_socket(&state_dir));
-        let server =
-            ale_server::serve::start_with_agent_socket(Arc::new(evaluator), args.listen, agent_socket)
-                .await?;
+        let server = ale_server::serve::start_with_agent_socket(
+            Arc::new(evaluator),
+            args.listen,
+            agent_socket,
+        )
+        .await?;
         // Whoever reads the announcement may signal at once: the handlers are in place first.
         let stop = stop_signal()?;
         announce(&server);
