@@ -28,6 +28,14 @@ fn interpret(line: &str) -> HarnessEvent {
     }
 }
 
+/// The console's working directory, if an agent may be given it: not inside the state dir and
+/// not holding it.
+fn workdir_for_commands(state_dir: &Path) -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?.canonicalize().ok()?;
+    let state = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
+    (!cwd.starts_with(&state) && !state.starts_with(&cwd)).then_some(cwd)
+}
+
 /// Starts `ale harness run` for `task_id` on `state_dir`; its output and exit arrive as
 /// messages. Returns the process id, for [`cancel`].
 pub fn start(
@@ -54,6 +62,11 @@ pub fn start(
             command.args(["--policy", kind.name()]);
         }
         AgentChoice::Command(line) => {
+            // A command typed in the console runs where the console was started, as it would
+            // in a shell, unless that folder holds the state dir the agent must not see.
+            if let Some(dir) = workdir_for_commands(state_dir) {
+                command.arg("--workdir").arg(dir);
+            }
             command.args(["--", "sh", "-c", line]);
         }
     }
