@@ -30,7 +30,8 @@ pub struct AgentLaunch<'a> {
     pub agent_socket: &'a Path,
     /// The agent channel URL for an unsandboxed agent.
     pub unsandboxed_endpoint: &'a str,
-    /// Host paths a sandboxed agent must not see (the state dir first).
+    /// Host folders a sandboxed agent must not see, nor be given a path into (the state dir);
+    /// users' homes are hidden too, but a working directory or program may be bound from them.
     pub hidden: &'a [PathBuf],
     /// Where the agent's output goes (created new).
     pub log: &'a Path,
@@ -98,6 +99,14 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         }
     }
     let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
+    let agent_socket = std::fs::canonicalize(launch.agent_socket).map_err(|e| {
+        HarnessError::Evaluator(format!(
+            "the evaluator's agent socket {} is unusable: {e}",
+            launch.agent_socket.display()
+        ))
+    })?;
+    let mut hidden = launch.hidden.to_vec();
+    hidden.extend(sandbox::default_hidden_folders());
     Ok(LaunchSpec {
         program,
         args: launch.command.to_vec(),
@@ -108,8 +117,9 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
             &options.extra_env,
         ),
         workdir,
-        agent_socket: launch.agent_socket.to_path_buf(),
-        hidden: launch.hidden.to_vec(),
+        agent_socket,
+        hidden,
+        parent_pid: std::process::id(),
         agent_user,
         network: options.network,
         tmp_bytes: sandbox::DEFAULT_TMP_BYTES,

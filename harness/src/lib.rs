@@ -8,7 +8,7 @@
 //! - [`verify`]: checking a trajectory and the harness's own log.
 //! - [`report`]: `report.json`; [`plot`]: its plots; [`runs`]: past runs.
 
-mod agent;
+pub mod agent;
 pub mod channel;
 mod error;
 pub mod evaluator;

@@ -87,6 +87,13 @@ extern "C" fn stop_sandbox(_: libc::c_int) {
 }
 
 fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
+    // A harness that dies, even by SIGKILL, takes the sandbox with it.
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
+    if nix::unistd::getppid().as_raw() as u32 != spec.parent_pid {
+        return Err(Failure(
+            "the harness that started the sandbox is gone".into(),
+        ));
+    }
     let uid = Uid::effective();
     let gid = Gid::effective();
     let as_root = uid.is_root();
@@ -113,13 +120,16 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
     let (to_child_r, to_child_w) = pipe()?;
     // PID 1 reports here how the agent ended, which its own exit status cannot tell.
     let (end_r, end_w) = pipe()?;
+    // Held open by the launcher alone: PID 1 sees it hang up if the launcher dies.
+    let (life_r, life_w) = pipe()?;
     // SAFETY: this process is single-threaded (the launcher runs before any thread starts).
     match unsafe { fork() }.map_err(fail("fork"))? {
         ForkResult::Child => {
             drop(to_parent_r);
             drop(to_child_w);
             drop(end_r);
-            let code = match sandbox_init(spec, to_parent_w, to_child_r) {
+            drop(life_w);
+            let code = match sandbox_init(spec, to_parent_w, to_child_r, &life_r) {
                 Ok(AgentEnd::Exited(code)) => code,
                 Ok(AgentEnd::Killed(signal)) => {
                     use std::io::Write;
@@ -138,6 +148,7 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
             drop(to_parent_w);
             drop(to_child_r);
             drop(end_w);
+            drop(life_r);
             INIT_PID.store(child.as_raw(), Ordering::SeqCst);
             let handler = SigAction::new(
                 SigHandler::Handler(stop_sandbox),
@@ -155,6 +166,7 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
                 drop(to_child_w);
             }
             let end = wait_for(child);
+            drop(life_w);
             let mut reported = [0u8; 1];
             let read = std::io::Read::read(&mut std::fs::File::from(end_r), &mut reported);
             Ok(match (end, read) {
@@ -165,6 +177,22 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
                 _ => end,
             })
         }
+    }
+}
+
+/// Asks for SIGKILL when the launcher dies, then checks it has not died already (the lifeline
+/// pipe, whose other end only the launcher holds, hangs up when it does).
+fn die_with_launcher(lifeline: &std::os::fd::OwnedFd) -> Setup<()> {
+    use std::os::fd::AsFd;
+    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
+    let mut fds = [nix::poll::PollFd::new(
+        lifeline.as_fd(),
+        nix::poll::PollFlags::POLLIN,
+    )];
+    match nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO) {
+        Ok(0) => Ok(()),
+        Ok(_) => Err(Failure("the launcher is gone".into())),
+        Err(e) => Err(fail("poll")(e)),
     }
 }
 
@@ -223,9 +251,10 @@ fn sandbox_init(
     spec: &LaunchSpec,
     to_parent: std::os::fd::OwnedFd,
     from_parent: std::os::fd::OwnedFd,
+    lifeline: &std::os::fd::OwnedFd,
 ) -> Setup<AgentEnd> {
     // If the launcher dies, so does the sandbox: PID 1 exiting kills the namespace.
-    nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
+    die_with_launcher(lifeline)?;
     let mut flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWIPC | CloneFlags::CLONE_NEWUTS;
     if spec.network == Network::None {
         flags |= CloneFlags::CLONE_NEWNET;
@@ -234,7 +263,11 @@ fn sandbox_init(
     let workdir = build_filesystem(spec)?;
     nix::unistd::sethostname("ale-sandbox").map_err(fail("sethostname"))?;
     match spec.agent_user {
-        Some(agent) => enter_user_namespace_as(agent, to_parent, from_parent)?,
+        Some(agent) => {
+            enter_user_namespace_as(agent, to_parent, from_parent)?;
+            // Changing credentials cleared the parent-death signal.
+            die_with_launcher(lifeline)?;
+        }
         None => {
             drop(to_parent);
             drop(from_parent);
@@ -471,10 +504,16 @@ fn is_in_private_tmpfs(path: &Path) -> bool {
     top_level(path).is_some_and(|top| top == "tmp" || top == "run")
 }
 
-/// Creates the folders down to `path` inside the new root (only inside its own tmpfs
-/// folders; elsewhere they exist already, since the host's folders are bound there).
-fn make_parents(path: &Path) -> Setup<()> {
-    if !is_in_private_tmpfs(path) {
+/// Whether `path` lies where the sandbox has a tmpfs of its own: its private folders, or a
+/// mask over a hidden folder. Only there may mount points be created.
+fn is_in_own_tmpfs(path: &Path, masks: &[PathBuf]) -> bool {
+    is_in_private_tmpfs(path) || masks.iter().any(|m| path.starts_with(m))
+}
+
+/// Creates the folders down to `path` inside the new root where the sandbox has its own
+/// tmpfs; elsewhere they exist already, since the host's folders are bound there.
+fn make_parents(path: &Path, masks: &[PathBuf]) -> Setup<()> {
+    if !is_in_own_tmpfs(path, masks) {
         return Ok(());
     }
     let mut at = PathBuf::from("/");
@@ -615,52 +654,55 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
         }
     }
 
+    // What the agent must not see, before anything is bound beneath.
+    let masks = mask_hidden_folders(&spec.hidden)?;
+
     // The way out: the evaluator's agent socket.
     let socket = Path::new(SANDBOX_AGENT_SOCKET);
-    make_parents(socket)?;
+    make_parents(socket, &masks)?;
     let socket_target = in_newroot(socket);
     touch(&socket_target)?;
-    bind(&host_path(&spec.agent_socket), &socket_target)?;
+    bind(&host_path(&spec.agent_socket)?, &socket_target)?;
 
     // The working directory.
     let workdir = match &spec.workdir {
         Some(dir) => {
-            make_parents(dir)?;
+            make_parents(dir, &masks)?;
             let target = in_newroot(dir);
             mkdir(&target, 0o755)?;
-            bind(&host_path(dir), &target)?;
+            bind(&host_path(dir)?, &target)?;
             set_attributes_recursively(&target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)?;
             dir.clone()
         }
         None => PathBuf::from(SANDBOX_DEFAULT_WORKDIR),
     };
 
-    // An agent program that lives where the sandbox has its own folders is bound read-only
-    // at the same path.
-    if spec.program.is_absolute() && is_in_private_tmpfs(&spec.program) {
+    // An agent program that lives where the sandbox has folders of its own (or hidden ones) is
+    // bound read-only at the same path.
+    if spec.program.is_absolute() && is_in_own_tmpfs(&spec.program, &masks) {
         let target = in_newroot(&spec.program);
-        make_parents(&spec.program)?;
+        make_parents(&spec.program, &masks)?;
         touch(&target)?;
-        bind(&host_path(&spec.program), &target)?;
+        bind(&host_path(&spec.program)?, &target)?;
         set_attributes_recursively(&target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)?;
     }
 
-    // What the agent must not see.
-    for hidden in &spec.hidden {
-        if PRIVATE_TOP_LEVEL
-            .iter()
-            .any(|p| top_level(hidden) == Some(OsStr::new(p)))
-        {
-            continue; // not visible in the first place
-        }
-        let target = in_newroot(hidden);
-        if std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
-            mount_tmpfs(
-                &target,
-                "mode=000,size=4k",
-                MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
-            )?;
-        }
+    for mask in &masks {
+        mount(
+            None::<&str>,
+            &in_newroot(mask),
+            None::<&str>,
+            MsFlags::MS_REMOUNT
+                | MsFlags::MS_BIND
+                | MsFlags::MS_RDONLY
+                | MsFlags::MS_NOSUID
+                | MsFlags::MS_NODEV,
+            None::<&str>,
+        )
+        .map_err(fail(format!(
+            "cannot make the mask over {} read-only",
+            mask.display()
+        )))?;
     }
 
     // Leave the host's root behind for good and make the new root the root.
@@ -680,11 +722,58 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     Ok(workdir)
 }
 
-/// Where a host path is while the host's root sits under `/oldroot`.
-fn host_path(path: &Path) -> PathBuf {
+/// Where a host path is while the host's root sits under `/oldroot`. Only absolute paths
+/// without `..` are taken: the harness hands over canonical paths.
+fn host_path(path: &Path) -> Setup<PathBuf> {
+    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+        return Err(Failure(format!(
+            "{} is not an absolute path without `..`",
+            path.display()
+        )));
+    }
     let relative: PathBuf = path
         .components()
         .filter(|c| matches!(c, Component::Normal(_)))
         .collect();
-    Path::new(OLDROOT).join(relative)
+    Ok(Path::new(OLDROOT).join(relative))
+}
+
+/// Puts an empty tmpfs over each hidden host folder that is visible in the new root; returns
+/// the masked paths. Fails closed: a hidden path that exists but cannot be masked is an error.
+fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
+    let mut hidden = hidden.to_vec();
+    // Parents first: a folder inside one already masked is hidden with it.
+    hidden.sort();
+    let mut masks: Vec<PathBuf> = Vec::new();
+    for folder in hidden {
+        let host = host_path(&folder)?;
+        if is_in_private_tmpfs(&folder) || masks.iter().any(|m| folder.starts_with(m)) {
+            continue; // not visible in the first place
+        }
+        match std::fs::symlink_metadata(&host) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(fail(format!("cannot hide {}", folder.display()))(e)),
+            Ok(m) if !m.is_dir() => {
+                return Err(Failure(format!(
+                    "cannot hide {}: not a folder",
+                    folder.display()
+                )));
+            }
+            Ok(_) => {}
+        }
+        let target = in_newroot(&folder);
+        if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
+            return Err(Failure(format!(
+                "cannot hide {}: it is not a folder inside the sandbox's view",
+                folder.display()
+            )));
+        }
+        mount_tmpfs(
+            &target,
+            "mode=0755,size=1m",
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        )?;
+        masks.push(folder);
+    }
+    Ok(masks)
 }

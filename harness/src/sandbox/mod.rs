@@ -88,9 +88,11 @@ pub struct LaunchSpec {
     pub workdir: Option<PathBuf>,
     /// The evaluator's agent socket on the host, bind-mounted at [`SANDBOX_AGENT_SOCKET`].
     pub agent_socket: PathBuf,
-    /// Host paths (canonical) the agent must not see: each shows as an empty, unreadable,
-    /// read-only directory.
+    /// Host folders (canonical) the agent must not see: each shows as an empty read-only
+    /// folder, in which only the paths the sandbox binds (working directory, program) appear.
     pub hidden: Vec<PathBuf>,
+    /// The process that started the launcher (the harness): if it dies, so does the sandbox.
+    pub parent_pid: u32,
     /// Set when the harness is root: the user the agent runs as.
     pub agent_user: Option<UserIds>,
     pub network: Network,
@@ -186,6 +188,24 @@ pub enum SandboxError {
     BadEnv(String),
     #[error("--env {0}: this variable is set by the harness and cannot be overridden")]
     ReservedEnv(String),
+}
+
+/// Host folders a sandboxed agent never sees, besides the state dir: users' homes (other
+/// evaluators' state dirs, keys and sockets live there).
+pub fn default_hidden_folders() -> Vec<PathBuf> {
+    let mut folders = vec![PathBuf::from("/home"), PathBuf::from("/root")];
+    if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+        folders.push(PathBuf::from(home));
+    }
+    folders.extend(
+        folders
+            .clone()
+            .iter()
+            .filter_map(|f| std::fs::canonicalize(f).ok()),
+    );
+    folders.sort();
+    folders.dedup();
+    folders
 }
 
 /// Parses one `--env KEY=VALUE` argument.
@@ -311,6 +331,9 @@ pub fn resolve_workdir(dir: &Path, hidden: &[PathBuf]) -> Result<PathBuf, Sandbo
 /// The spec travels on stdin rather than on the command line, which every process in the
 /// sandbox could read from `/proc/1/cmdline`.
 pub fn launcher_main() -> ! {
+    // Nothing the harness's own parent left open may reach the agent: a descriptor of a host
+    // folder would lead out of the sandbox's filesystem.
+    close_inherited_descriptors();
     let spec = read_spec_from_stdin();
     let spec = match spec {
         Ok(spec) => spec,
@@ -328,6 +351,28 @@ pub fn launcher_main() -> ! {
         let _ = spec;
         eprintln!("ale sandbox: {}", SandboxError::Unsupported);
         std::process::exit(SETUP_FAILED)
+    }
+}
+
+/// Closes every descriptor above stderr.
+fn close_inherited_descriptors() {
+    // SAFETY: close_range(2) with no flags only closes descriptors; none above 2 is in use yet.
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    if closed != 0 {
+        // Kernels before 5.9: close them one by one.
+        let max = std::fs::read_dir("/proc/self/fd")
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        for fd in max.into_iter().filter(|&fd| fd > 2) {
+            // SAFETY: closing a descriptor this process does not use.
+            unsafe {
+                libc::close(fd);
+            }
+        }
     }
 }
 
@@ -390,6 +435,7 @@ pub async fn probe(ale_exe: &Path, spec: &LaunchSpec) -> Result<(), SandboxError
     }
     let mut spec = spec.clone();
     spec.probe = true;
+    spec.parent_pid = std::process::id();
     let cannot_run = |e: std::io::Error| {
         SandboxError::Unavailable(format!("cannot run {}: {e}", ale_exe.display()))
     };

@@ -8,7 +8,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -383,35 +383,28 @@ fn median_p90_ms(mut samples: Vec<Duration>) -> (f64, f64) {
 }
 
 fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
-    use ale_harness::sandbox::{self, LaunchSpec, Network};
+    use ale_harness::sandbox;
     let exe = std::env::current_exe().context("cannot find the ale executable")?;
     let tmp = tempfile_dir()?;
     let state = tmp.join("state");
     std::fs::create_dir(&state)?;
     let socket = state.join("agent.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&socket)?;
-    let agent_user = if sandbox::running_as_root() {
-        Some(sandbox::resolve_user(sandbox::DEFAULT_AGENT_USER)?)
-    } else {
-        None
-    };
-    let spec = LaunchSpec {
-        program: PathBuf::from("true"),
-        args: vec!["true".into()],
-        env: sandbox::agent_environment(
-            "unix:///run/ale/agent.sock",
-            "h",
-            Some(sandbox::SANDBOX_HOME),
-            &[],
-        ),
-        workdir: None,
-        agent_socket: socket.clone(),
-        hidden: vec![std::fs::canonicalize(&state)?],
-        agent_user,
-        network: Network::None,
-        tmp_bytes: sandbox::DEFAULT_TMP_BYTES,
-        probe: false,
-    };
+    // The spec the harness would build for an agent `true` on this state dir.
+    let command = vec!["true".to_string()];
+    let handle = ale_proto::EnvHandle::from_wire("env-bench");
+    let hidden = vec![std::fs::canonicalize(&state)?];
+    let options = sandbox::SandboxOptions::default();
+    let spec = ale_harness::agent::launch_spec(&ale_harness::agent::AgentLaunch {
+        command: &command,
+        handle: &handle,
+        sandbox: &options,
+        ale_exe: &exe,
+        agent_socket: &socket,
+        unsandboxed_endpoint: "",
+        hidden: &hidden,
+        log: Path::new(""),
+    })?;
     let rt = super::runtime(1)?;
     let (plain, sandboxed, probe) = rt.block_on(async {
         let mut plain = Vec::with_capacity(runs);

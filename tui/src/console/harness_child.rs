@@ -32,7 +32,9 @@ fn interpret(line: &str) -> HarnessEvent {
 /// not holding it.
 fn workdir_for_commands(state_dir: &Path) -> Option<PathBuf> {
     let cwd = std::env::current_dir().ok()?.canonicalize().ok()?;
-    let state = state_dir.canonicalize().unwrap_or_else(|_| state_dir.to_path_buf());
+    let state = state_dir
+        .canonicalize()
+        .unwrap_or_else(|_| state_dir.to_path_buf());
     (!cwd.starts_with(&state) && !state.starts_with(&cwd)).then_some(cwd)
 }
 
