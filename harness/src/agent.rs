@@ -127,8 +127,23 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
     })
 }
 
-/// Copies the agent's output into its log, and onto the harness's stderr as the agent's own
-/// output would have appeared, up to [`AGENT_LOG_LIMIT`] bytes.
+/// `bytes` with every control character but newline and tab replaced by `?`, so that an agent
+/// cannot drive the operator's terminal (clear it, retitle it, write the clipboard).
+fn printable(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .iter()
+        .map(|&b| {
+            if (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f {
+                b'?'
+            } else {
+                b
+            }
+        })
+        .collect()
+}
+
+/// Copies the agent's output into its log as it is, and onto the harness's stderr with
+/// control characters neutralised, up to [`AGENT_LOG_LIMIT`] bytes.
 fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut kept: u64 = 0;
@@ -144,7 +159,7 @@ fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
             if to.write_all(&buf[..keep]).is_err() {
                 break;
             }
-            let _ = std::io::stderr().write_all(&buf[..keep]);
+            let _ = std::io::stderr().write_all(&printable(&buf[..keep]));
         }
         kept += keep as u64;
         dropped += (n - keep) as u64;
@@ -238,7 +253,8 @@ impl Agent {
                 }
             }
             if let Ok(status) = tokio::time::timeout(STOP_TIMEOUT, self.child.wait()).await {
-                kill_group(self.pgid);
+                // The launcher has reaped the whole sandbox before it exited.
+                self.pgid = None;
                 self.finish_log().await;
                 return status.ok();
             }
@@ -255,7 +271,13 @@ impl Agent {
     pub async fn finish(&mut self, grace: Duration) -> Option<ExitStatus> {
         match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(status) => {
-                kill_group(self.pgid);
+                if self.sandboxed {
+                    // The sandbox is gone with its launcher; its group id may be reused.
+                    self.pgid = None;
+                } else {
+                    // An unsandboxed agent's children may still hold its group.
+                    kill_group(self.pgid);
+                }
                 self.finish_log().await;
                 status.ok()
             }
@@ -287,5 +309,18 @@ impl Drop for Agent {
             }
         }
         kill_group(self.pgid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_controls_from_an_agent_are_neutralised() {
+        assert_eq!(
+            printable(b"ok\tgo\n\x1b]0;title\x07\x1b[2J\x7f"),
+            b"ok\tgo\n?]0;title??[2J?".to_vec()
+        );
     }
 }

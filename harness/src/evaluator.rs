@@ -97,16 +97,26 @@ pub async fn attach_or_start(
             child: None,
         });
     }
-    let mut child = Command::new(ale_exe)
+    let mut command = Command::new(ale_exe);
+    command
         .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
         .arg(state_dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| {
-            HarnessError::Evaluator(format!("cannot start {} serve: {e}", ale_exe.display()))
-        })?;
+        .kill_on_drop(true);
+    // SAFETY: prctl(2) is async-signal-safe. An evaluator started for one run stops (cleanly:
+    // SIGTERM ends its sessions) when the harness dies, however it dies.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|e| {
+        HarnessError::Evaluator(format!("cannot start {} serve: {e}", ale_exe.display()))
+    })?;
     let stdout = child
         .stdout
         .take()

@@ -12,6 +12,7 @@ pub mod agent;
 pub mod channel;
 mod error;
 pub mod evaluator;
+pub mod log;
 pub mod plot;
 pub mod report;
 pub mod run;

@@ -9,8 +9,13 @@ use ale_proto::private_files::create_private_file;
 use ale_proto::records::{EpisodeRecord, EvalStatus, Genre};
 use serde::{Deserialize, Serialize};
 
+use ale_proto::keys::encode_public_key;
+use ale_proto::layout::AGENT_LOG_FILE;
+use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
+
 use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
+use crate::verify::{RecordKeys, VerifiedHarnessLog, VerifiedTrajectory};
 
 /// Bumped when a field changes meaning.
 pub const REPORT_VERSION: u32 = 2;
@@ -94,6 +99,71 @@ pub struct Versions {
 }
 
 impl Report {
+    /// The report the two signed records of a scored run add up to: the harness writes exactly
+    /// this, and `verify` rebuilds it to check a report. Only `timings` comes from elsewhere;
+    /// no record signs it.
+    pub fn from_records(
+        trajectory: &VerifiedTrajectory,
+        log: &VerifiedHarnessLog,
+        keys: &RecordKeys,
+        timings: Timings,
+    ) -> Result<Report, String> {
+        let result = trajectory
+            .result
+            .as_ref()
+            .ok_or("the trajectory's session has not finished")?;
+        let read = log
+            .read
+            .as_ref()
+            .ok_or("the harness log has no result_read event")?;
+        let score = log
+            .score
+            .clone()
+            .ok_or("the harness log has no run_scored event")?;
+        let started = &log.started;
+        Ok(Report {
+            report_version: REPORT_VERSION,
+            run_id: trajectory.run.run_id.clone(),
+            task: started.task.clone(),
+            status: result.status,
+            status_message: read.status_message.clone(),
+            agent: AgentSummary {
+                command: started.agent_command.clone(),
+                exit: read.agent_exit.clone(),
+                left_early: read.left_early,
+                log: AGENT_LOG_FILE.into(),
+            },
+            sandbox: started.sandbox.clone(),
+            value: result.value,
+            score,
+            episodes: result.episodes.clone(),
+            seed_commitments: result.seed_commitments.clone(),
+            safety: result.safety.clone(),
+            total_steps: result.total_steps,
+            trajectory: RecordSummary {
+                file: TRAJECTORY_FILE.into(),
+                head: trajectory.head.clone(),
+                events: trajectory.events,
+                verified: true,
+            },
+            harness_log: RecordSummary {
+                file: HARNESS_LOG_FILE.into(),
+                head: log.head.clone(),
+                events: log.events,
+                verified: true,
+            },
+            keys: RecordKeysSummary {
+                evaluator: encode_public_key(&keys.evaluator),
+                harness: encode_public_key(&keys.harness),
+            },
+            timings,
+            versions: Versions {
+                harness: started.harness_version.clone(),
+                evaluator: trajectory.run.evaluator_version.clone(),
+            },
+        })
+    }
+
     /// Writes `report.json` into `run_dir` (0600), once: a file or link already there is an
     /// error, never overwritten or followed.
     pub fn write(&self, run_dir: &Path) -> std::io::Result<()> {

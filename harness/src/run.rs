@@ -6,26 +6,24 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use ale_proto::layout::{self, AGENT_LOG_FILE};
+use ale_proto::layout::{self, AGENT_LOG_FILE, UNIX_SCHEME};
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
 use ale_proto::private_files::check_private_dir;
 use ale_proto::records::{EvalResultRecord, EvalStatus, Genre};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
 use ale_proto::{EnvHandle, RunId, SessionId};
-use serde::Serialize;
 use tonic::transport::Channel;
 
 use crate::agent::{Agent, AgentLaunch};
 use crate::channel;
 use crate::error::HarnessError;
 use crate::evaluator::{EvaluatorHandle, attach_or_start};
-use crate::report::{
-    AgentSummary, RecordKeysSummary, RecordSummary, Report, TaskSummary, Timings, Versions,
-};
+use crate::log::{HarnessStarted, ResultRead};
+use crate::report::{Report, TaskSummary, Timings};
 use crate::sandbox::{self, SandboxOptions, SandboxRecord};
 use crate::scoring::{Faithfulness, score};
 use crate::verify::{RecordKeys, rules_from, verify_harness_log, verify_trajectory};
-use ale_proto::keys::{KeyRole, encode_public_key, load_or_create_signing_key, read_public_key};
+use ale_proto::keys::{KeyRole, load_or_create_signing_key, read_public_key};
 
 /// How long an agent may run past the session's time budget before the harness ends the
 /// session itself; covers start-up and the last RPCs in flight.
@@ -61,26 +59,6 @@ pub struct Progress<'a> {
     pub elapsed: Duration,
 }
 
-/// Data of the harness's `harness_started` event.
-#[derive(Serialize)]
-struct HarnessStarted<'a> {
-    run_id: &'a RunId,
-    task_id: &'a str,
-    agent_command: &'a [String],
-    agent_endpoint: &'a str,
-    sandbox: &'a SandboxRecord,
-    harness_version: &'a str,
-}
-
-/// Data of the harness's `result_read` event.
-#[derive(Serialize)]
-struct ResultRead<'a> {
-    evaluator_head: &'a str,
-    status: EvalStatus,
-    value: f64,
-    agent_exit: &'a str,
-}
-
 fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -100,11 +78,14 @@ fn overrun_deadline(started: Instant, budget_seconds: u64) -> Option<Instant> {
         .checked_add(BUDGET_GRACE)
 }
 
-fn describe_exit(status: Option<ExitStatus>) -> String {
+fn describe_exit(status: Option<ExitStatus>, sandboxed: bool) -> String {
     use std::os::unix::process::ExitStatusExt;
     match status {
         None => "killed by the harness".into(),
         Some(s) => match (s.code(), s.signal()) {
+            (Some(sandbox::SETUP_FAILED), _) if sandboxed => {
+                "never started: the sandbox could not be set up (see agent.log)".into()
+            }
             (Some(code), _) => format!("exited with status {code}"),
             (None, Some(signal)) => format!("killed by signal {signal}"),
             _ => s.to_string(),
@@ -120,6 +101,13 @@ pub async fn run_interactive(
 ) -> Result<Report, HarnessError> {
     if options.agent_command.is_empty() {
         return Err(HarnessError::NoAgent);
+    }
+    if options.endpoint.is_some() && options.sandbox.mode.is_sandboxed() {
+        return Err(HarnessError::Evaluator(
+            "--endpoint is for --sandbox none: a sandboxed agent always reaches the evaluator \
+             through the agent socket bind-mounted into its sandbox"
+                .into(),
+        ));
     }
     let evaluator = attach_or_start(
         &options.state_dir,
@@ -189,6 +177,7 @@ async fn run_with(
     // The harness signs its log with its own key; the evaluator's public key checks the
     // trajectory's signature. Both live in the state dir, which no agent can reach.
     let key_err = |e: ale_proto::keys::KeyError| HarnessError::Keys(e.to_string());
+    check_private_dir(&options.state_dir).map_err(HarnessError::NotPrivate)?;
     let harness_key =
         load_or_create_signing_key(&options.state_dir, KeyRole::Harness).map_err(key_err)?;
     let keys = RecordKeys {
@@ -253,16 +242,16 @@ async fn run_with(
     log.append(
         EventKind::HarnessStarted,
         &HarnessStarted {
-            run_id: &run_id,
-            task_id: &summary.id,
-            agent_command: &options.agent_command,
+            run_id: run_id.clone(),
+            task: summary.clone(),
+            agent_command: options.agent_command.clone(),
             agent_endpoint: if sandbox_record.mode.is_sandboxed() {
-                sandbox::SANDBOX_AGENT_SOCKET
+                format!("{UNIX_SCHEME}{}", sandbox::SANDBOX_AGENT_SOCKET)
             } else {
-                &evaluator.agent_endpoint
+                evaluator.agent_endpoint.clone()
             },
-            sandbox: &sandbox_record,
-            harness_version: env!("CARGO_PKG_VERSION"),
+            sandbox: sandbox_record,
+            harness_version: env!("CARGO_PKG_VERSION").into(),
         },
     )
     .map_err(records_err)?;
@@ -301,7 +290,7 @@ async fn run_with(
                         harness_reason = Some(match exited {
                             Some(status) => format!(
                                 "the agent {} before finishing its session",
-                                describe_exit(Some(status))
+                                describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
                             ),
                             None => "the agent overran the session's time budget".into(),
                         });
@@ -320,15 +309,22 @@ async fn run_with(
             }
         }
     };
-    let left_early = harness_reason.is_some();
-    let exit = describe_exit(agent.finish(EXIT_GRACE).await);
+    let exit = describe_exit(
+        agent.finish(EXIT_GRACE).await,
+        options.sandbox.mode.is_sandboxed(),
+    );
     log.append(
         EventKind::ResultRead,
         &ResultRead {
-            evaluator_head: &result.trajectory_head,
+            evaluator_head: result.trajectory_head.clone(),
             status: result.status,
             value: result.value,
-            agent_exit: &exit,
+            status_message: match &harness_reason {
+                Some(why) => format!("{}: {why}", result.status_message),
+                None => result.status_message.clone(),
+            },
+            agent_exit: exit,
+            left_early: harness_reason.is_some(),
         },
     )
     .map_err(records_err)?;
@@ -364,8 +360,7 @@ async fn run_with(
         &result.safety,
         &faithfulness,
     );
-    let log_head = log
-        .append_signed(EventKind::RunScored, &breakdown, &harness_key)
+    log.append_signed(EventKind::RunScored, &breakdown, &harness_key)
         .map_err(records_err)?;
     log.sync().map_err(records_err)?;
     // The log as written must verify against the trajectory it read, as any checker will do.
@@ -376,55 +371,14 @@ async fn run_with(
         .check_signature(&keys.harness)
         .map_err(HarnessError::Unverified)?;
 
-    let status_message = match &harness_reason {
-        Some(why) => format!("{}: {why}", result.status_message),
-        None => result.status_message.clone(),
+    // The report says exactly what the two signed records say, as `verify` will rebuild it.
+    let timings = Timings {
+        started_unix_ms,
+        finished_unix_ms: unix_ms(),
+        duration_seconds: started.elapsed().as_secs_f64(),
     };
-    let report = Report {
-        report_version: crate::report::REPORT_VERSION,
-        run_id: run_id.clone(),
-        task: summary,
-        status: result.status,
-        status_message,
-        agent: AgentSummary {
-            command: options.agent_command.clone(),
-            exit,
-            left_early,
-            log: AGENT_LOG_FILE.into(),
-        },
-        sandbox: sandbox_record,
-        value: result.value,
-        score: breakdown,
-        episodes: result.episodes.clone(),
-        seed_commitments: result.seed_commitments.clone(),
-        safety: result.safety.clone(),
-        total_steps: result.total_steps,
-        trajectory: RecordSummary {
-            file: TRAJECTORY_FILE.into(),
-            head: verified.head.clone(),
-            events: verified.events,
-            verified: true,
-        },
-        harness_log: RecordSummary {
-            file: HARNESS_LOG_FILE.into(),
-            head: log_head,
-            events: verified_log.events,
-            verified: true,
-        },
-        keys: RecordKeysSummary {
-            evaluator: encode_public_key(&keys.evaluator),
-            harness: encode_public_key(&keys.harness),
-        },
-        timings: Timings {
-            started_unix_ms,
-            finished_unix_ms: unix_ms(),
-            duration_seconds: started.elapsed().as_secs_f64(),
-        },
-        versions: Versions {
-            harness: env!("CARGO_PKG_VERSION").into(),
-            evaluator: verified.run.evaluator_version.clone(),
-        },
-    };
+    let report = Report::from_records(&verified, &verified_log, &keys, timings)
+        .map_err(HarnessError::Unverified)?;
     report.write(&run_dir).map_err(records_err)?;
     crate::plot::write_run_plots(&run_dir, &report).map_err(|e| HarnessError::Records {
         path: run_dir.clone(),

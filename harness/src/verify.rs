@@ -14,7 +14,6 @@ use ale_proto::records::{
 };
 use std::path::{Path, PathBuf};
 
-use ale_proto::keys::{KeyRole, read_public_key};
 use ale_proto::layout::REPORT_FILE;
 use ale_proto::signature;
 use ale_proto::trajectory::{
@@ -23,6 +22,7 @@ use ale_proto::trajectory::{
 use ed25519_dalek::VerifyingKey;
 use serde::de::DeserializeOwned;
 
+use crate::log::{HarnessStarted, ResultRead};
 use crate::report::Report;
 use crate::sandbox::SandboxRecord;
 use crate::scoring::{Breakdown, ScoringRules};
@@ -374,9 +374,10 @@ pub struct VerifiedHarnessLog {
     pub head: String,
     /// The harness's signature on `run_scored` (not yet checked against a key).
     pub signature: Option<String>,
-    /// How the agent was confined, as `harness_started` records it.
-    pub sandbox: Option<SandboxRecord>,
-    /// The score, as `run_scored` records it.
+    pub started: HarnessStarted,
+    /// Absent until the harness has read the result.
+    pub read: Option<ResultRead>,
+    /// The score, as `run_scored` records it; absent until the run is scored.
     pub score: Option<Breakdown>,
 }
 
@@ -392,9 +393,15 @@ impl VerifiedHarnessLog {
             self.signature.as_deref(),
         )
     }
+
+    /// Whether the log is signed: only then do its claims (the sandbox) count.
+    pub fn is_signed(&self) -> bool {
+        self.signature.is_some()
+    }
 }
 
-/// Checks the harness's log and that it names `trajectory_head` as the head it read.
+/// Checks the harness's log: `harness_started`, then `result_read` naming `trajectory_head` as
+/// the head it read, then `run_scored`, each with well-formed data.
 pub fn verify_harness_log(
     text: &str,
     trajectory_head: &str,
@@ -403,9 +410,9 @@ pub fn verify_harness_log(
         line: e.line,
         reason: e.reason,
     })?;
-    let mut read_head = None;
-    let mut sandbox = None;
-    let mut score = None;
+    let mut started: Option<HarnessStarted> = None;
+    let mut read: Option<ResultRead> = None;
+    let mut score: Option<Breakdown> = None;
     let mut signature = None;
     for (i, sealed) in chain.events.iter().enumerate() {
         let line = i + 1;
@@ -421,40 +428,36 @@ pub fn verify_harness_log(
                 "a signed {kind:?} event: only run_scored is signed"
             )));
         }
-        match kind {
-            EventKind::HarnessStarted => {
-                let data = sealed.event.data.get("sandbox").cloned();
-                sandbox = match data {
-                    Some(value) => Some(serde_json::from_value(value).map_err(|e| {
-                        fail(format!("malformed sandbox record in harness_started: {e}"))
-                    })?),
-                    None => None,
-                };
-            }
-            EventKind::ResultRead => {
-                read_head = sealed
-                    .event
-                    .data
-                    .get("evaluator_head")
-                    .and_then(|v| v.as_str())
-                    .map(str::to_string);
-                if read_head.as_deref() != Some(trajectory_head) {
+        match (kind, &started, &read, &score) {
+            (EventKind::HarnessStarted, None, _, _) => started = Some(parse(sealed, line)?),
+            (EventKind::ResultRead, Some(_), None, None) => {
+                let r: ResultRead = parse(sealed, line)?;
+                if r.evaluator_head != trajectory_head {
                     return Err(fail(format!(
                         "the harness read the result at trajectory head {}, but the trajectory's head is {trajectory_head}",
-                        read_head.unwrap_or_default()
+                        r.evaluator_head
                     )));
                 }
+                read = Some(r);
             }
-            EventKind::RunScored => {
-                score = Some(parse::<Breakdown>(sealed, line)?);
+            (EventKind::RunScored, Some(_), Some(_), None) => {
+                score = Some(parse(sealed, line)?);
                 signature = sealed.signature.clone();
             }
-            _ => {}
+            (other, _, _, _) => {
+                return Err(fail(format!(
+                    "a {other:?} event out of order: the log is harness_started, result_read, run_scored"
+                )));
+            }
         }
     }
-    if read_head.is_none() {
+    let started = started.ok_or(VerifyError {
+        line: 1,
+        reason: "the harness log is empty".into(),
+    })?;
+    if read.is_none() {
         return Err(VerifyError {
-            line: chain.events.len().max(1),
+            line: chain.events.len(),
             reason: "the harness log has no result_read event".into(),
         });
     }
@@ -462,7 +465,8 @@ pub fn verify_harness_log(
         events: chain.events.len(),
         head: chain.head,
         signature,
-        sandbox,
+        started,
+        read,
         score,
     })
 }
@@ -472,20 +476,6 @@ pub fn verify_harness_log(
 pub struct RecordKeys {
     pub evaluator: VerifyingKey,
     pub harness: VerifyingKey,
-}
-
-impl RecordKeys {
-    /// The keys an evaluator's state dir holds (`evaluator.pub`, `harness.pub`).
-    pub fn from_state_dir(state_dir: &Path) -> Result<RecordKeys, String> {
-        let read = |role: KeyRole| {
-            let path = state_dir.join(role.public_key_file());
-            read_public_key(&path).map_err(|e| e.to_string())
-        };
-        Ok(RecordKeys {
-            evaluator: read(KeyRole::Evaluator)?,
-            harness: read(KeyRole::Harness)?,
-        })
-    }
 }
 
 /// A run folder that verified.
@@ -499,9 +489,13 @@ pub struct RunVerification {
 }
 
 impl RunVerification {
-    /// How the agent was confined, as the signed harness log says.
+    /// How the agent was confined, as the harness log says, if the log is signed (an unsigned
+    /// log's claims prove nothing).
     pub fn sandbox(&self) -> Option<&SandboxRecord> {
-        self.harness_log.as_ref().and_then(|l| l.sandbox.as_ref())
+        self.harness_log
+            .as_ref()
+            .filter(|l| l.is_signed())
+            .map(|l| &l.started.sandbox)
     }
 }
 
@@ -534,11 +528,23 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
     trajectory
         .check_signature(&keys.evaluator)
         .map_err(broken(TRAJECTORY_FILE))?;
+    let run_id = trajectory.run.run_id.as_str();
+    if dir.file_name().and_then(|n| n.to_str()) != Some(run_id) {
+        return Err(broken(TRAJECTORY_FILE)(format!(
+            "it records run {run_id}, but it is in the folder of another run"
+        )));
+    }
     let harness_log = match read(HARNESS_LOG_FILE)? {
         None => None,
         Some(text) => {
             let log = verify_harness_log(&text, &trajectory.head)
                 .map_err(|e| broken(HARNESS_LOG_FILE)(e.to_string()))?;
+            if log.started.run_id != trajectory.run.run_id {
+                return Err(broken(HARNESS_LOG_FILE)(format!(
+                    "it is the log of run {}, not of {run_id}",
+                    log.started.run_id
+                )));
+            }
             log.check_signature(&keys.harness)
                 .map_err(broken(HARNESS_LOG_FILE))?;
             Some(log)
@@ -560,7 +566,8 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
     })
 }
 
-/// The report must say what the signed records say.
+/// The report must be exactly what the signed records add up to (its `timings` aside, which
+/// nothing signs); the message names the fields that differ.
 fn check_report(
     report: &Report,
     trajectory: &VerifiedTrajectory,
@@ -568,46 +575,23 @@ fn check_report(
     keys: &RecordKeys,
 ) -> Result<(), String> {
     let log = log.ok_or("a report without the harness log it is derived from")?;
-    let result = trajectory
-        .result
-        .as_ref()
-        .ok_or("a report of a session the trajectory does not finish")?;
-    if report.trajectory.head != trajectory.head {
-        return Err(format!(
-            "it names trajectory head {}, the trajectory's is {}",
-            report.trajectory.head, trajectory.head
-        ));
+    let expected = Report::from_records(trajectory, log, keys, report.timings.clone())?;
+    if &expected == report {
+        return Ok(());
     }
-    if report.run_id != trajectory.run.run_id
-        || report.value != result.value
-        || report.episodes != result.episodes
-        || report.status != result.status
-    {
-        return Err("its result differs from the signed trajectory's".into());
-    }
-    if Some(&report.score) != log.score.as_ref() {
-        return Err("its score differs from the one the harness signed".into());
-    }
-    if log.sandbox.as_ref() != Some(&report.sandbox) {
-        return Err("its sandbox status differs from the one the harness signed".into());
-    }
-    if report.harness_log.head != log.head {
-        return Err(format!(
-            "it names harness log head {}, the log's is {}",
-            report.harness_log.head, log.head
-        ));
-    }
-    let named = |hex: &str, key: &VerifyingKey| hex == signature::key_hex(key);
-    if !named(&report.keys.evaluator, &keys.evaluator)
-        || !named(&report.keys.harness, &keys.harness)
-    {
-        return Err(format!(
-            "it names keys evaluator {} / harness {}, but the records were checked with {} / {}",
-            report.keys.evaluator,
-            report.keys.harness,
-            signature::key_hex(&keys.evaluator),
-            signature::key_hex(&keys.harness)
-        ));
-    }
-    Ok(())
+    let (got, want) = (
+        serde_json::to_value(report).unwrap_or_default(),
+        serde_json::to_value(&expected).unwrap_or_default(),
+    );
+    let differing: Vec<&str> = want
+        .as_object()
+        .into_iter()
+        .flat_map(|fields| fields.iter())
+        .filter(|(key, value)| got.get(key.as_str()) != Some(value))
+        .map(|(key, _)| key.as_str())
+        .collect();
+    Err(format!(
+        "it differs from what the signed records say in: {}",
+        differing.join(", ")
+    ))
 }

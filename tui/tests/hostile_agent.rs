@@ -46,17 +46,28 @@ fn tasks_dir(root: &Path) -> PathBuf {
     dir
 }
 
-/// An evaluator on a fresh state dir, stopped (and its sessions ended) when dropped.
+/// An evaluator on a fresh state dir, stopped (and its sessions ended) when dropped. The state
+/// dir is outside `/tmp`, which the sandbox replaces anyway, so that hiding it is what keeps
+/// the agent out.
 struct Evaluator {
     child: Child,
     state: PathBuf,
     _tmp: tempfile::TempDir,
 }
 
+fn fresh_state_dir() -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("hostile-state-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 impl Evaluator {
     fn start() -> Evaluator {
         let tmp = tempfile::tempdir().unwrap();
-        let state = tmp.path().join("state");
+        let state = fresh_state_dir();
         let mut child = Command::new(ALE)
             .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
             .arg(&state)
@@ -87,6 +98,7 @@ impl Drop for Evaluator {
             libc::kill(self.child.id() as i32, libc::SIGTERM);
         }
         let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.state);
     }
 }
 
@@ -243,7 +255,6 @@ fn every_attack_from_inside_the_sandbox_fails_and_the_run_scores_its_play() {
                 "EXTRA",
                 "HOSTILE_STATE_DIR",
                 "HOSTILE_HARNESS_PID",
-                "PWD",
             ]
             .contains(key),
             "{key} leaked into the agent's environment"
@@ -428,4 +439,95 @@ fn an_unprivileged_harness_sandboxes_its_agent_too() {
     assert_eq!(run.report["sandbox"]["agent_uid"], serde_json::Value::Null);
     assert_attack_failed(&run, "read-secrets");
     assert_scored_honestly(&run);
+}
+
+fn verify_output(run_dir: &Path) -> (bool, String) {
+    let out = Command::new(ALE)
+        .args(["harness", "verify"])
+        .arg(run_dir)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+    )
+}
+
+fn edit_json(path: &Path, edit: impl Fn(&mut serde_json::Value)) {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    edit(&mut value);
+    std::fs::write(path, value.to_string()).unwrap();
+}
+
+/// Whoever can write a run folder afterwards (an unsandboxed agent's daemon, say) cannot
+/// relabel an unsandboxed run as sandboxed, change what the report says, or pass one run's
+/// records off as another's.
+#[test]
+fn a_report_or_harness_log_changed_after_the_run_fails_verify() {
+    let evaluator = Evaluator::start();
+    let unsandboxed = run_attack(&evaluator, "env", "unused", &["--sandbox", "none"]);
+    assert!(verify_output(&unsandboxed.run_dir).0);
+
+    // The report alone relabelled.
+    let report = unsandboxed.run_dir.join("report.json");
+    let original = std::fs::read_to_string(&report).unwrap();
+    edit_json(&report, |r| {
+        r["sandbox"]["mode"] = serde_json::json!("namespaces")
+    });
+    let (ok, out) = verify_output(&unsandboxed.run_dir);
+    assert!(
+        !ok && out.contains("report.json") && out.contains("sandbox"),
+        "{out}"
+    );
+
+    // The report's task and agent rewritten.
+    std::fs::write(&report, &original).unwrap();
+    edit_json(&report, |r| {
+        r["task"]["id"] = serde_json::json!("mountaincar-sarsa-reproduction");
+        r["agent"]["exit"] = serde_json::json!("exited with status 0 (honestly)");
+    });
+    let (ok, out) = verify_output(&unsandboxed.run_dir);
+    assert!(
+        !ok && out.contains("task") && out.contains("agent"),
+        "{out}"
+    );
+
+    // The harness log relabelled and re-sealed, the report made to match: the harness's
+    // signature no longer holds; without the report and run_scored, the log's claim is shown
+    // as unverified rather than as a fact.
+    std::fs::write(&report, &original).unwrap();
+    reseal(&unsandboxed.run_dir.join("harness.jsonl"), true, |event| {
+        if event["kind"] == "harness_started" {
+            event["data"]["sandbox"]["mode"] = serde_json::json!("namespaces");
+        }
+    });
+    edit_json(&report, |r| {
+        r["sandbox"]["mode"] = serde_json::json!("namespaces")
+    });
+    let (ok, out) = verify_output(&unsandboxed.run_dir);
+    assert!(
+        !ok && out.contains("harness.jsonl") && out.contains("harness's signature"),
+        "{out}"
+    );
+    let log = unsandboxed.run_dir.join("harness.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let without_score: Vec<&str> = text.lines().filter(|l| !l.contains("run_scored")).collect();
+    std::fs::write(&log, format!("{}\n", without_score.join("\n"))).unwrap();
+    std::fs::remove_file(&report).unwrap();
+    let (ok, out) = verify_output(&unsandboxed.run_dir);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("unverified: the harness log is not signed") && !out.contains("sandboxed ("),
+        "{out}"
+    );
+
+    // A good run's records copied over another run's folder.
+    let honest = run_attack(&evaluator, "env", "unused", &[]);
+    let poor = run_attack(&evaluator, "env", "unused", &[]);
+    for file in ["trajectory.jsonl", "harness.jsonl", "report.json"] {
+        std::fs::copy(honest.run_dir.join(file), poor.run_dir.join(file)).unwrap();
+    }
+    let (ok, out) = verify_output(&poor.run_dir);
+    assert!(!ok && out.contains("in the folder of another run"), "{out}");
 }

@@ -72,7 +72,8 @@ pub struct RunArgs {
     /// is in (the run's records are written there, under runs/).
     #[arg(long, value_name = "PATH", conflicts_with = "state_dir")]
     pub harness_socket: Option<PathBuf>,
-    /// The agent channel URL handed to the agent [default: the one the evaluator recorded].
+    /// With --sandbox none: the agent channel URL handed to the agent [default: the one the
+    /// evaluator recorded]. A sandboxed agent always gets the agent socket.
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
     /// Play with a built-in agent (run as its own process) instead of a command.
@@ -615,19 +616,48 @@ fn public_key_arg(arg: &str) -> anyhow::Result<ed25519_dalek::VerifyingKey> {
     Ok(ale_proto::keys::parse_public_key(arg)?)
 }
 
-/// The keys `verify` checks with: the flags, else the state dir's (given, or the one a run
-/// folder sits in: `<state>/runs/<run_id>`).
-fn verify_keys(args: &VerifyArgs) -> anyhow::Result<RecordKeys> {
-    let state_dir = args.state_dir.clone().or_else(|| {
-        let run_dir = if args.path.is_dir() {
-            args.path.as_path()
-        } else {
-            args.path.parent()?
-        };
-        run_dir.parent()?.parent().map(Path::to_path_buf)
-    });
-    let from_state = |role: KeyRole| -> anyhow::Result<ed25519_dalek::VerifyingKey> {
-        let dir = state_dir.as_deref().context(
+/// Where `verify` takes each public key from: its flag, else the state dir's `.pub` file (the
+/// one given, or the one a run folder sits in: `<state>/runs/<run_id>`). Each key is read only
+/// when needed.
+struct KeySource<'a> {
+    args: &'a VerifyArgs,
+    state_dir: Option<PathBuf>,
+}
+
+impl<'a> KeySource<'a> {
+    fn new(args: &'a VerifyArgs) -> Self {
+        let state_dir = args.state_dir.clone().or_else(|| {
+            let run_dir = if args.path.is_dir() {
+                args.path.as_path()
+            } else {
+                args.path.parent()?
+            };
+            run_dir.parent()?.parent().map(Path::to_path_buf)
+        });
+        KeySource { args, state_dir }
+    }
+
+    fn flag(&self, role: KeyRole) -> (&'static str, Option<&String>) {
+        match role {
+            KeyRole::Evaluator => ("--evaluator-key", self.args.evaluator_key.as_ref()),
+            KeyRole::Harness => ("--harness-key", self.args.harness_key.as_ref()),
+        }
+    }
+
+    /// Where the key of `role` comes from, for the output.
+    fn origin(&self, role: KeyRole) -> String {
+        match (self.flag(role), &self.state_dir) {
+            ((flag, Some(_)), _) => flag.to_string(),
+            (_, Some(dir)) => dir.join(role.public_key_file()).display().to_string(),
+            _ => "nowhere".into(),
+        }
+    }
+
+    fn key(&self, role: KeyRole) -> anyhow::Result<ed25519_dalek::VerifyingKey> {
+        if let (flag, Some(arg)) = self.flag(role) {
+            return public_key_arg(arg).with_context(|| flag.to_string());
+        }
+        let dir = self.state_dir.as_deref().context(
             "no public keys to check the signatures with: pass --evaluator-key and --harness-key, or --state-dir",
         )?;
         let file = dir.join(role.public_key_file());
@@ -637,23 +667,18 @@ fn verify_keys(args: &VerifyArgs) -> anyhow::Result<RecordKeys> {
                 file.display()
             )
         })
-    };
-    Ok(RecordKeys {
-        evaluator: match &args.evaluator_key {
-            Some(k) => public_key_arg(k).context("--evaluator-key")?,
-            None => from_state(KeyRole::Evaluator)?,
-        },
-        harness: match &args.harness_key {
-            Some(k) => public_key_arg(k).context("--harness-key")?,
-            None => from_state(KeyRole::Harness)?,
-        },
-    })
+    }
 }
 
 fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let path = &args.path;
-    let keys = verify_keys(args)?;
+    let source = KeySource::new(args);
+    let evaluator_key = source.key(KeyRole::Evaluator)?;
     let (verified, harness_log, report) = if path.is_dir() {
+        let keys = RecordKeys {
+            evaluator: evaluator_key,
+            harness: source.key(KeyRole::Harness)?,
+        };
         match verify_run_dir(path, &keys) {
             Ok(v) => (v.trajectory, v.harness_log, v.report),
             Err(e) => {
@@ -666,7 +691,7 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot read {}", path.display()))?;
         let checked = verify_trajectory(&text)
             .map_err(|e| e.to_string())
-            .and_then(|v| v.check_signature(&keys.evaluator).map(|()| v));
+            .and_then(|v| v.check_signature(&evaluator_key).map(|()| v));
         match checked {
             Ok(v) => (v, None, None),
             Err(e) => {
@@ -682,7 +707,11 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     rows.push((
         "evaluator signature".into(),
         if verified.signature.is_some() {
-            format!("ok · key {}", encode_public_key(&keys.evaluator))
+            format!(
+                "ok · key {} from {}",
+                encode_public_key(&evaluator_key),
+                source.origin(KeyRole::Evaluator)
+            )
         } else {
             "none yet: the session has not finished".into()
         },
@@ -728,15 +757,21 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         ));
         rows.push((
             "harness signature".into(),
-            if log.signature.is_some() {
-                format!("ok · key {}", encode_public_key(&keys.harness))
+            if log.is_signed() {
+                format!("ok · from {}", source.origin(KeyRole::Harness))
             } else {
                 "none yet: the run has not been scored".into()
             },
         ));
-        if let Some(sandbox) = &log.sandbox {
-            rows.push(("agent".into(), sandbox.describe()));
-        }
+        rows.push((
+            "agent".into(),
+            if log.is_signed() {
+                log.started.sandbox.describe()
+            } else {
+                "unverified: the harness log is not signed, so what it says of the agent proves nothing"
+                    .into()
+            },
+        ));
     }
     if report.is_some() {
         rows.push(("report".into(), "agrees with the signed records".into()));
