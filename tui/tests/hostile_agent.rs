@@ -531,3 +531,81 @@ fn a_report_or_harness_log_changed_after_the_run_fails_verify() {
     let (ok, out) = verify_output(&poor.run_dir);
     assert!(!ok && out.contains("in the folder of another run"), "{out}");
 }
+
+/// Runs `ale` with `args` inside a user namespace of its own in which only root is mapped and
+/// no further user namespace may be made: there, no agent sandbox can be built.
+fn ale_where_no_sandbox_can_be_built(args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(ALE);
+    command.args(args);
+    // SAFETY: only raw syscalls on static data between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::unshare(libc::CLONE_NEWUSER) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            for (file, text) in [
+                (c"/proc/self/uid_map", &b"0 0 1\n"[..]),
+                (c"/proc/self/setgroups", &b"deny"[..]),
+                (c"/proc/self/gid_map", &b"0 0 1\n"[..]),
+                (c"/proc/sys/user/max_user_namespaces", &b"0\n"[..]),
+            ] {
+                let fd = libc::open(file.as_ptr(), libc::O_WRONLY);
+                if fd < 0 || libc::write(fd, text.as_ptr().cast(), text.len()) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+            }
+            Ok(())
+        });
+    }
+    command.output().unwrap()
+}
+
+#[test]
+fn where_no_sandbox_can_be_built_the_harness_refuses_unless_told_sandbox_none() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // making the namespace needs root here
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let state_str = state.to_str().unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--progress",
+            "none",
+            "--state-dir",
+            state_str,
+            "--policy",
+            "random",
+        ];
+        args.extend(extra);
+        ale_where_no_sandbox_can_be_built(&args)
+    };
+    let refused = run(&[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cannot sandbox the agent") && stderr.contains("--sandbox none"),
+        "{stderr}"
+    );
+    let runs = std::fs::read_dir(state.join("runs")).map_or(0, |d| d.count());
+    assert_eq!(runs, 0, "the refusal came after an official env was made");
+
+    let unsandboxed = run(&["--sandbox", "none"]);
+    let stdout = String::from_utf8_lossy(&unsandboxed.stdout);
+    assert!(
+        unsandboxed.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&unsandboxed.stderr)
+    );
+    assert!(
+        stdout.contains("unsandboxed: the agent could have tampered with this record"),
+        "{stdout}"
+    );
+}

@@ -109,7 +109,13 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
     if !as_root {
         flags |= CloneFlags::CLONE_NEWUSER;
     }
-    unshare(flags).map_err(fail("cannot create the namespaces (unshare)"))?;
+    unshare(flags).map_err(|e| {
+        Failure(format!(
+            "cannot create the namespaces (unshare): {e}; user namespaces may be disabled here \
+             (see `sysctl user.max_user_namespaces` and, on Debian, \
+             `kernel.unprivileged_userns_clone`)"
+        ))
+    })?;
     if !as_root {
         map_own_ids("/proc/self", uid.as_raw(), gid.as_raw(), true)?;
     }

@@ -170,10 +170,8 @@ pub enum SandboxError {
     )]
     Unsupported,
     #[error(
-        "cannot sandbox the agent: {0}\nThe sandbox needs Linux user, mount, PID and network \
-         namespaces (check `sysctl user.max_user_namespaces` and, on Debian, \
-         `kernel.unprivileged_userns_clone`). Pass --sandbox none to run the agent unsandboxed; \
-         its record is then marked as one the agent could have tampered with."
+        "cannot sandbox the agent: {0}\nPass --sandbox none to run the agent unsandboxed; its \
+         record is then marked as one the agent could have tampered with."
     )]
     Unavailable(String),
     #[error(
