@@ -196,9 +196,11 @@ impl Env {
     }
 
     /// An official env whose session has finished: its record is complete on disk.
-    pub fn is_finished_official(&self) -> bool {
+    /// Whether this is an official env with no session in play: finished, or never started
+    /// (its harness may be gone). Such an env may be reclaimed once it is unused long enough.
+    pub fn is_official_at_rest(&self) -> bool {
         match &self.kind {
-            Kind::Official(o) => o.session.as_ref().is_some_and(|s| s.is_finished()),
+            Kind::Official(o) => o.session.as_ref().is_none_or(|s| s.is_finished()),
             Kind::Practice(_) => false,
         }
     }
@@ -292,6 +294,8 @@ impl Env {
         end_session: bool,
         now: Instant,
     ) -> Result<EvalResultRecord, Error> {
+        // A harness following its run keeps the env in use, started or not.
+        self.last_used = now;
         if end_session {
             self.end_session(
                 "the harness ended the session before the agent finished it",

@@ -110,7 +110,7 @@ impl EnvTable {
                         return false;
                     }
                     let env = lock(&slot.env);
-                    env.is_finished_official()
+                    env.is_official_at_rest()
                         && now.saturating_duration_since(env.last_used())
                             >= limits.finished_official_idle
                 });
@@ -130,6 +130,9 @@ impl EnvTable {
                 {
                     return Ok(Room(Vec::new()));
                 }
+                // Below the total cap only the caller's own idle envs make room: one client
+                // at its own cap cannot evict another's.
+                let total_is_full = held >= limits.max_practice_envs;
                 let mut idle_mine = 0;
                 let idle = self.reclaimable(|slot| {
                     let Pool::Practice { connection: owner } = slot.pool else {
@@ -137,10 +140,11 @@ impl EnvTable {
                     };
                     let last_used = lock(&slot.env).last_used();
                     let idle = now.saturating_duration_since(last_used) >= limits.practice_idle;
-                    if idle && owner == connection {
+                    let mine = owner == connection;
+                    if idle && mine {
                         idle_mine += 1;
                     }
-                    idle
+                    idle && (mine || total_is_full)
                 });
                 if mine.saturating_sub(idle_mine) >= limits.max_practice_envs_per_connection {
                     Err(Error::TooManyEnvs(EnvCap::PracticePerConnection {

@@ -63,7 +63,8 @@ pub enum EnvCap {
     PracticeTotal { cap: usize, idle: Duration },
     #[error(
         "the evaluator already holds {cap} official envs, its official cap \
-         (ale serve --max-official-envs), and none has a finished session unused for {idle:?}: \
+         (ale serve --max-official-envs), and none is at rest (its session finished or never \
+         started) and unused for {idle:?}: \
          retry once running sessions have finished, or restart the evaluator with a larger cap"
     )]
     Official { cap: usize, idle: Duration },

@@ -242,7 +242,8 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
     // A practice env does not take the finished run's slot: the pools are apart.
     client.create("cartpole-balance").await.unwrap();
     result(&mut harness, &finished, false).await;
-    // A new official env does.
+    // A new official env does, once no one has read that result for a while.
+    tokio::time::sleep(Duration::from_millis(150)).await;
     t.official_env("cartpole-balance").await;
     let err = harness
         .get_eval_result(pb::GetEvalResultRequest {
@@ -270,4 +271,65 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
             official: 2
         }
     );
+}
+
+#[tokio::test]
+async fn below_the_total_cap_a_connection_reclaims_only_its_own_idle_envs() {
+    let limits = Limits {
+        practice_idle: Duration::from_millis(100),
+        ..caps(10, 1, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let other = Client::connect(&t.endpoint()).await.unwrap();
+    let mut others_env = other.create("cartpole-balance").await.unwrap();
+    let mine = Client::connect(&t.endpoint()).await.unwrap();
+    let mut my_first = mine.create("cartpole-balance").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Both are idle; my next env may replace only mine.
+    mine.create("cartpole-balance").await.unwrap();
+    assert_eq!(
+        my_first.reset(Some(1)).await.unwrap_err().code(),
+        Some(Code::NotFound)
+    );
+    others_env.reset(Some(1)).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_official_env_never_started_is_reclaimed_once_its_harness_stops_following_it() {
+    let limits = Limits {
+        finished_official_idle: Duration::from_millis(400),
+        ..caps(1, 1, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let mut harness = t.harness().await;
+    let official = |h: &mut pb::ale_env_client::AleEnvClient<tonic::transport::Channel>| {
+        let mut h = h.clone();
+        async move {
+            h.create_env(pb::CreateEnvRequest {
+                task_id: "cartpole-balance".into(),
+                official: true,
+            })
+            .await
+            .map(|r| r.into_inner().session_id)
+        }
+    };
+    let followed = official(&mut harness).await.unwrap();
+    // While a harness polls for its result, the env is in use, started or not.
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let err = harness
+            .get_eval_result(pb::GetEvalResultRequest {
+                session_id: followed.clone(),
+                end_session: false,
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Code::FailedPrecondition);
+    }
+    let err = official(&mut harness).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted);
+    // Abandoned (no agent ever started it, no harness asks): it makes room.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    official(&mut harness).await.unwrap();
+    assert_eq!(counts(&t).official, 1);
 }
