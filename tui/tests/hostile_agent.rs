@@ -126,10 +126,15 @@ fn run_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str])
         hostile_agent().display()
     ));
     let output = Command::new("sh").args(["-c", &script]).output().unwrap();
+    finished_run(attack, &output)
+}
+
+/// The run a successful `ale harness run --progress json` reported on its last line.
+fn finished_run(what: &str, output: &std::process::Output) -> Run {
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     assert!(
         output.status.success(),
-        "{attack}: the harness failed:\n{stdout}\n{}",
+        "{what}: the harness failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
@@ -423,19 +428,7 @@ fn an_unprivileged_harness_sandboxes_its_agent_too() {
         .gid(65534)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
-    let run_dir = PathBuf::from(last["run_dir"].as_str().unwrap());
-    let run = Run {
-        report: last["report"].clone(),
-        agent_log: std::fs::read_to_string(run_dir.join("agent.log")).unwrap(),
-        run_dir,
-    };
+    let run = finished_run("an unprivileged harness", &output);
     assert_eq!(run.report["sandbox"]["agent_uid"], serde_json::Value::Null);
     assert_attack_failed(&run, "read-secrets");
     assert_scored_honestly(&run);

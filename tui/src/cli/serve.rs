@@ -25,7 +25,7 @@ pub struct ServeArgs {
     pub listen: SocketAddr,
     #[command(flatten)]
     pub state_dir: StateDirArg,
-    /// The agent channel's Unix socket, which sandboxed agents reach [default: <state-dir>/agent.sock]
+    /// The agent channel's Unix socket, which sandboxed agents reach [default: STATE_DIR/agent.sock]
     #[arg(long, value_name = "PATH")]
     pub agent_socket: Option<PathBuf>,
     /// Extra task configs (*.toml); a file there replaces a built-in task with the same id.
