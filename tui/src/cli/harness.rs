@@ -646,10 +646,13 @@ impl<'a> KeySource<'a> {
 
     /// Where the key of `role` comes from, for the output.
     fn origin(&self, role: KeyRole) -> String {
-        match (self.flag(role), &self.state_dir) {
+        match (self.flag(role), &self.args.state_dir) {
             ((flag, Some(_)), _) => flag.to_string(),
             (_, Some(dir)) => dir.join(role.public_key_file()).display().to_string(),
-            _ => "nowhere".into(),
+            _ => format!(
+                "{} of the state dir the run is in: only as trustworthy as that folder",
+                role.public_key_file()
+            ),
         }
     }
 
@@ -708,7 +711,7 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         "evaluator signature".into(),
         if verified.signature.is_some() {
             format!(
-                "ok · key {} from {}",
+                "ok · key {} · {}",
                 encode_public_key(&evaluator_key),
                 source.origin(KeyRole::Evaluator)
             )
@@ -758,7 +761,7 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         rows.push((
             "harness signature".into(),
             if log.is_signed() {
-                format!("ok · from {}", source.origin(KeyRole::Harness))
+                format!("ok · {}", source.origin(KeyRole::Harness))
             } else {
                 "none yet: the run has not been scored".into()
             },
