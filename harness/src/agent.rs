@@ -127,19 +127,21 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
     })
 }
 
-/// `bytes` with every control character but newline and tab replaced by `?`, so that an agent
-/// cannot drive the operator's terminal (clear it, retitle it, write the clipboard).
+/// `bytes` as text with every control character but newline and tab (C0, DEL and the 8-bit C1
+/// controls alike) replaced by `?`, so that an agent cannot drive the operator's terminal
+/// (clear it, retitle it, write the clipboard). Invalid UTF-8 becomes U+FFFD.
 fn printable(bytes: &[u8]) -> Vec<u8> {
-    bytes
-        .iter()
-        .map(|&b| {
-            if (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f {
-                b'?'
+    String::from_utf8_lossy(bytes)
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '?'
             } else {
-                b
+                c
             }
         })
-        .collect()
+        .collect::<String>()
+        .into_bytes()
 }
 
 /// Copies the agent's output into its log as it is, and onto the harness's stderr with
@@ -322,5 +324,9 @@ mod tests {
             printable(b"ok\tgo\n\x1b]0;title\x07\x1b[2J\x7f"),
             b"ok\tgo\n?]0;title??[2J?".to_vec()
         );
+        // 8-bit controls: C1 CSI as UTF-8, and a raw 0x9b byte.
+        assert_eq!(printable("a\u{9b}31m".as_bytes()), b"a?31m".to_vec());
+        assert_eq!(printable(b"b\x9b31m"), "b\u{fffd}31m".as_bytes().to_vec());
+        assert_eq!(printable("é ✓".as_bytes()), "é ✓".as_bytes().to_vec());
     }
 }

@@ -82,10 +82,11 @@ fn serve_harness_and_example_agent_as_three_processes() {
             "--progress",
             "json",
         ])
-        // The privileged path the way DESIGN.md spells it: the socket itself.
+        // The privileged path the way DESIGN.md spells it: the socket itself. The agent,
+        // sandboxed, reaches the evaluator through the agent socket (ALE_ENDPOINT=unix://…).
         .arg("--harness-socket")
         .arg(state.join("harness.sock"))
-        .args(["--endpoint", &endpoint, "--"])
+        .arg("--")
         .arg(&agent)
         .output()
         .unwrap();
@@ -109,6 +110,36 @@ fn serve_harness_and_example_agent_as_three_processes() {
     assert_eq!(chain.head, report["trajectory"]["head"].as_str().unwrap());
     // The evaluator was already serving: the harness used it and left it running.
     assert!(state.join("harness.sock").exists());
+
+    // --endpoint names the TCP channel for an unsandboxed agent; a sandboxed one cannot use it.
+    let with_endpoint = |sandbox: &[&str]| {
+        Command::new(ALE)
+            .args([
+                "harness",
+                "run",
+                "--task",
+                "cartpole-balance",
+                "--progress",
+                "none",
+            ])
+            .arg("--harness-socket")
+            .arg(state.join("harness.sock"))
+            .args(["--endpoint", &endpoint])
+            .args(sandbox)
+            .arg("--")
+            .arg(&agent)
+            .output()
+            .unwrap()
+    };
+    let refused = with_endpoint(&[]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--endpoint is for --sandbox none"));
+    let over_tcp = with_endpoint(&["--sandbox", "none"]);
+    assert!(
+        over_tcp.status.success(),
+        "{}",
+        String::from_utf8_lossy(&over_tcp.stderr)
+    );
 
     let status = sigterm(&mut server);
     assert!(status.success(), "{status}");

@@ -301,8 +301,10 @@ pub fn resolve_program(program: &str) -> Result<PathBuf, SandboxError> {
     })
 }
 
-/// Checks a `--workdir` and returns its canonical path.
-pub fn resolve_workdir(dir: &Path, hidden: &[PathBuf]) -> Result<PathBuf, SandboxError> {
+/// Checks a `--workdir` and returns its canonical path. It may not overlap a `secret` folder
+/// (the state dir) at all, and may not be one of the folders the sandbox masks (the homes) nor
+/// hold one: only a folder strictly inside a home is bound back in.
+pub fn resolve_workdir(dir: &Path, secret: &[PathBuf]) -> Result<PathBuf, SandboxError> {
     let problem = |problem: String| SandboxError::Workdir {
         path: dir.to_path_buf(),
         problem,
@@ -311,11 +313,19 @@ pub fn resolve_workdir(dir: &Path, hidden: &[PathBuf]) -> Result<PathBuf, Sandbo
     if !path.is_dir() {
         return Err(problem("not a directory".into()));
     }
-    for h in hidden {
+    for h in secret {
         if path.starts_with(h) || h.starts_with(&path) {
             return Err(problem(format!(
                 "overlaps {}, which the agent must not see; choose a folder outside it",
                 h.display()
+            )));
+        }
+    }
+    for masked in default_hidden_folders() {
+        if masked.starts_with(&path) {
+            return Err(problem(format!(
+                "is or holds {}, which the sandbox hides; choose a folder inside it, or elsewhere",
+                masked.display()
             )));
         }
     }
@@ -531,6 +541,11 @@ mod tests {
         let root = std::fs::canonicalize(tmp.path()).unwrap();
         assert!(resolve_workdir(&state, std::slice::from_ref(&state)).is_err());
         assert!(resolve_workdir(&root, std::slice::from_ref(&state)).is_err());
+        // A home, or a folder holding homes, would lift the mask.
+        assert!(resolve_workdir(Path::new("/"), &[]).is_err());
+        if Path::new("/root").is_dir() {
+            assert!(resolve_workdir(Path::new("/root"), &[]).is_err());
+        }
         let work = root.join("work");
         std::fs::create_dir(&work).unwrap();
         assert_eq!(resolve_workdir(&work, &[state]).unwrap(), work);
