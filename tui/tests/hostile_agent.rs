@@ -602,3 +602,98 @@ fn where_no_sandbox_can_be_built_the_harness_refuses_unless_told_sandbox_none() 
         "{stdout}"
     );
 }
+
+/// Found by an attacker: a state dir that is also reachable at a second path (its folder
+/// bind-mounted elsewhere) must be masked there too, or an agent running as the evaluator's own
+/// user (an unprivileged harness) reads the keys through it.
+#[test]
+fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return; // making the second path needs root here
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    for dir in [tmp.path(), home.as_path()] {
+        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let alias =
+        Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("second-path-{}", std::process::id()));
+    std::fs::create_dir_all(&alias).unwrap();
+    let state = home.join("state");
+    let through_alias = alias.join("state");
+    let (home_c, alias_c) = (
+        CString::new(home.as_os_str().as_bytes()).unwrap(),
+        CString::new(alias.as_os_str().as_bytes()).unwrap(),
+    );
+    let mut command = Command::new(ALE);
+    command
+        .args([
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--progress",
+            "json",
+        ])
+        .arg("--state-dir")
+        .arg(&state)
+        .arg("--env")
+        .arg(format!("HOSTILE_STATE_DIR={}", through_alias.display()))
+        .arg("--")
+        .arg(hostile_agent())
+        .args([
+            "read-secrets",
+            "unused",
+            ALE,
+            "agent",
+            "--policy",
+            "heuristic",
+        ])
+        .env("HOME", &home);
+    // SAFETY: only raw syscalls on data prepared before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            let null = std::ptr::null();
+            let ok = libc::unshare(libc::CLONE_NEWNS) == 0
+                && libc::mount(
+                    null,
+                    c"/".as_ptr(),
+                    null,
+                    libc::MS_REC | libc::MS_PRIVATE,
+                    null.cast(),
+                ) == 0
+                && libc::mount(
+                    home_c.as_ptr(),
+                    alias_c.as_ptr(),
+                    null,
+                    libc::MS_BIND,
+                    null.cast(),
+                ) == 0
+                && libc::setgroups(0, std::ptr::null()) == 0
+                && libc::setgid(65534) == 0
+                && libc::setuid(65534) == 0;
+            if ok {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let output = command.output().unwrap();
+    let _ = std::fs::remove_dir(&alias);
+    let run = finished_run("a harness whose state dir has a second path", &output);
+    assert!(
+        run.agent_log
+            .contains(&format!("{}/evaluator.key", through_alias.display())),
+        "the agent did not try the second path:\n{}",
+        run.agent_log
+    );
+    assert_attack_failed(&run, "read-secrets");
+    assert_scored_honestly(&run);
+}

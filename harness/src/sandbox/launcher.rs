@@ -8,7 +8,7 @@
 //! root detached, so no path leads back out.
 
 use std::ffi::{CString, OsStr};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -744,19 +744,16 @@ fn host_path(path: &Path) -> Setup<PathBuf> {
     Ok(Path::new(OLDROOT).join(relative))
 }
 
-/// Puts an empty tmpfs over each hidden host folder that is visible in the new root; returns
-/// the masked paths. Fails closed: a hidden path that exists but cannot be masked is an error.
+/// Puts an empty tmpfs over each hidden host folder wherever it is visible in the new root:
+/// at its own path, and at every other path the same folder is reachable by (the filesystem
+/// bind-mounted a second time). Returns the masked paths. Fails closed: a hidden folder that
+/// exists but cannot be masked is an error.
 fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
-    let mut hidden = hidden.to_vec();
-    // Parents first: a folder inside one already masked is hidden with it.
-    hidden.sort();
-    let mut masks: Vec<PathBuf> = Vec::new();
+    let mounts = read_mounts()?;
+    let mut targets: Vec<PathBuf> = Vec::new();
     for folder in hidden {
-        let host = host_path(&folder)?;
-        if is_in_private_tmpfs(&folder) || masks.iter().any(|m| folder.starts_with(m)) {
-            continue; // not visible in the first place
-        }
-        match std::fs::symlink_metadata(&host) {
+        let host = host_path(folder)?;
+        let meta = match std::fs::symlink_metadata(&host) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => return Err(fail(format!("cannot hide {}", folder.display()))(e)),
             Ok(m) if !m.is_dir() => {
@@ -765,7 +762,20 @@ fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
                     folder.display()
                 )));
             }
-            Ok(_) => {}
+            Ok(m) => m,
+        };
+        if !is_in_private_tmpfs(folder) {
+            targets.push(folder.clone());
+        }
+        targets.extend(aliases_in_newroot(&host, &meta, &mounts));
+    }
+    // Parents first: a folder inside one already masked is hidden with it.
+    targets.sort();
+    targets.dedup();
+    let mut masks: Vec<PathBuf> = Vec::new();
+    for folder in targets {
+        if is_in_private_tmpfs(&folder) || masks.iter().any(|m| folder.starts_with(m)) {
+            continue; // not visible in the first place
         }
         let target = in_newroot(&folder);
         if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
@@ -782,4 +792,123 @@ fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
         masks.push(folder);
     }
     Ok(masks)
+}
+
+/// One line of `/proc/self/mountinfo`: which filesystem (device), which folder of it (root),
+/// and where it is mounted.
+struct MountEntry {
+    device: (u64, u64),
+    root: PathBuf,
+    point: PathBuf,
+}
+
+/// The mounts of this process's mount namespace, as seen from its current root.
+fn read_mounts() -> Setup<Vec<MountEntry>> {
+    let file = Path::new(OLDROOT).join("proc/self/mountinfo");
+    let text = std::fs::read_to_string(&file).map_err(fail(format!("read {}", file.display())))?;
+    Ok(text.lines().filter_map(parse_mount_line).collect())
+}
+
+fn parse_mount_line(line: &str) -> Option<MountEntry> {
+    let mut fields = line.split(' ');
+    let (_, _, device, root, point) = (
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+        fields.next()?,
+    );
+    let (major, minor) = device.split_once(':')?;
+    Some(MountEntry {
+        device: (major.parse().ok()?, minor.parse().ok()?),
+        root: PathBuf::from(unescape_mount_path(root)),
+        point: PathBuf::from(unescape_mount_path(point)),
+    })
+}
+
+/// mountinfo writes space, tab, newline and backslash in paths as `\ooo` octal escapes.
+fn unescape_mount_path(field: &str) -> std::ffi::OsString {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
+            std::str::from_utf8(d)
+                .ok()
+                .and_then(|d| u8::from_str_radix(d, 8).ok())
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                i += 4;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    std::ffi::OsString::from_vec(out)
+}
+
+fn device_numbers(dev: u64) -> (u64, u64) {
+    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+    (major, minor)
+}
+
+/// The sandbox paths (under the new root) at which the host folder `host` (a path under
+/// `/oldroot`) is reachable, found through the mounts of its filesystem: its path inside that
+/// filesystem, joined onto every mount of the same filesystem whose root holds it.
+fn aliases_in_newroot(
+    host: &Path,
+    meta: &std::fs::Metadata,
+    mounts: &[MountEntry],
+) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let device = device_numbers(meta.dev());
+    let Some(containing) = mounts
+        .iter()
+        .filter(|m| m.device == device && host.starts_with(&m.point))
+        .max_by_key(|m| m.point.components().count())
+    else {
+        return Vec::new();
+    };
+    let Ok(inside_mount) = host.strip_prefix(&containing.point) else {
+        return Vec::new();
+    };
+    let in_filesystem = containing.root.join(inside_mount);
+    mounts
+        .iter()
+        .filter(|m| m.device == device && m.point.starts_with(NEWROOT))
+        .filter_map(|m| {
+            let candidate = m.point.join(in_filesystem.strip_prefix(&m.root).ok()?);
+            let found = std::fs::symlink_metadata(&candidate).ok()?;
+            let inside = Path::new("/").join(candidate.strip_prefix(NEWROOT).ok()?);
+            (found.dev() == meta.dev() && found.ino() == meta.ino()).then_some(inside)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_lines_are_read_with_their_escapes() {
+        let line =
+            "36 35 98:0 /mnt\\0401 /new\\134root/srv rw,noatime master:1 - ext3 /dev/root rw";
+        let entry = parse_mount_line(line).unwrap();
+        assert_eq!(entry.device, (98, 0));
+        assert_eq!(entry.root, Path::new("/mnt 1"));
+        assert_eq!(entry.point, Path::new("/new\\root/srv"));
+        assert!(parse_mount_line("garbage").is_none());
+    }
+
+    #[test]
+    fn device_numbers_split_like_the_kernel() {
+        // makedev(259, 3) and makedev(8, 1).
+        assert_eq!(device_numbers((259 << 8) | 3), (259, 3));
+        assert_eq!(device_numbers((8 << 8) | 1), (8, 1));
+    }
 }
