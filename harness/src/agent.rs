@@ -41,7 +41,8 @@ pub struct Agent {
     child: Child,
     sandboxed: bool,
     pgid: Option<i32>,
-    log_copier: Option<std::thread::JoinHandle<()>>,
+    /// Fires when the log copier has drained the agent's output (or given up).
+    log_done: Option<tokio::sync::oneshot::Receiver<()>>,
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -150,6 +151,8 @@ fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut kept: u64 = 0;
     let mut dropped: u64 = 0;
+    // A UTF-8 sequence cut by the end of one read, carried into the next for the terminal copy.
+    let mut partial: Vec<u8> = Vec::new();
     loop {
         let n = match from.read(&mut buf) {
             Ok(0) | Err(_) => break,
@@ -161,11 +164,18 @@ fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
             if to.write_all(&buf[..keep]).is_err() {
                 break;
             }
-            let _ = std::io::stderr().write_all(&printable(&buf[..keep]));
+            partial.extend_from_slice(&buf[..keep]);
+            let whole = match std::str::from_utf8(&partial) {
+                Err(e) if e.error_len().is_none() => e.valid_up_to(),
+                _ => partial.len(),
+            };
+            let _ = std::io::stderr().write_all(&printable(&partial[..whole]));
+            partial.drain(..whole);
         }
         kept += keep as u64;
         dropped += (n - keep) as u64;
     }
+    let _ = std::io::stderr().write_all(&printable(&partial));
     if dropped > 0 {
         let _ = writeln!(
             to,
@@ -226,22 +236,31 @@ impl Agent {
                 .await
                 .map_err(launch_err)?;
         }
-        let log_copier = std::thread::Builder::new()
+        let (done, log_done) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
             .name("agent-log".into())
-            .spawn(move || copy_log(reader, log))
+            .spawn(move || {
+                copy_log(reader, log);
+                let _ = done.send(());
+            })
             .map_err(launch_err)?;
         let pgid = child.id().and_then(|id| i32::try_from(id).ok());
         Ok(Agent {
             child,
             sandboxed,
             pgid,
-            log_copier: Some(log_copier),
+            log_done: Some(log_done),
         })
     }
 
     /// The exit status, if the agent has exited.
     pub fn try_exit(&mut self) -> Option<ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        let status = self.child.try_wait().ok().flatten();
+        if status.is_some() && self.sandboxed {
+            // The sandbox went with its launcher; its pid and group id may be reused now.
+            self.pgid = None;
+        }
+        status
     }
 
     /// Stops the agent and everything it started, and waits until they are gone.
@@ -289,13 +308,10 @@ impl Agent {
 
     /// Waits for the log copier to drain what the agent wrote.
     async fn finish_log(&mut self) {
-        if let Some(copier) = self.log_copier.take() {
-            // An unsandboxed agent's escaped children may hold the pipe open: don't wait forever.
-            let _ = tokio::time::timeout(
-                Duration::from_secs(2),
-                tokio::task::spawn_blocking(move || copier.join()),
-            )
-            .await;
+        if let Some(done) = self.log_done.take() {
+            // An unsandboxed agent's escaped children may hold the pipe open: don't wait
+            // forever (the copier thread is left to end with them).
+            let _ = tokio::time::timeout(Duration::from_secs(2), done).await;
         }
     }
 }

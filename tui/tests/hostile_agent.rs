@@ -631,61 +631,68 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
         CString::new(home.as_os_str().as_bytes()).unwrap(),
         CString::new(alias.as_os_str().as_bytes()).unwrap(),
     );
-    let mut command = Command::new(ALE);
-    command
-        .args([
-            "harness",
-            "run",
-            "--task",
-            "cartpole-balance",
-            "--progress",
-            "json",
-        ])
-        .arg("--state-dir")
-        .arg(&state)
-        .arg("--env")
-        .arg(format!("HOSTILE_STATE_DIR={}", through_alias.display()))
-        .arg("--")
-        .arg(hostile_agent())
-        .args([
-            "read-secrets",
-            "unused",
-            ALE,
-            "agent",
-            "--policy",
-            "heuristic",
-        ])
-        .env("HOME", &home);
-    // SAFETY: only raw syscalls on data prepared before the fork.
-    unsafe {
-        command.pre_exec(move || {
-            let null = std::ptr::null();
-            let ok = libc::unshare(libc::CLONE_NEWNS) == 0
-                && libc::mount(
-                    null,
-                    c"/".as_ptr(),
-                    null,
-                    libc::MS_REC | libc::MS_PRIVATE,
-                    null.cast(),
-                ) == 0
-                && libc::mount(
-                    home_c.as_ptr(),
-                    alias_c.as_ptr(),
-                    null,
-                    libc::MS_BIND,
-                    null.cast(),
-                ) == 0
-                && libc::setgroups(0, std::ptr::null()) == 0
-                && libc::setgid(65534) == 0
-                && libc::setuid(65534) == 0;
-            if ok {
-                Ok(())
-            } else {
-                Err(std::io::Error::last_os_error())
-            }
-        });
-    }
-    let output = command.output().unwrap();
+    // The harness, as uid 65534, in a mount namespace where `home` is also at `alias`.
+    let harness_with = |extra: &[&str]| {
+        let (home_c, alias_c) = (home_c.clone(), alias_c.clone());
+        let mut command = Command::new(ALE);
+        command
+            .args([
+                "harness",
+                "run",
+                "--task",
+                "cartpole-balance",
+                "--progress",
+                "json",
+            ])
+            .arg("--state-dir")
+            .arg(&state)
+            .arg("--env")
+            .arg(format!("HOSTILE_STATE_DIR={}", through_alias.display()))
+            .args(extra)
+            .arg("--")
+            .arg(hostile_agent())
+            .args([
+                "read-secrets",
+                "unused",
+                ALE,
+                "agent",
+                "--policy",
+                "heuristic",
+            ])
+            .env("HOME", &home);
+        // SAFETY: only raw syscalls on data prepared before the fork.
+        unsafe {
+            command.pre_exec(move || {
+                let null = std::ptr::null();
+                let private = libc::MS_REC | libc::MS_PRIVATE;
+                let ok = libc::unshare(libc::CLONE_NEWNS) == 0
+                    && libc::mount(null, c"/".as_ptr(), null, private, null.cast()) == 0
+                    && libc::mount(
+                        home_c.as_ptr(),
+                        alias_c.as_ptr(),
+                        null,
+                        libc::MS_BIND,
+                        null.cast(),
+                    ) == 0
+                    && libc::setgroups(0, std::ptr::null()) == 0
+                    && libc::setgid(65534) == 0
+                    && libc::setuid(65534) == 0;
+                if ok {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+        command.output().unwrap()
+    };
+    // A working directory that holds the second path would lay it bare again: refused.
+    let alias_str = alias.to_str().unwrap().to_string();
+    let refused = harness_with(&["--workdir", &alias_str]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("must not see"), "{stderr}");
+    let output = harness_with(&[]);
     let _ = std::fs::remove_dir(&alias);
     let run = finished_run("a harness whose state dir has a second path", &output);
     assert!(

@@ -58,8 +58,14 @@ pub(super) fn run(spec: &LaunchSpec) -> ! {
     match launch(spec) {
         Ok(AgentEnd::Exited(code)) => std::process::exit(code),
         Ok(AgentEnd::Killed(signal)) => {
-            // SAFETY: restoring the default action and raising a signal at ourselves.
+            // SAFETY: no core file for the launcher (the agent's crash is not its own), then
+            // the default action and the signal raised at ourselves.
             unsafe {
+                let no_core = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &no_core);
                 libc::signal(signal as i32, libc::SIG_DFL);
                 libc::raise(signal as i32);
             }
@@ -507,7 +513,7 @@ fn top_level(path: &Path) -> Option<&OsStr> {
 /// Whether `path` lies in one of the sandbox's own tmpfs folders, where mount points may be
 /// created.
 fn is_in_private_tmpfs(path: &Path) -> bool {
-    top_level(path).is_some_and(|top| top == "tmp" || top == "run")
+    top_level(path).is_some_and(|top| PRIVATE_TOP_LEVEL.iter().any(|p| top == OsStr::new(p)))
 }
 
 /// Whether `path` lies where the sandbox has a tmpfs of its own: its private folders, or a
@@ -661,7 +667,17 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     }
 
     // What the agent must not see, before anything is bound beneath.
-    let masks = mask_hidden_folders(&spec.hidden)?;
+    let (masks, hidden_paths) = mask_hidden_folders(&spec.hidden)?;
+    if let Some(dir) = &spec.workdir
+        && let Some(hidden) = hidden_paths.iter().find(|h| h.starts_with(dir))
+    {
+        // Binding the working directory would lay the host's view back over the mask.
+        return Err(Failure(format!(
+            "the working directory {} holds {}, which the agent must not see",
+            dir.display(),
+            hidden.display()
+        )));
+    }
 
     // The way out: the evaluator's agent socket.
     let socket = Path::new(SANDBOX_AGENT_SOCKET);
@@ -745,10 +761,11 @@ fn host_path(path: &Path) -> Setup<PathBuf> {
 }
 
 /// Puts an empty tmpfs over each hidden host folder wherever it is visible in the new root:
-/// at its own path, and at every other path the same folder is reachable by (the filesystem
-/// bind-mounted a second time). Returns the masked paths. Fails closed: a hidden folder that
-/// exists but cannot be masked is an error.
-fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
+/// at its own path, and at every other path the same folder (or a part of it) is reachable by
+/// (its filesystem mounted a second time). Returns the masks, and every sandbox path that shows
+/// a hidden folder (masked, or inside a mask). Fails closed: a hidden folder that exists but
+/// cannot be masked is an error.
+fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<(Vec<PathBuf>, Vec<PathBuf>)> {
     let mounts = read_mounts()?;
     let mut targets: Vec<PathBuf> = Vec::new();
     for folder in hidden {
@@ -767,17 +784,17 @@ fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
         if !is_in_private_tmpfs(folder) {
             targets.push(folder.clone());
         }
-        targets.extend(aliases_in_newroot(&host, &meta, &mounts));
+        targets.extend(aliases_in_newroot(folder, &host, &meta, &mounts)?);
     }
     // Parents first: a folder inside one already masked is hidden with it.
     targets.sort();
     targets.dedup();
     let mut masks: Vec<PathBuf> = Vec::new();
-    for folder in targets {
-        if is_in_private_tmpfs(&folder) || masks.iter().any(|m| folder.starts_with(m)) {
+    for folder in &targets {
+        if is_in_private_tmpfs(folder) || masks.iter().any(|m| folder.starts_with(m)) {
             continue; // not visible in the first place
         }
-        let target = in_newroot(&folder);
+        let target = in_newroot(folder);
         if !std::fs::symlink_metadata(&target).is_ok_and(|m| m.is_dir()) {
             return Err(Failure(format!(
                 "cannot hide {}: it is not a folder inside the sandbox's view",
@@ -789,37 +806,39 @@ fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
             "mode=0755,size=1m",
             MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         )?;
-        masks.push(folder);
+        masks.push(folder.clone());
     }
-    Ok(masks)
+    Ok((masks, targets))
 }
 
 /// One line of `/proc/self/mountinfo`: which filesystem (device), which folder of it (root),
 /// and where it is mounted.
 struct MountEntry {
+    id: u64,
     device: (u64, u64),
     root: PathBuf,
     point: PathBuf,
 }
 
-/// The mounts of this process's mount namespace, as seen from its current root.
+/// The mounts of this process's mount namespace, as seen from its current root. Read as bytes:
+/// a mount point's name need not be UTF-8.
 fn read_mounts() -> Setup<Vec<MountEntry>> {
     let file = Path::new(OLDROOT).join("proc/self/mountinfo");
-    let text = std::fs::read_to_string(&file).map_err(fail(format!("read {}", file.display())))?;
-    Ok(text.lines().filter_map(parse_mount_line).collect())
+    let bytes = std::fs::read(&file).map_err(fail(format!("read {}", file.display())))?;
+    Ok(bytes
+        .split(|&b| b == b'\n')
+        .filter_map(parse_mount_line)
+        .collect())
 }
 
-fn parse_mount_line(line: &str) -> Option<MountEntry> {
-    let mut fields = line.split(' ');
-    let (_, _, device, root, point) = (
-        fields.next()?,
-        fields.next()?,
-        fields.next()?,
-        fields.next()?,
-        fields.next()?,
-    );
-    let (major, minor) = device.split_once(':')?;
+fn parse_mount_line(line: &[u8]) -> Option<MountEntry> {
+    let mut fields = line.split(|&b| b == b' ');
+    let id = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
+    let _parent = fields.next()?;
+    let (major, minor) = std::str::from_utf8(fields.next()?).ok()?.split_once(':')?;
+    let (root, point) = (fields.next()?, fields.next()?);
     Some(MountEntry {
+        id,
         device: (major.parse().ok()?, minor.parse().ok()?),
         root: PathBuf::from(unescape_mount_path(root)),
         point: PathBuf::from(unescape_mount_path(point)),
@@ -827,8 +846,7 @@ fn parse_mount_line(line: &str) -> Option<MountEntry> {
 }
 
 /// mountinfo writes space, tab, newline and backslash in paths as `\ooo` octal escapes.
-fn unescape_mount_path(field: &str) -> std::ffi::OsString {
-    let bytes = field.as_bytes();
+fn unescape_mount_path(bytes: &[u8]) -> std::ffi::OsString {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
@@ -851,43 +869,88 @@ fn unescape_mount_path(field: &str) -> std::ffi::OsString {
     std::ffi::OsString::from_vec(out)
 }
 
-fn device_numbers(dev: u64) -> (u64, u64) {
-    let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
-    let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
-    (major, minor)
+/// The id of the mount `path` is on (mountinfo's first field), from statx(2).
+fn mount_id(path: &Path) -> Setup<u64> {
+    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(fail("path"))?;
+    // SAFETY: statx is plain data; all-zero is a valid value.
+    let mut buf: libc::statx = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a properly sized statx buffer.
+    let rc = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+            libc::STATX_MNT_ID,
+            &mut buf,
+        )
+    };
+    if rc != 0 {
+        return Err(fail(format!("statx {}", path.display()))(
+            std::io::Error::last_os_error(),
+        ));
+    }
+    if buf.stx_mask & libc::STATX_MNT_ID == 0 {
+        return Err(Failure(format!(
+            "cannot tell which mount {} is on (statx without STATX_MNT_ID: Linux < 5.8)",
+            path.display()
+        )));
+    }
+    Ok(buf.stx_mnt_id)
 }
 
-/// The sandbox paths (under the new root) at which the host folder `host` (a path under
-/// `/oldroot`) is reachable, found through the mounts of its filesystem: its path inside that
-/// filesystem, joined onto every mount of the same filesystem whose root holds it.
+/// The sandbox paths (under the new root) at which the hidden `folder` (at `host`, a path
+/// under `/oldroot`) is also reachable, found through the mounts of its filesystem: a mount
+/// whose root holds the folder shows it at the matching path (checked by device and inode); a
+/// mount whose root lies inside the folder shows part of it at its mount point.
 fn aliases_in_newroot(
+    folder: &Path,
     host: &Path,
     meta: &std::fs::Metadata,
     mounts: &[MountEntry],
-) -> Vec<PathBuf> {
+) -> Setup<Vec<PathBuf>> {
     use std::os::unix::fs::MetadataExt;
-    let device = device_numbers(meta.dev());
-    let Some(containing) = mounts
-        .iter()
-        .filter(|m| m.device == device && host.starts_with(&m.point))
-        .max_by_key(|m| m.point.components().count())
-    else {
-        return Vec::new();
-    };
-    let Ok(inside_mount) = host.strip_prefix(&containing.point) else {
-        return Vec::new();
-    };
+    let id = mount_id(host)?;
+    let containing = mounts.iter().rev().find(|m| m.id == id).ok_or_else(|| {
+        Failure(format!(
+            "cannot hide {}: its mount is missing from the mount table",
+            folder.display()
+        ))
+    })?;
+    let inside_mount = host.strip_prefix(&containing.point).map_err(|_| {
+        Failure(format!(
+            "cannot hide {}: it is not under its own mount point",
+            folder.display()
+        ))
+    })?;
     let in_filesystem = containing.root.join(inside_mount);
-    mounts
+    let in_sandbox = |point: &Path| Some(Path::new("/").join(point.strip_prefix(NEWROOT).ok()?));
+    let mut aliases = Vec::new();
+    for m in mounts
         .iter()
-        .filter(|m| m.device == device && m.point.starts_with(NEWROOT))
-        .filter_map(|m| {
-            let candidate = m.point.join(in_filesystem.strip_prefix(&m.root).ok()?);
-            let found = std::fs::symlink_metadata(&candidate).ok()?;
-            let inside = Path::new("/").join(candidate.strip_prefix(NEWROOT).ok()?);
-            (found.dev() == meta.dev() && found.ino() == meta.ino()).then_some(inside)
-        })
-        .collect()
+        .filter(|m| m.device == containing.device && m.point.starts_with(NEWROOT))
+    {
+        if let Ok(rest) = in_filesystem.strip_prefix(&m.root) {
+            let candidate = m.point.join(rest);
+            let same = std::fs::symlink_metadata(&candidate)
+                .is_ok_and(|found| found.dev() == meta.dev() && found.ino() == meta.ino());
+            if same && let Some(path) = in_sandbox(&candidate) {
+                aliases.push(path);
+            }
+        } else if m.root.starts_with(&in_filesystem) {
+            let Some(path) = in_sandbox(&m.point) else {
+                continue;
+            };
+            if !std::fs::symlink_metadata(&m.point).is_ok_and(|found| found.is_dir()) {
+                return Err(Failure(format!(
+                    "cannot hide {}: a file inside it is mounted at {}",
+                    folder.display(),
+                    path.display()
+                )));
+            }
+            aliases.push(path);
+        }
+    }
+    Ok(aliases)
 }
 
 #[cfg(test)]
@@ -897,18 +960,15 @@ mod tests {
     #[test]
     fn mountinfo_lines_are_read_with_their_escapes() {
         let line =
-            "36 35 98:0 /mnt\\0401 /new\\134root/srv rw,noatime master:1 - ext3 /dev/root rw";
+            b"36 35 98:0 /mnt\\0401 /new\\134root/srv rw,noatime master:1 - ext3 /dev/root rw";
         let entry = parse_mount_line(line).unwrap();
+        assert_eq!(entry.id, 36);
         assert_eq!(entry.device, (98, 0));
         assert_eq!(entry.root, Path::new("/mnt 1"));
         assert_eq!(entry.point, Path::new("/new\\root/srv"));
-        assert!(parse_mount_line("garbage").is_none());
-    }
-
-    #[test]
-    fn device_numbers_split_like_the_kernel() {
-        // makedev(259, 3) and makedev(8, 1).
-        assert_eq!(device_numbers((259 << 8) | 3), (259, 3));
-        assert_eq!(device_numbers((8 << 8) | 1), (8, 1));
+        assert!(parse_mount_line(b"garbage").is_none());
+        // A name that is not UTF-8 is kept as bytes.
+        let entry = parse_mount_line(b"7 1 0:5 / /newroot/x\xff rw - tmpfs t rw").unwrap();
+        assert_eq!(entry.point.as_os_str().as_bytes(), b"/newroot/x\xff");
     }
 }

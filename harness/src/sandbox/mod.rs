@@ -195,12 +195,13 @@ pub fn default_hidden_folders() -> Vec<PathBuf> {
     if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
         folders.push(PathBuf::from(home));
     }
-    folders.extend(
-        folders
-            .clone()
-            .iter()
-            .filter_map(|f| std::fs::canonicalize(f).ok()),
-    );
+    // The folders themselves, links resolved (`/home -> var/home`); `/` (a home under
+    // systemd's DynamicUser) is never hidden, or nothing would be left.
+    let mut folders: Vec<PathBuf> = folders
+        .into_iter()
+        .filter_map(|f| std::fs::canonicalize(f).ok())
+        .filter(|f| f.parent().is_some())
+        .collect();
     folders.sort();
     folders.dedup();
     folders
@@ -366,20 +367,24 @@ pub fn launcher_main() -> ! {
 fn close_inherited_descriptors() {
     // SAFETY: close_range(2) with no flags only closes descriptors; none above 2 is in use yet.
     let closed = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
-    if closed != 0 {
-        // Kernels before 5.9: close them one by one.
-        let max = std::fs::read_dir("/proc/self/fd")
-            .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        for fd in max.into_iter().filter(|&fd| fd > 2) {
-            // SAFETY: closing a descriptor this process does not use.
-            unsafe {
-                libc::close(fd);
-            }
+    if closed == 0 {
+        return;
+    }
+    // Kernels before 5.9, or a filter that refuses the call: one by one, up to the limit.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct it is given.
+    let max = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+        limit.rlim_cur.min(1 << 20) as i32
+    } else {
+        1 << 16
+    };
+    for fd in 3..max {
+        // SAFETY: closing a descriptor this process does not use; EBADF is harmless.
+        unsafe {
+            libc::close(fd);
         }
     }
 }
