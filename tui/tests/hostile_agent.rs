@@ -14,24 +14,73 @@ use ale_proto::trajectory::{Chain, EventKind, Level};
 
 const ALE: &str = env!("CARGO_BIN_EXE_ale");
 
-/// The hostile agent, compiled once into a folder any user may enter (the sandboxed agent
-/// runs as `nobody` when the tests run as root).
-fn hostile_agent() -> &'static Path {
-    static AGENT: OnceLock<PathBuf> = OnceLock::new();
-    AGENT.get_or_init(|| {
+/// The hostile agent, compiled once, and a hard link to `ale` for its honest second stage, in
+/// one folder any user may enter (the sandboxed agent runs as `nobody` when the tests run as
+/// root). The folder is the agent's `--workdir`, so both are reachable in the sandbox wherever
+/// the checkout is (under `/tmp` or a home the sandbox hides, say).
+struct Kit {
+    dir: PathBuf,
+    agent: PathBuf,
+    ale: PathBuf,
+}
+
+fn kit() -> &'static Kit {
+    static KIT: OnceLock<Kit> = OnceLock::new();
+    KIT.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hostile-agent");
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join(format!("agent-{}", std::process::id()));
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let agent = dir.join("agent");
         let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/hostile/agent.rs");
         let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
         let status = Command::new(rustc)
             .args(["--edition", "2024", "-O", "-o"])
-            .arg(&out)
+            .arg(&agent)
             .arg(&source)
             .status()
             .expect("rustc runs");
         assert!(status.success(), "the hostile agent does not compile");
-        out
+        let ale = dir.join("ale");
+        if std::fs::hard_link(ALE, &ale).is_err() {
+            std::fs::copy(ALE, &ale).unwrap();
+        }
+        Kit { dir, agent, ale }
+    })
+}
+
+/// The harness arguments from `--workdir` on: the hostile agent's `attack`, then the honest
+/// heuristic policy.
+fn agent_args(attack: &str, marker: &str) -> Vec<String> {
+    agent_args_in(&kit().dir, attack, marker)
+}
+
+/// [`agent_args`] with another working directory.
+fn agent_args_in(workdir: &Path, attack: &str, marker: &str) -> Vec<String> {
+    let kit = kit();
+    let path = |p: &Path| p.to_str().unwrap().to_string();
+    vec![
+        "--workdir".into(),
+        path(workdir),
+        "--".into(),
+        path(&kit.agent),
+        attack.into(),
+        marker.into(),
+        path(&kit.ale),
+        "agent".into(),
+        "--policy".into(),
+        "heuristic".into(),
+    ]
+}
+
+/// Whether uid 65534 can run `ale` and the hostile agent from where they are (every folder on
+/// the way searchable by others): the unprivileged tests need it.
+fn nobody_can_run_the_kit() -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    [Path::new(ALE), kit().agent.as_path()].iter().all(|path| {
+        path.ancestors()
+            .all(|p| std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o001 != 0))
     })
 }
 
@@ -121,10 +170,10 @@ fn run_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str])
         script.push(' ');
         script.push_str(flag);
     }
-    script.push_str(&format!(
-        " -- {} {attack} {marker} {ALE} agent --policy heuristic",
-        hostile_agent().display()
-    ));
+    for arg in agent_args(attack, marker) {
+        script.push(' ');
+        script.push_str(&arg);
+    }
     let output = Command::new("sh").args(["-c", &script]).output().unwrap();
     finished_run(attack, &output)
 }
@@ -387,8 +436,9 @@ fn an_unsandboxed_run_is_marked_everywhere() {
 fn an_unprivileged_harness_sandboxes_its_agent_too() {
     use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        // Already unprivileged: the other tests cover this path.
+    if unsafe { libc::geteuid() } != 0 || !nobody_can_run_the_kit() {
+        // Unprivileged already, the other tests run this path.
+        eprintln!("skipped: needs root, and a checkout that uid 65534 may enter");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -412,17 +462,8 @@ fn an_unprivileged_harness_sandboxes_its_agent_too() {
             state_str,
             "--env",
             &format!("HOSTILE_STATE_DIR={state_str}"),
-            "--",
         ])
-        .arg(hostile_agent())
-        .args([
-            "read-secrets",
-            "unused",
-            ALE,
-            "agent",
-            "--policy",
-            "heuristic",
-        ])
+        .args(agent_args("read-secrets", "unused"))
         .env("HOME", &home)
         .uid(65534)
         .gid(65534)
@@ -612,7 +653,8 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::process::CommandExt;
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if unsafe { libc::geteuid() } != 0 || !nobody_can_run_the_kit() {
+        eprintln!("skipped: needs root, and a checkout that uid 65534 may enter");
         return; // making the second path needs root here
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -632,7 +674,7 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
         CString::new(alias.as_os_str().as_bytes()).unwrap(),
     );
     // The harness, as uid 65534, in a mount namespace where `home` is also at `alias`.
-    let harness_with = |extra: &[&str]| {
+    let harness_with = |workdir: &Path| {
         let (home_c, alias_c) = (home_c.clone(), alias_c.clone());
         let mut command = Command::new(ALE);
         command
@@ -648,17 +690,7 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
             .arg(&state)
             .arg("--env")
             .arg(format!("HOSTILE_STATE_DIR={}", through_alias.display()))
-            .args(extra)
-            .arg("--")
-            .arg(hostile_agent())
-            .args([
-                "read-secrets",
-                "unused",
-                ALE,
-                "agent",
-                "--policy",
-                "heuristic",
-            ])
+            .args(agent_args_in(workdir, "read-secrets", "unused"))
             .env("HOME", &home);
         // SAFETY: only raw syscalls on data prepared before the fork.
         unsafe {
@@ -687,12 +719,11 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
         command.output().unwrap()
     };
     // A working directory that holds the second path would lay it bare again: refused.
-    let alias_str = alias.to_str().unwrap().to_string();
-    let refused = harness_with(&["--workdir", &alias_str]);
+    let refused = harness_with(&alias);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success(), "{stderr}");
     assert!(stderr.contains("must not see"), "{stderr}");
-    let output = harness_with(&[]);
+    let output = harness_with(&kit().dir);
     let _ = std::fs::remove_dir(&alias);
     let run = finished_run("a harness whose state dir has a second path", &output);
     assert!(
