@@ -667,17 +667,10 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     }
 
     // What the agent must not see, before anything is bound beneath.
-    let (masks, hidden_paths) = mask_hidden_folders(&spec.hidden)?;
-    if let Some(dir) = &spec.workdir
-        && let Some(hidden) = hidden_paths.iter().find(|h| h.starts_with(dir))
-    {
-        // Binding the working directory would lay the host's view back over the mask.
-        return Err(Failure(format!(
-            "the working directory {} holds {}, which the agent must not see",
-            dir.display(),
-            hidden.display()
-        )));
+    if let Some(dir) = &spec.workdir {
+        refuse_hidden_inside_workdir(&spec.hidden, dir)?;
     }
+    let masks = mask_hidden_folders(&spec.hidden)?;
 
     // The way out: the evaluator's agent socket.
     let socket = Path::new(SANDBOX_AGENT_SOCKET);
@@ -701,7 +694,10 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
 
     // An agent program that lives where the sandbox has folders of its own (or hidden ones) is
     // bound read-only at the same path.
-    if spec.program.is_absolute() && is_in_own_tmpfs(&spec.program, &masks) {
+    let program_is_visible = std::fs::symlink_metadata(in_newroot(&spec.program)).is_ok();
+    if spec.program.is_absolute() && is_in_own_tmpfs(&spec.program, &masks) && !program_is_visible {
+        // (A program inside the bound working directory is there already; nothing may be
+        // created in a host folder.)
         let target = in_newroot(&spec.program);
         make_parents(&spec.program, &masks)?;
         touch(&target)?;
@@ -762,10 +758,9 @@ fn host_path(path: &Path) -> Setup<PathBuf> {
 
 /// Puts an empty tmpfs over each hidden host folder wherever it is visible in the new root:
 /// at its own path, and at every other path the same folder (or a part of it) is reachable by
-/// (its filesystem mounted a second time). Returns the masks, and every sandbox path that shows
-/// a hidden folder (masked, or inside a mask). Fails closed: a hidden folder that exists but
-/// cannot be masked is an error.
-fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<(Vec<PathBuf>, Vec<PathBuf>)> {
+/// (its filesystem mounted a second time). Returns the masks. Fails closed: a hidden folder that
+/// exists but cannot be masked is an error.
+fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
     let mounts = read_mounts()?;
     let mut targets: Vec<PathBuf> = Vec::new();
     for folder in hidden {
@@ -808,7 +803,7 @@ fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<(Vec<PathBuf>, Vec<PathBuf>)
         )?;
         masks.push(folder.clone());
     }
-    Ok((masks, targets))
+    Ok(masks)
 }
 
 /// One line of `/proc/self/mountinfo`: which filesystem (device), which folder of it (root),
@@ -898,15 +893,16 @@ fn mount_id(path: &Path) -> Setup<u64> {
     Ok(buf.stx_mnt_id)
 }
 
-/// The sandbox paths (under the new root) at which the hidden `folder` (at `host`, a path
-/// under `/oldroot`) is also reachable, found through the mounts of its filesystem: a mount
-/// whose root holds the folder shows it at the matching path (checked by device and inode); a
-/// mount whose root lies inside the folder shows part of it at its mount point.
-fn aliases_in_newroot(
+/// The paths under `within` (as this process sees them) at which the hidden `folder` (at
+/// `host`, a path under `/oldroot`) is reachable, found through the mounts of its filesystem: a
+/// mount whose root holds the folder shows it at the matching path (checked by device and
+/// inode); a mount whose root lies inside the folder shows part of it at its mount point.
+fn reachable_paths(
     folder: &Path,
     host: &Path,
     meta: &std::fs::Metadata,
     mounts: &[MountEntry],
+    within: &Path,
 ) -> Setup<Vec<PathBuf>> {
     use std::os::unix::fs::MetadataExt;
     let id = mount_id(host)?;
@@ -923,34 +919,67 @@ fn aliases_in_newroot(
         ))
     })?;
     let in_filesystem = containing.root.join(inside_mount);
-    let in_sandbox = |point: &Path| Some(Path::new("/").join(point.strip_prefix(NEWROOT).ok()?));
-    let mut aliases = Vec::new();
-    for m in mounts
-        .iter()
-        .filter(|m| m.device == containing.device && m.point.starts_with(NEWROOT))
-    {
+    let mut paths = Vec::new();
+    for m in mounts.iter().filter(|m| m.device == containing.device) {
         if let Ok(rest) = in_filesystem.strip_prefix(&m.root) {
             let candidate = m.point.join(rest);
             let same = std::fs::symlink_metadata(&candidate)
                 .is_ok_and(|found| found.dev() == meta.dev() && found.ino() == meta.ino());
-            if same && let Some(path) = in_sandbox(&candidate) {
-                aliases.push(path);
+            if same && candidate.starts_with(within) {
+                paths.push(candidate);
             }
-        } else if m.root.starts_with(&in_filesystem) {
-            let Some(path) = in_sandbox(&m.point) else {
-                continue;
-            };
+        } else if m.root.starts_with(&in_filesystem) && m.point.starts_with(within) {
             if !std::fs::symlink_metadata(&m.point).is_ok_and(|found| found.is_dir()) {
                 return Err(Failure(format!(
                     "cannot hide {}: a file inside it is mounted at {}",
                     folder.display(),
-                    path.display()
+                    m.point.display()
                 )));
             }
-            aliases.push(path);
+            paths.push(m.point.clone());
         }
     }
-    Ok(aliases)
+    paths.sort();
+    paths.dedup();
+    Ok(paths)
+}
+
+/// The sandbox paths at which the hidden `folder` is visible in the new root.
+fn aliases_in_newroot(
+    folder: &Path,
+    host: &Path,
+    meta: &std::fs::Metadata,
+    mounts: &[MountEntry],
+) -> Setup<Vec<PathBuf>> {
+    Ok(
+        reachable_paths(folder, host, meta, mounts, Path::new(NEWROOT))?
+            .iter()
+            .filter_map(|p| Some(Path::new("/").join(p.strip_prefix(NEWROOT).ok()?)))
+            .collect(),
+    )
+}
+
+/// Refuses a working directory through which a hidden folder is reachable (the folder itself,
+/// or the same folder mounted a second time inside it): binding it would undo the masks.
+fn refuse_hidden_inside_workdir(hidden: &[PathBuf], workdir: &Path) -> Setup<()> {
+    let mounts = read_mounts()?;
+    let host_workdir = host_path(workdir)?;
+    for folder in hidden {
+        let host = host_path(folder)?;
+        let Ok(meta) = std::fs::symlink_metadata(&host) else {
+            continue;
+        };
+        if let Some(path) = reachable_paths(folder, &host, &meta, &mounts, &host_workdir)?.first() {
+            let inside = Path::new("/").join(path.strip_prefix(OLDROOT).unwrap_or(path));
+            return Err(Failure(format!(
+                "the working directory {} holds {} (which is {}), which the agent must not see",
+                workdir.display(),
+                inside.display(),
+                folder.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
