@@ -220,13 +220,8 @@ fn assert_attack_failed(run: &Run, attack: &str) {
 fn assert_scored_honestly(run: &Run) {
     assert_eq!(run.report["status"], "completed", "{:?}", run.report);
     assert_eq!(run.report["value"].as_f64(), Some(500.0));
-    let verify = Command::new(ALE)
-        .args(["harness", "verify"])
-        .arg(&run.run_dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&verify.stdout);
-    assert!(verify.status.success(), "{text}");
+    let (ok, text) = verify_output(&run.run_dir);
+    assert!(ok, "{text}");
     assert!(text.contains("sandboxed (offline"), "{text}");
 }
 
@@ -388,20 +383,13 @@ fn a_run_folder_resealed_with_the_public_chain_rule_fails_verify_naming_the_sign
         // The chains themselves are whole again: only a key tells the forgery apart.
         let text = std::fs::read_to_string(run.run_dir.join("trajectory.jsonl")).unwrap();
         ale_proto::trajectory::verify(&text).expect("the forged chain is well formed");
-        let verify = Command::new(ALE)
-            .args(["harness", "verify"])
-            .arg(&run.run_dir)
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&verify.stdout);
-        assert!(!verify.status.success(), "a forged run verified:\n{out}");
+        let (ok, out) = verify_output(&run.run_dir);
+        assert!(!ok, "a forged run verified:\n{out}");
         assert!(
             out.contains("trajectory.jsonl") && out.contains("evaluator's signature"),
             "verify must name the signature that does not match:\n{out}"
         );
     }
-    // The listing does not take the forged report at its word either: `runs` still shows the
-    // report, but `verify` is the judge; the forged value is in the file, not in a signature.
 }
 
 #[test]
@@ -409,13 +397,8 @@ fn an_unsandboxed_run_is_marked_everywhere() {
     let evaluator = Evaluator::start();
     let run = run_attack(&evaluator, "env", "unused", &["--sandbox", "none"]);
     assert_eq!(run.report["sandbox"]["mode"], "none");
-    let verify = Command::new(ALE)
-        .args(["harness", "verify"])
-        .arg(&run.run_dir)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&verify.stdout);
-    assert!(verify.status.success(), "{text}");
+    let (ok, text) = verify_output(&run.run_dir);
+    assert!(ok, "{text}");
     assert!(
         text.contains("unsandboxed: the agent could have tampered with this record"),
         "{text}"
