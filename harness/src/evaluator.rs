@@ -15,8 +15,17 @@ use crate::error::HarnessError;
 /// How long a started evaluator may take to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The line prefix `ale serve` prints its agent channel on.
-pub const READY_AGENT_PREFIX: &str = "agent channel:";
+/// What `ale serve` prints once it is listening, a line each: the contract between an evaluator
+/// and a harness (or anyone) that starts one and waits for it.
+pub mod ready {
+    /// The first line.
+    pub const HEADER: &str = "ale evaluator ready";
+    /// Each of the following lines: two spaces, one of these labels, the value.
+    pub const AGENT: &str = "agent channel:   ";
+    pub const AGENT_SOCKET: &str = "agent socket:    ";
+    pub const HARNESS: &str = "harness channel: ";
+    pub const EVALUATOR_KEY: &str = "evaluator key:   ";
+}
 
 pub struct EvaluatorHandle {
     pub harness_socket: PathBuf,
@@ -124,7 +133,7 @@ pub async fn attach_or_start(
     let mut lines = BufReader::new(stdout).lines();
     let ready = async {
         while let Ok(Some(line)) = lines.next_line().await {
-            if line.trim().starts_with(READY_AGENT_PREFIX) {
+            if line.trim_start().starts_with(ready::AGENT) {
                 return Some(());
             }
         }

@@ -14,6 +14,7 @@ mod error;
 pub mod evaluator;
 pub mod log;
 pub mod plot;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod runs;

@@ -285,7 +285,7 @@ fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
                 &threads,
             ],
             server_cpu,
-            super::serve::READY_AGENT.trim(),
+            ale_harness::evaluator::ready::AGENT.trim(),
         )?;
         pin_current_thread(client_cpu)?;
         let step = measure_steps(&endpoint, args.steps, args.warmup);

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
 use ale_harness::sandbox::{Network, SandboxMode, SandboxOptions};
@@ -263,8 +264,11 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
     display.finish();
     let run_dir = ale_proto::layout::run_dir(&options.state_dir, &report.run_id);
     if args.progress == ProgressStyle::Json {
-        let line = serde_json::json!({"event": "report", "run_dir": run_dir, "report": report});
-        println!("{line}");
+        let event = ProgressEvent::Report {
+            run_dir: run_dir.clone(),
+            report: Box::new(report.clone()),
+        };
+        println!("{}", event.to_line());
     } else {
         print_summary(&report, &run_dir);
     }
@@ -298,24 +302,7 @@ impl ProgressDisplay {
         match self.style {
             ProgressStyle::None => {}
             ProgressStyle::Json => {
-                let line = serde_json::json!({
-                    "event": "progress",
-                    "run_id": p.run_id,
-                    "task_id": p.task.id,
-                    "status": r.status,
-                    "done": done,
-                    "planned": r.episodes.len(),
-                    "current": current.map(|e| serde_json::json!({"index": e.index, "steps": e.steps, "return": e.episode_return})),
-                    "episode_metrics": r.episodes.iter().filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress)).map(|e| e.metric).collect::<Vec<_>>(),
-                    "value": r.value,
-                    "target": p.target,
-                    "metric_name": r.metric_name,
-                    "direction": r.direction,
-                    "total_steps": r.total_steps,
-                    "max_total_steps": p.task.max_total_steps,
-                    "elapsed_seconds": p.elapsed.as_secs_f64(),
-                    "time_budget_seconds": p.task.time_budget_seconds,
-                });
+                let line = ProgressEvent::Progress(RunProgress::from(&p)).to_line();
                 println!("{line}");
                 let _ = std::io::stdout().flush();
             }

@@ -7,16 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use ale_harness::evaluator::ready;
 use ale_server::{Evaluator, Limits, TaskRegistry};
 use anyhow::Context;
 
 use crate::StateDirArg;
-
-/// The line prefixes `ale serve` prints once it is listening.
-pub const READY_AGENT: &str = "agent channel:   ";
-pub const READY_HARNESS: &str = "harness channel: ";
-pub const READY_AGENT_SOCKET: &str = "agent socket:    ";
-pub const READY_EVALUATOR_KEY: &str = "evaluator key:   ";
 
 #[derive(clap::Args, Debug)]
 pub struct ServeArgs {
@@ -97,10 +92,15 @@ fn announce(server: &ale_server::RunningServer) {
     let key = server.evaluator().public_key_hex();
     tracing::info!(evaluator_key = %key, "evaluator public key");
     let text = format!(
-        "ale evaluator ready\n  {READY_AGENT}{}\n  {READY_AGENT_SOCKET}{}\n  {READY_HARNESS}{}\n  {READY_EVALUATOR_KEY}{key}\n",
+        "{}\n  {}{}\n  {}{}\n  {}{}\n  {}{key}\n",
+        ready::HEADER,
+        ready::AGENT,
         server.agent_endpoint(),
+        ready::AGENT_SOCKET,
         server.agent_socket().display(),
-        server.harness_socket().display()
+        ready::HARNESS,
+        server.harness_socket().display(),
+        ready::EVALUATOR_KEY,
     );
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use ale_client::policy::PolicyKind;
 use ale_client::{EnvSpec, Info, Space};
+use ale_harness::progress::RunProgress;
 use ale_harness::report::Report;
 use ale_harness::runs::RunEntry;
 use ale_proto::pb;
@@ -96,7 +97,7 @@ pub enum Reply {
 /// What the harness child process reported.
 #[derive(Debug, Clone)]
 pub enum HarnessEvent {
-    Progress(serde_json::Value),
+    Progress(Box<RunProgress>),
     Report {
         report: Box<Report>,
         run_dir: PathBuf,
@@ -260,7 +261,7 @@ pub struct EvalRun {
     pub task_id: String,
     pub agent: AgentChoice,
     pub started: Instant,
-    pub progress: Option<serde_json::Value>,
+    pub progress: Option<Box<RunProgress>>,
     pub report: Option<Box<Report>>,
     pub run_dir: Option<PathBuf>,
     pub output: Vec<String>,

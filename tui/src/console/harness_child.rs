@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use ale_harness::report::Report;
+use ale_harness::progress::ProgressEvent;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::mpsc::UnboundedSender;
@@ -12,19 +12,10 @@ use tokio::sync::mpsc::UnboundedSender;
 use super::app::{AgentChoice, HarnessEvent, Msg};
 
 fn interpret(line: &str) -> HarnessEvent {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
-        return HarnessEvent::Output(line.to_string());
-    };
-    match value.get("event").and_then(|e| e.as_str()) {
-        Some("progress") => HarnessEvent::Progress(value),
-        Some("report") => match serde_json::from_value::<Report>(value["report"].clone()) {
-            Ok(report) => HarnessEvent::Report {
-                report: Box::new(report),
-                run_dir: PathBuf::from(value["run_dir"].as_str().unwrap_or_default()),
-            },
-            Err(e) => HarnessEvent::Output(format!("unreadable report: {e}")),
-        },
-        _ => HarnessEvent::Output(line.to_string()),
+    match ProgressEvent::parse(line) {
+        Some(ProgressEvent::Progress(progress)) => HarnessEvent::Progress(Box::new(progress)),
+        Some(ProgressEvent::Report { run_dir, report }) => HarnessEvent::Report { report, run_dir },
+        None => HarnessEvent::Output(line.to_string()),
     }
 }
 

@@ -70,10 +70,6 @@ fn draw_setup(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     frame.render_stateful_widget(list, agents, &mut state);
 }
 
-fn number(v: &serde_json::Value, key: &str) -> f64 {
-    v.get(key).and_then(|x| x.as_f64()).unwrap_or(0.0)
-}
-
 fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
     let status = match (&run.finished, &run.report, run.cancelled) {
         (_, Some(_), _) => Span::styled("finished", Style::default().fg(theme.ok)),
@@ -109,11 +105,10 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
         Constraint::Min(0),
     ])
     .areas(inner);
-    let progress = run.progress.as_ref();
-    let (done, planned) =
-        progress.map_or((0.0, 0.0), |p| (number(p, "done"), number(p, "planned")));
-    let ratio = if planned > 0.0 {
-        (done / planned).clamp(0.0, 1.0)
+    let progress = run.progress.as_deref();
+    let (done, planned) = progress.map_or((0, 0), |p| (p.done, p.planned));
+    let ratio = if planned > 0 {
+        (done as f64 / planned as f64).clamp(0.0, 1.0)
     } else {
         0.0
     };
@@ -121,7 +116,7 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
         Gauge::default()
             .gauge_style(Style::default().fg(theme.accent).bg(theme.border))
             .ratio(ratio)
-            .label(format!("{done:.0}/{planned:.0} rollouts")),
+            .label(format!("{done}/{planned} rollouts")),
         gauge_area,
     );
     let metrics: Vec<f64> = match &run.report {
@@ -132,13 +127,12 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
             .map(|e| e.metric)
             .collect(),
         None => progress
-            .and_then(|p| p.get("episode_metrics"))
-            .and_then(|m| serde_json::from_value(m.clone()).ok())
+            .map(|p| p.episode_metrics.clone())
             .unwrap_or_default(),
     };
     let target = progress.map_or_else(
         || run.report.as_ref().map_or(f64::NAN, |r| r.score.target),
-        |p| number(p, "target"),
+        |p| p.target.unwrap_or(f64::NAN),
     );
     draw_metrics_chart(frame, &metrics, target, theme, chart_area);
 
@@ -147,31 +141,27 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
         None => {
             let mut lines = Vec::new();
             if let Some(p) = progress {
-                if let Some(c) = p.get("current").filter(|c| !c.is_null()) {
+                if let Some(c) = p.current {
                     lines.push(Line::raw(format!(
                         "rollout {} · step {} · return {:.2}",
-                        number(c, "index") + 1.0,
-                        number(c, "steps"),
-                        number(c, "return")
+                        c.index + 1,
+                        c.steps,
+                        c.episode_return
                     )));
                 }
-                let (steps, max_steps) = (number(p, "total_steps"), number(p, "max_total_steps"));
-                let (elapsed, budget) = (
-                    number(p, "elapsed_seconds"),
-                    number(p, "time_budget_seconds"),
-                );
+                let budget_left = p.time_budget_seconds as f64 - p.elapsed_seconds;
                 lines.push(Line::from(vec![
                     Span::styled("budgets left ", theme.muted()),
-                    Span::raw(if max_steps > 0.0 {
-                        format!("{:.0} steps", max_steps - steps)
+                    Span::raw(if p.max_total_steps > 0 {
+                        format!("{} steps", p.max_total_steps.saturating_sub(p.total_steps))
                     } else {
                         "unlimited steps".into()
                     }),
-                    Span::raw(format!(" · {:.0} s", (budget - elapsed).max(0.0))),
+                    Span::raw(format!(" · {:.0} s", budget_left.max(0.0))),
                 ]));
                 lines.push(Line::from(vec![
                     Span::styled("running mean ", theme.muted()),
-                    Span::raw(format!("{:.3} (target {target})", number(p, "value"))),
+                    Span::raw(format!("{:.3} (target {target})", p.value)),
                 ]));
             } else {
                 lines.push(Line::styled("starting the harness…", theme.muted()));
