@@ -478,6 +478,18 @@ pub struct RecordKeys {
     pub harness: VerifyingKey,
 }
 
+impl RecordKeys {
+    /// The public keys an evaluator's state dir holds (`evaluator.pub`, `harness.pub`).
+    pub fn from_state_dir(state_dir: &Path) -> Result<RecordKeys, ale_proto::keys::KeyError> {
+        use ale_proto::keys::{KeyRole, read_public_key};
+        let read = |role: KeyRole| read_public_key(&state_dir.join(role.public_key_file()));
+        Ok(RecordKeys {
+            evaluator: read(KeyRole::Evaluator)?,
+            harness: read(KeyRole::Harness)?,
+        })
+    }
+}
+
 /// A run folder that verified.
 #[derive(Debug, Clone)]
 pub struct RunVerification {

@@ -9,6 +9,7 @@ use ale_client::{EnvSpec, Info, Space};
 use ale_harness::progress::RunProgress;
 use ale_harness::report::Report;
 use ale_harness::runs::RunEntry;
+use ale_harness::verify::RunVerification;
 use ale_proto::pb;
 use ale_sims::Tensor;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
@@ -147,8 +148,7 @@ pub enum Msg {
     Runs(Vec<RunEntry>),
     Verified {
         run_dir: PathBuf,
-        ok: bool,
-        output: String,
+        result: Result<Box<RunVerification>, String>,
     },
     Exported {
         path: PathBuf,
@@ -274,7 +274,8 @@ pub struct Runs {
     pub entries: Vec<RunEntry>,
     pub cursor: usize,
     pub open: Option<usize>,
-    pub verification: Option<(PathBuf, bool, String)>,
+    /// The last verification: which run, and what `verify_run_dir` found.
+    pub verification: Option<(PathBuf, Result<Box<RunVerification>, String>)>,
     pub loaded: bool,
 }
 
@@ -406,12 +407,13 @@ impl App {
                     .min(self.runs.entries.len().saturating_sub(1));
                 Vec::new()
             }
-            Msg::Verified {
-                run_dir,
-                ok,
-                output,
-            } => {
-                self.runs.verification = Some((run_dir, ok, output));
+            Msg::Verified { run_dir, result } => {
+                self.say(if result.is_ok() {
+                    "verified: the records agree and their signatures hold"
+                } else {
+                    "verification FAILED"
+                });
+                self.runs.verification = Some((run_dir, result));
                 Vec::new()
             }
             Msg::Exported { path, result } => {

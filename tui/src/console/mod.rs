@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ale_harness::verify::{RecordKeys, verify_run_dir};
 use anyhow::Context as _;
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::{Stream, StreamExt};
@@ -138,26 +139,14 @@ impl Console {
                 });
             }
             Effect::VerifyRun(run_dir) => {
-                let exe = self.ale_exe.clone();
+                let state_dir = self.state_dir.clone();
                 let sender = self.sender.clone();
-                tokio::spawn(async move {
-                    let out = tokio::process::Command::new(exe)
-                        .args(["harness", "verify"])
-                        .arg(&run_dir)
-                        .output()
-                        .await;
-                    let (ok, output) = match out {
-                        Ok(o) => (
-                            o.status.success(),
-                            String::from_utf8_lossy(&o.stdout).to_string(),
-                        ),
-                        Err(e) => (false, e.to_string()),
-                    };
-                    let _ = sender.send(Msg::Verified {
-                        run_dir,
-                        ok,
-                        output,
-                    });
+                tokio::task::spawn_blocking(move || {
+                    let result = RecordKeys::from_state_dir(&state_dir)
+                        .map_err(|e| e.to_string())
+                        .and_then(|keys| verify_run_dir(&run_dir, &keys).map_err(|e| e.to_string()))
+                        .map(Box::new);
+                    let _ = sender.send(Msg::Verified { run_dir, result });
                 });
             }
             Effect::ExportPlot { run_dir, format } => {

@@ -282,10 +282,8 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
             .settle(Duration::from_secs(30), |a| a.runs.verification.is_some())
             .await
     );
-    assert!(
-        f.console.app.runs.verification.as_ref().unwrap().1,
-        "verify failed"
-    );
+    let (_, verified) = f.console.app.runs.verification.as_ref().unwrap();
+    assert!(verified.is_ok(), "verify failed: {verified:?}");
     insta::assert_snapshot!("runs_80x24", f.screen(80, 24));
     insta::assert_snapshot!("runs_160x48", f.screen(160, 48));
     for (w, h) in [(30, 8), (12, 3), (1, 1)] {

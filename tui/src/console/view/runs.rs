@@ -1,6 +1,7 @@
 //! The runs view: past runs from the state dir; the open one's report and plot.
 
 use ale_harness::runs::RunSummary;
+use ale_harness::verify::RunVerification;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -10,6 +11,7 @@ use ratatui::widgets::{List, ListItem, ListState, Paragraph, Wrap};
 use super::block;
 use super::eval::{draw_metrics_chart, report_lines};
 use crate::console::app::App;
+use crate::console::view::Theme;
 
 pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme();
@@ -79,17 +81,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 theme.accent(),
             )];
             lines.extend(report_lines(report, theme));
-            if let Some((dir, ok, output)) = &app.runs.verification
+            if let Some((dir, result)) = &app.runs.verification
                 && dir == &entry.dir
             {
-                let style = Style::default().fg(if *ok { theme.ok } else { theme.error });
-                lines.push(Line::styled(
-                    if *ok { "verify: ok" } else { "verify: BROKEN" },
-                    style,
-                ));
-                for line in output.lines().skip(1) {
-                    lines.push(Line::styled(line.to_string(), theme.muted()));
-                }
+                lines.extend(verification_lines(result, theme));
             }
             frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text);
         }
@@ -101,4 +96,63 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         ),
         RunSummary::Unreadable(why) => frame.render_widget(Paragraph::new(why.clone()), inner),
     }
+}
+
+/// What `verify_run_dir` found, a line per record.
+fn verification_lines<'a>(
+    result: &Result<Box<RunVerification>, String>,
+    theme: &Theme,
+) -> Vec<Line<'a>> {
+    let v = match result {
+        Err(why) => {
+            return vec![
+                Line::styled("verify: BROKEN", Style::default().fg(theme.error)),
+                Line::styled(why.clone(), Style::default().fg(theme.error)),
+            ];
+        }
+        Ok(v) => v,
+    };
+    let signed = |present: bool| {
+        if present {
+            "signature ok"
+        } else {
+            "not signed yet"
+        }
+    };
+    let mut lines = vec![
+        Line::styled("verify: ok", Style::default().fg(theme.ok)),
+        Line::styled(
+            format!(
+                "  trajectory   {} events · evaluator {}",
+                v.trajectory.events,
+                signed(v.trajectory.signature.is_some())
+            ),
+            theme.muted(),
+        ),
+    ];
+    if let Some(log) = &v.harness_log {
+        lines.push(Line::styled(
+            format!(
+                "  harness log  {} events · harness {}",
+                log.events,
+                signed(log.is_signed())
+            ),
+            theme.muted(),
+        ));
+    }
+    let agent = match v.sandbox() {
+        Some(sandbox) => sandbox.describe(),
+        None => "unverified: no signed harness log".into(),
+    };
+    lines.push(Line::styled(
+        format!("  agent        {agent}"),
+        theme.muted(),
+    ));
+    if v.report.is_some() {
+        lines.push(Line::styled(
+            "  report       agrees with the signed records",
+            theme.muted(),
+        ));
+    }
+    lines
 }
