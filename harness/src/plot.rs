@@ -10,7 +10,10 @@ use ale_proto::private_files::create_private_file;
 use ale_proto::records::{Direction, EpisodeRecord, Outcome};
 use plotters::prelude::*;
 
+use ale_proto::trajectory::TRAJECTORY_FILE;
+
 use crate::report::Report;
+use crate::verify::verify_trajectory;
 
 /// The plot files written into every run folder.
 pub const PLOT_FILES: [&str; 2] = ["plot.png", "plot.svg"];
@@ -29,6 +32,37 @@ pub struct PlotData {
 }
 
 impl PlotData {
+    /// The plot of a run folder (from its report, or its trajectory when it has none) or of a
+    /// trajectory file.
+    pub fn read(path: &Path) -> Result<PlotData, String> {
+        if path.is_dir()
+            && let Ok(report) = Report::read(path)
+        {
+            return Ok(PlotData::from_report(&report));
+        }
+        let trajectory = if path.is_dir() {
+            path.join(TRAJECTORY_FILE)
+        } else {
+            path.to_path_buf()
+        };
+        let text = std::fs::read_to_string(&trajectory)
+            .map_err(|e| format!("cannot read {}: {e}", trajectory.display()))?;
+        let verified =
+            verify_trajectory(&text).map_err(|e| format!("{}: {e}", trajectory.display()))?;
+        let episodes = verified
+            .result
+            .as_ref()
+            .map(|r| r.episodes.clone())
+            .unwrap_or_default();
+        Ok(PlotData {
+            title: format!("{} · run {}", verified.run.task_id, verified.run.run_id),
+            metric_name: verified.run.metric_name.clone(),
+            direction: verified.run.direction,
+            target: verified.run.target,
+            episodes,
+        })
+    }
+
     pub fn from_report(report: &Report) -> PlotData {
         PlotData {
             title: format!("{} · run {}", report.task.id, report.run_id),

@@ -158,8 +158,7 @@ impl Console {
                     let path = std::env::current_dir()
                         .unwrap_or_default()
                         .join(format!("{name}.{format}"));
-                    let result = crate::cli::plot::plot_data(&run_dir)
-                        .map_err(|e| e.to_string())
+                    let result = ale_harness::plot::PlotData::read(&run_dir)
                         .and_then(|data| ale_harness::plot::render(&data, &path));
                     let _ = sender.send(Msg::Exported { path, result });
                 });
