@@ -38,6 +38,18 @@ async fn create(
         .map(|r| r.into_inner().handle)
 }
 
+async fn create_official(
+    client: &mut pb::ale_env_client::AleEnvClient<tonic::transport::Channel>,
+) -> Result<pb::CreateEnvResponse, tonic::Status> {
+    client
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+        })
+        .await
+        .map(tonic::Response::into_inner)
+}
+
 fn counts(t: &TestServer) -> EnvCounts {
     t.server.evaluator().env_counts()
 }
@@ -156,13 +168,7 @@ async fn a_refused_create_env_changes_nothing() {
     common::reset(&mut idle, &idle_handle, Some(1)).await;
 
     // Neither does a refused official env, on either channel.
-    let err = first
-        .create_env(pb::CreateEnvRequest {
-            task_id: "cartpole-balance".into(),
-            official: true,
-        })
-        .await
-        .unwrap_err();
+    let err = create_official(&mut first).await.unwrap_err();
     assert_eq!(err.code(), Code::PermissionDenied);
     t.official_env("cartpole-balance").await;
     let err = t
@@ -256,13 +262,7 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
     // The running one is untouched, and the official pool is full again.
     env.step(&Tensor::scalar_i64(1)).await.unwrap();
     assert_eq!(result(&mut harness, &running, false).await.total_steps, 1);
-    let err = harness
-        .create_env(pb::CreateEnvRequest {
-            task_id: "cartpole-balance".into(),
-            official: true,
-        })
-        .await
-        .unwrap_err();
+    let err = create_official(&mut harness).await.unwrap_err();
     assert_eq!(err.code(), Code::ResourceExhausted);
     assert_eq!(
         counts(&t),
@@ -302,18 +302,7 @@ async fn an_official_env_never_started_is_reclaimed_once_its_harness_stops_follo
     };
     let t = TestServer::start_with(&[], limits).await;
     let mut harness = t.harness().await;
-    let official = |h: &mut pb::ale_env_client::AleEnvClient<tonic::transport::Channel>| {
-        let mut h = h.clone();
-        async move {
-            h.create_env(pb::CreateEnvRequest {
-                task_id: "cartpole-balance".into(),
-                official: true,
-            })
-            .await
-            .map(|r| r.into_inner().session_id)
-        }
-    };
-    let followed = official(&mut harness).await.unwrap();
+    let followed = create_official(&mut harness).await.unwrap().session_id;
     // While a harness polls for its result, the env is in use, started or not.
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(100)).await;
@@ -326,10 +315,10 @@ async fn an_official_env_never_started_is_reclaimed_once_its_harness_stops_follo
             .unwrap_err();
         assert_eq!(err.code(), Code::FailedPrecondition);
     }
-    let err = official(&mut harness).await.unwrap_err();
+    let err = create_official(&mut harness).await.unwrap_err();
     assert_eq!(err.code(), Code::ResourceExhausted);
     // Abandoned (no agent ever started it, no harness asks): it makes room.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    official(&mut harness).await.unwrap();
+    create_official(&mut harness).await.unwrap();
     assert_eq!(counts(&t).official, 1);
 }

@@ -412,6 +412,18 @@ fn an_unsandboxed_run_is_marked_everywhere() {
     assert!(listing.contains("unsandboxed"), "{listing}");
 }
 
+/// A fresh folder (kept while the returned guard lives) holding a home owned by uid 65534.
+fn home_of_nobody() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    std::fs::create_dir(&home).unwrap();
+    for dir in [tmp.path(), home.as_path()] {
+        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    (tmp, home)
+}
+
 /// What a non-root operator meets: the harness (and the evaluator it starts) run as an
 /// unprivileged user, the sandbox is built from an unprivileged user namespace, and the agent,
 /// running as that same user, still cannot reach the state dir that user owns.
@@ -424,13 +436,7 @@ fn an_unprivileged_harness_sandboxes_its_agent_too() {
         eprintln!("skipped: needs root, and a checkout that uid 65534 may enter");
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    std::fs::create_dir(&home).unwrap();
-    for dir in [tmp.path(), home.as_path()] {
-        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
-        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    }
+    let (_tmp, home) = home_of_nobody();
     let state = home.join("state");
     let state_str = state.to_str().unwrap();
     let output = Command::new(ALE)
@@ -640,13 +646,7 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
         eprintln!("skipped: needs root, and a checkout that uid 65534 may enter");
         return; // making the second path needs root here
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    std::fs::create_dir(&home).unwrap();
-    for dir in [tmp.path(), home.as_path()] {
-        std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
-        std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    }
+    let (_tmp, home) = home_of_nobody();
     let alias =
         Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("second-path-{}", std::process::id()));
     std::fs::create_dir_all(&alias).unwrap();
