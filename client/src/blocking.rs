@@ -37,7 +37,7 @@ impl Client {
         })
     }
 
-    pub fn list_tasks(&self) -> Result<Vec<ale_proto::pb::TaskMetadata>, ClientError> {
+    pub fn list_tasks(&self) -> Result<Vec<ale_proto::TaskSpec>, ClientError> {
         self.rt.block_on(self.inner.list_tasks())
     }
 

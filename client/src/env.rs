@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogClient};
-use ale_proto::{EnvHandle, SessionId, agent_env};
+use ale_proto::{EnvHandle, SessionId, TaskSpec, agent_env};
 use ale_sims::{Space, Tensor};
 use tonic::transport::{Channel, Endpoint};
 
@@ -42,7 +42,7 @@ pub type Info = BTreeMap<String, InfoValue>;
 pub struct EnvSpec {
     pub observation_space: Space,
     pub action_space: Space,
-    pub task: pb::TaskMetadata,
+    pub task: TaskSpec,
     pub official: bool,
 }
 
@@ -91,6 +91,13 @@ fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Info {
         .collect()
 }
 
+fn decode_task(task: pb::TaskMetadata) -> Result<TaskSpec, ClientError> {
+    TaskSpec::try_from(task).map_err(|cause| ClientError::Wire {
+        what: "task metadata",
+        cause,
+    })
+}
+
 fn decode_observation(t: Option<pb::Tensor>) -> Result<Tensor, ClientError> {
     let t = t.ok_or(ClientError::Missing("an observation"))?;
     Tensor::try_from(t).map_err(|cause| ClientError::Wire {
@@ -123,13 +130,17 @@ impl Client {
     }
 
     /// Every task the evaluator hosts.
-    pub async fn list_tasks(&self) -> Result<Vec<pb::TaskMetadata>, ClientError> {
+    pub async fn list_tasks(&self) -> Result<Vec<TaskSpec>, ClientError> {
         let resp = self
             .catalog
             .clone()
             .list_tasks(pb::ListTasksRequest {})
             .await?;
-        Ok(resp.into_inner().tasks)
+        resp.into_inner()
+            .tasks
+            .into_iter()
+            .map(decode_task)
+            .collect()
     }
 
     /// Creates a practice env for `task_id`.
@@ -162,7 +173,7 @@ impl Client {
         let spec = EnvSpec {
             observation_space: space(spec.observation_space, "observation space")?,
             action_space: space(spec.action_space, "action space")?,
-            task: spec.task.ok_or(ClientError::Missing("task metadata"))?,
+            task: decode_task(spec.task.ok_or(ClientError::Missing("task metadata"))?)?,
             official: spec.official,
         };
         Ok(Env {

@@ -26,7 +26,10 @@ mod error;
 pub mod policy;
 mod transport;
 
-pub use ale_proto::{EnvHandle, SessionId};
+pub use ale_proto::task_spec::{
+    Budgets, MetricSpec, SafetyMetricSpec, SubmissionContract, TaskMode,
+};
+pub use ale_proto::{EnvHandle, SessionId, TaskSpec};
 pub use ale_sims::{Rng, Space, Tensor};
 pub use env::{Client, Env, EnvSpec, EvalSession, Info, InfoValue, ResetResult, StepResult};
 pub use error::ClientError;

@@ -14,8 +14,13 @@ pub enum HarnessError {
         rpc: &'static str,
         status: tonic::Status,
     },
-    #[error("the evaluator's answer to {0} is malformed")]
+    #[error("the evaluator's answer to {0} is malformed: a required field is missing")]
     Malformed(&'static str),
+    #[error("the evaluator's answer to {rpc} is malformed: {cause}")]
+    Wire {
+        rpc: &'static str,
+        cause: ale_proto::convert::WireError,
+    },
     #[error("cannot launch the agent {command:?}: {cause}")]
     Launch {
         command: String,
@@ -43,5 +48,9 @@ pub enum HarnessError {
 impl HarnessError {
     pub fn rpc(rpc: &'static str) -> impl FnOnce(tonic::Status) -> HarnessError {
         move |status| HarnessError::Rpc { rpc, status }
+    }
+
+    pub fn wire(rpc: &'static str) -> impl FnOnce(ale_proto::convert::WireError) -> HarnessError {
+        move |cause| HarnessError::Wire { rpc, cause }
     }
 }

@@ -7,15 +7,13 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ale_proto::layout::{self, AGENT_LOG_FILE, UNIX_SCHEME};
-use ale_proto::pb::{self, ale_env_client::AleEnvClient};
 use ale_proto::private_files::check_private_dir;
-use ale_proto::records::{EvalResultRecord, EvalStatus, Genre};
+use ale_proto::records::{EvalResultRecord, EvalStatus};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
-use ale_proto::{EnvHandle, RunId, SessionId};
-use tonic::transport::Channel;
+use ale_proto::{EnvHandle, RunId, TaskSpec};
 
 use crate::agent::{Agent, AgentLaunch};
-use crate::channel;
+use crate::channel::{HarnessChannel, OfficialEnv};
 use crate::error::HarnessError;
 use crate::evaluator::{EvaluatorHandle, attach_or_start};
 use crate::log::{HarnessStarted, ResultRead};
@@ -120,49 +118,15 @@ pub async fn run_interactive(
     outcome
 }
 
-async fn create_official(
-    client: &mut AleEnvClient<Channel>,
-    task_id: &str,
-) -> Result<(EnvHandle, SessionId, RunId, pb::TaskMetadata), HarnessError> {
-    let created = client
-        .create_env(pb::CreateEnvRequest {
-            task_id: task_id.to_string(),
-            official: true,
-        })
-        .await
-        .map_err(HarnessError::rpc("CreateEnv"))?
-        .into_inner();
-    let handle = EnvHandle::from_wire(created.handle);
-    let spec = client
-        .get_spec(pb::GetSpecRequest {
-            handle: handle.to_string(),
-        })
-        .await
-        .map_err(HarnessError::rpc("GetSpec"))?
-        .into_inner();
-    let task = spec.task.ok_or(HarnessError::Malformed("GetSpec"))?;
-    Ok((
-        handle,
-        SessionId::from_wire(created.session_id),
-        RunId::from_wire(created.run_id),
-        task,
-    ))
-}
-
-fn task_summary(task: &pb::TaskMetadata) -> TaskSummary {
-    let budgets = task.budgets.unwrap_or_default();
+fn task_summary(task: &TaskSpec) -> TaskSummary {
     TaskSummary {
         id: task.id.clone(),
         title: task.title.clone(),
         sim: task.sim.clone(),
-        genre: if task.genre == pb::TaskGenre::Reproduction as i32 {
-            Genre::Reproduction
-        } else {
-            Genre::Open
-        },
+        genre: task.genre,
         episodes: task.episodes_per_eval,
-        max_total_steps: budgets.max_total_steps,
-        time_budget_seconds: budgets.time_budget_seconds,
+        max_total_steps: task.budgets.max_total_steps.unwrap_or(0),
+        time_budget_seconds: task.budgets.time_budget_seconds.unwrap_or(0),
     }
 }
 
@@ -173,7 +137,7 @@ async fn run_with(
 ) -> Result<Report, HarnessError> {
     let started = Instant::now();
     let started_unix_ms = unix_ms();
-    let mut client = channel::connect(&evaluator.harness_socket).await?;
+    let mut channel = HarnessChannel::connect(&evaluator.harness_socket).await?;
     // The harness signs its log with its own key; the evaluator's public key checks the
     // trajectory's signature. Both live in the state dir, which no agent can reach.
     let key_err = |e: ale_proto::keys::KeyError| HarnessError::Keys(e.to_string());
@@ -220,9 +184,14 @@ async fn run_with(
             agent_uid: None,
         }
     };
-    let (handle, session_id, run_id, task) = create_official(&mut client, &options.task_id).await?;
+    let OfficialEnv {
+        handle,
+        session_id,
+        run_id,
+        task,
+    } = channel.create_official(&options.task_id).await?;
     let summary = task_summary(&task);
-    let target = task.metric.as_ref().map_or(f64::NAN, |m| m.target);
+    let target = task.metric.target;
     let run_dir = layout::run_dir(&options.state_dir, &run_id);
     // The harness writes into the evaluator's run folder only when the whole way there is
     // private to this user and goes through no link.
@@ -265,48 +234,34 @@ async fn run_with(
         let exited = agent.try_exit();
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
         let end_session = exited.is_some() || overdue;
-        let response = client
-            .get_eval_result(pb::GetEvalResultRequest {
-                session_id: session_id.to_string(),
-                end_session,
-            })
-            .await;
-        match response {
-            Ok(r) => {
-                let record = r
-                    .into_inner()
-                    .result
-                    .and_then(|r| EvalResultRecord::try_from(r).ok())
-                    .ok_or(HarnessError::Malformed("GetEvalResult"))?;
-                progress(Progress {
-                    run_id: &run_id,
-                    task: &summary,
-                    target,
-                    result: &record,
-                    elapsed: started.elapsed(),
-                });
-                if record.status.is_finished() {
-                    if end_session && record.status == EvalStatus::EndedEarly {
-                        harness_reason = Some(match exited {
-                            Some(status) => format!(
-                                "the agent {} before finishing its session",
-                                describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
-                            ),
-                            None => "the agent overran the session's time budget".into(),
-                        });
-                    }
-                    break record;
-                }
-            }
+        let answer = channel.eval_result(&session_id, end_session).await;
+        let record = match answer {
+            Ok(Some(record)) => record,
             // The agent has not started the session yet.
-            Err(status) if status.code() == tonic::Code::FailedPrecondition => {}
-            Err(status) => {
+            Ok(None) => continue,
+            Err(e) => {
                 agent.kill().await;
-                return Err(HarnessError::Rpc {
-                    rpc: "GetEvalResult",
-                    status,
+                return Err(e);
+            }
+        };
+        progress(Progress {
+            run_id: &run_id,
+            task: &summary,
+            target,
+            result: &record,
+            elapsed: started.elapsed(),
+        });
+        if record.status.is_finished() {
+            if end_session && record.status == EvalStatus::EndedEarly {
+                harness_reason = Some(match exited {
+                    Some(status) => format!(
+                        "the agent {} before finishing its session",
+                        describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
+                    ),
+                    None => "the agent overran the session's time budget".into(),
                 });
             }
+            break record;
         }
     };
     let exit = describe_exit(

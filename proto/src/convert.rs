@@ -32,6 +32,8 @@ pub enum WireError {
     EmptySpace,
     #[error("{0}")]
     InvalidSpace(#[from] ale_sims::InvalidSpace),
+    #[error(transparent)]
+    UnknownEnum(#[from] crate::records::UnknownEnum),
 }
 
 pub fn dtype_to_pb(dtype: DType) -> pb::DType {

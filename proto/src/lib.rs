@@ -1,7 +1,8 @@
 //! The ALE wire contract and the record formats every process shares.
 //!
 //! - [`pb`]: the generated `ale.v1` messages, `AleEnv` and `Catalog` clients and servers.
-//! - [`convert`]: wire messages to and from the `ale-sims` domain types.
+//! - [`convert`]: wire messages to and from the `ale-sims` domain types; [`task_spec`]: a
+//!   task as every process past the wire sees it.
 //! - [`trajectory`]: the hash-chained trajectory format, writer side and verifier.
 //! - [`records`]: the `EvalResult` record and trajectory event data.
 //! - [`signature`]: the Ed25519 signatures that close a finished record.
@@ -17,10 +18,12 @@ pub mod layout;
 pub mod private_files;
 pub mod records;
 pub mod signature;
+pub mod task_spec;
 pub mod trajectory;
 
 pub use commitment::{SECRET_LEN, seed_commitment};
 pub use ids::{BatchId, EnvHandle, RunId, SessionId};
+pub use task_spec::TaskSpec;
 
 /// Generated from `proto/ale/v1/*.proto`.
 #[allow(clippy::all)]

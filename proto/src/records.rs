@@ -16,6 +16,16 @@ pub enum Direction {
     LowerIsBetter,
 }
 
+impl Direction {
+    /// `↑` or `↓`, as tables show the direction beside a metric's name.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Direction::HigherIsBetter => "↑",
+            Direction::LowerIsBetter => "↓",
+        }
+    }
+}
+
 /// What kind of task: optimise freely, or reproduce a published method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -23,6 +33,15 @@ pub enum Genre {
     Open,
     /// Scored only with a passing faithfulness verdict.
     Reproduction,
+}
+
+impl std::fmt::Display for Genre {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Genre::Open => "open",
+            Genre::Reproduction => "reproduction",
+        })
+    }
 }
 
 /// A zero-target safety metric of a task and its penalty.
@@ -145,7 +164,7 @@ pub type RolloutFinished = EpisodeRecord;
 
 /// A wire enum value that is not one this version knows.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {field} value {value} in EvalResult")]
+#[error("unknown {field} value {value}; the peer speaks a newer protocol than this build knows")]
 pub struct UnknownEnum {
     pub field: &'static str,
     pub value: i32,

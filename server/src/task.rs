@@ -357,6 +357,11 @@ impl Task {
         Ok(())
     }
 
+    /// The task as a client past the wire sees it: its metadata, decoded as a client would.
+    pub fn spec(&self) -> Result<ale_proto::TaskSpec, ale_proto::convert::WireError> {
+        ale_proto::TaskSpec::try_from(self.metadata())
+    }
+
     /// The task's metadata as the wire carries it.
     pub fn metadata(&self) -> pb::TaskMetadata {
         // Validated at load: the sim exists. Its spaces do not depend on the episode.
@@ -509,6 +514,18 @@ mod tests {
         assert_eq!(cartpole.metric.target, 475.0);
         assert_eq!(cartpole.eval.episodes, 20);
         assert_eq!(cartpole.metric.direction, Direction::HigherIsBetter);
+    }
+
+    #[test]
+    fn every_builtin_task_decodes_as_a_client_sees_it() {
+        for task in TaskRegistry::builtin().unwrap().iter() {
+            let spec = task.spec().unwrap_or_else(|e| panic!("{}: {e}", task.id));
+            assert_eq!(spec.id, task.id);
+            assert_eq!(spec.metric.direction, task.metric.direction);
+            assert_eq!(spec.genre, task.genre);
+            assert_eq!(spec.is_batch(), task.mode == Mode::Batch, "{}", task.id);
+            assert_eq!(spec.submission_contract.is_some(), spec.is_batch());
+        }
     }
 
     fn cartpole_with(find: &str, replace: &str) -> String {

@@ -3,9 +3,9 @@
 
 mod common;
 
-use ale_client::{Client, play_episode, policy};
+use ale_client::{Client, TaskMode, play_episode, policy};
+use ale_proto::EnvHandle;
 use ale_proto::records::{Direction, EvalResultRecord, EvalStatus};
-use ale_proto::{EnvHandle, pb};
 use common::{TestServer, result};
 
 fn meets(value: f64, target: f64, direction: Direction) -> bool {
@@ -32,14 +32,11 @@ async fn official_run(t: &TestServer, task: &str) -> EvalResultRecord {
 async fn each_interactive_heuristic_meets_its_target_in_an_official_session() {
     let t = TestServer::start_deterministic(1).await;
     let client = Client::connect(&t.endpoint()).await.unwrap();
-    let tasks: Vec<pb::TaskMetadata> = client.list_tasks().await.unwrap();
+    let tasks = client.list_tasks().await.unwrap();
     let mut checked = Vec::new();
-    for task in tasks
-        .iter()
-        .filter(|t| t.mode == pb::TaskMode::Interactive as i32)
-    {
+    for task in tasks.iter().filter(|t| t.mode == TaskMode::Interactive) {
         let r = official_run(&t, &task.id).await;
-        let metric = task.metric.clone().unwrap();
+        let metric = &task.metric;
         assert_eq!(r.status, EvalStatus::Completed, "{}", task.id);
         assert!(
             meets(r.value, metric.target, r.direction),

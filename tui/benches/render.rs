@@ -19,7 +19,8 @@ fn practice_app(steps: usize) -> App {
         .unwrap()
         .get("cartpole-balance")
         .unwrap()
-        .metadata();
+        .spec()
+        .unwrap();
     let mut sim: Box<dyn ale_sims::Sim> = ale_sims::find("CartPole-v1").unwrap().build(500);
     sim.reset(7);
     let mut app = App::new(

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use ale_proto::pb;
+use ale_proto::TaskSpec;
 
 #[derive(clap::Args, Debug)]
 pub struct TasksArgs {
@@ -12,7 +12,7 @@ pub struct TasksArgs {
 }
 
 pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
-    let tasks: Vec<pb::TaskMetadata> = match &args.endpoint {
+    let tasks: Vec<TaskSpec> = match &args.endpoint {
         Some(endpoint) => super::runtime(1)?.block_on(async {
             ale_client::Client::connect(endpoint)
                 .await?
@@ -21,26 +21,18 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
         })?,
         None => ale_server::TaskRegistry::builtin()?
             .iter()
-            .map(|t| t.metadata())
-            .collect(),
+            .map(|t| t.spec())
+            .collect::<Result<_, _>>()?,
     };
     let rows: Vec<[String; 6]> = tasks
         .into_iter()
         .map(|t| {
-            let metric = t.metric.unwrap_or_default();
-            let mode = match pb::TaskMode::try_from(t.mode) {
-                Ok(pb::TaskMode::Batch) => "batch",
-                _ => "interactive",
-            };
-            let arrow = match pb::Direction::try_from(metric.direction) {
-                Ok(pb::Direction::LowerIsBetter) => "↓",
-                _ => "↑",
-            };
+            let metric = t.metric;
             [
                 t.id,
                 t.sim,
-                mode.to_string(),
-                format!("{} {arrow}", metric.name),
+                t.mode.to_string(),
+                format!("{} {}", metric.name, metric.direction.arrow()),
                 metric.target.to_string(),
                 t.title,
             ]

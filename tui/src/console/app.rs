@@ -10,7 +10,7 @@ use ale_harness::progress::RunProgress;
 use ale_harness::report::Report;
 use ale_harness::runs::RunEntry;
 use ale_harness::verify::RunVerification;
-use ale_proto::pb;
+use ale_proto::TaskSpec;
 use ale_sims::Tensor;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
@@ -71,7 +71,7 @@ pub enum Request {
 /// The client worker's answer to a request.
 #[derive(Debug, Clone)]
 pub enum Reply {
-    Tasks(Vec<pb::TaskMetadata>),
+    Tasks(Vec<TaskSpec>),
     Created {
         spec: Box<EnvSpec>,
     },
@@ -287,7 +287,7 @@ pub struct App {
     pub endpoint_label: String,
     pub themes: Vec<Theme>,
     pub theme: usize,
-    pub tasks: Vec<pb::TaskMetadata>,
+    pub tasks: Vec<TaskSpec>,
     pub task_cursor: usize,
     pub filter: String,
     pub filtering: bool,
@@ -351,10 +351,10 @@ impl App {
 
     /// The tasks the filter lets through: those whose id matches first, then those whose
     /// title or simulator does.
-    pub fn visible_tasks(&self) -> Vec<&pb::TaskMetadata> {
+    pub fn visible_tasks(&self) -> Vec<&TaskSpec> {
         let needle = self.filter.to_lowercase();
-        let by_id = |t: &&pb::TaskMetadata| t.id.to_lowercase().contains(&needle);
-        let by_other = |t: &&pb::TaskMetadata| {
+        let by_id = |t: &&TaskSpec| t.id.to_lowercase().contains(&needle);
+        let by_other = |t: &&TaskSpec| {
             !by_id(t)
                 && (t.title.to_lowercase().contains(&needle)
                     || t.sim.to_lowercase().contains(&needle))
@@ -366,7 +366,7 @@ impl App {
             .collect()
     }
 
-    pub fn selected_task(&self) -> Option<&pb::TaskMetadata> {
+    pub fn selected_task(&self) -> Option<&TaskSpec> {
         self.visible_tasks().get(self.task_cursor).copied()
     }
 

@@ -301,16 +301,11 @@ fn draw_return_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     );
     let points: Vec<(f64, f64)> = points.into_iter().map(|(x, y)| (x + 1.0, y)).collect();
     let n = returns.len().max(1) as f64 + 1.0;
-    let target = p
-        .spec
-        .as_ref()
-        .and_then(|s| s.task.metric.as_ref())
-        .map(|m| m.target);
+    let target = p.spec.as_ref().map(|s| s.task.metric.target);
     let returns_metric = p
         .spec
         .as_ref()
-        .and_then(|s| s.task.metric.as_ref())
-        .is_some_and(|m| m.name == "mean_return");
+        .is_some_and(|s| s.task.metric.name == "mean_return");
     let target_line: Vec<(f64, f64)> = match target {
         Some(t) if returns_metric => vec![(0.0, t), (n, t)],
         _ => Vec::new(),

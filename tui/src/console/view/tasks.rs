@@ -1,7 +1,8 @@
 //! The tasks view: every task, and the selected one's full spec.
 
-use ale_proto::convert::WireError;
-use ale_proto::pb;
+use ale_proto::TaskSpec;
+use ale_proto::records::Direction;
+use ale_proto::task_spec::TaskMode;
 use ale_sims::Space;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -31,10 +32,9 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let items: Vec<ListItem> = visible
         .iter()
         .map(|t| {
-            let mode = if t.mode == pb::TaskMode::Batch as i32 {
-                "batch"
-            } else {
-                ""
+            let mode = match t.mode {
+                TaskMode::Batch => "batch",
+                TaskMode::Interactive => "",
             };
             ListItem::new(Line::from(vec![
                 Span::raw(t.id.clone()),
@@ -78,31 +78,17 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     );
 }
 
-fn direction_words(raw: i32) -> &'static str {
-    if raw == pb::Direction::LowerIsBetter as i32 {
-        "lower is better"
-    } else {
-        "higher is better"
+fn direction_words(direction: Direction) -> &'static str {
+    match direction {
+        Direction::LowerIsBetter => "lower is better",
+        Direction::HigherIsBetter => "higher is better",
     }
 }
 
 /// A space, one line per element where the space is small enough to list.
-pub fn space_lines<'a>(space: Option<&pb::Space>, theme: &Theme) -> Vec<Line<'a>> {
-    let decoded: Result<Space, WireError> = match space {
-        Some(s) => Space::try_from(s.clone()),
-        None => Err(WireError::EmptySpace),
-    };
-    let space = match decoded {
-        Ok(s) => s,
-        Err(e) => {
-            return vec![Line::styled(
-                format!("  (unreadable: {e})"),
-                Style::default().fg(theme.error),
-            )];
-        }
-    };
+pub fn space_lines<'a>(space: &Space, theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = vec![Line::raw(format!("  {space}"))];
-    match &space {
+    match space {
         Space::Box(b) if b.low.len() <= 12 => {
             for i in 0..b.low.len() {
                 let label = b.labels.get(i).cloned().unwrap_or_else(|| format!("[{i}]"));
@@ -149,19 +135,9 @@ fn fmt_bound(v: f64) -> String {
     }
 }
 
-fn spec_lines<'a>(task: &pb::TaskMetadata, theme: &Theme) -> Vec<Line<'a>> {
-    let metric = task.metric.clone().unwrap_or_default();
-    let budgets = task.budgets.unwrap_or_default();
-    let mode = if task.mode == pb::TaskMode::Batch as i32 {
-        "batch"
-    } else {
-        "interactive"
-    };
-    let genre = if task.genre == pb::TaskGenre::Reproduction as i32 {
-        "reproduction"
-    } else {
-        "open"
-    };
+fn spec_lines<'a>(task: &TaskSpec, theme: &Theme) -> Vec<Line<'a>> {
+    let metric = &task.metric;
+    let budgets = &task.budgets;
     let w = 12;
     let mut lines = vec![
         Line::styled(task.title.clone(), theme.accent()),
@@ -169,8 +145,8 @@ fn spec_lines<'a>(task: &pb::TaskMetadata, theme: &Theme) -> Vec<Line<'a>> {
         Line::raw(""),
         field(theme, "id", task.id.clone(), w),
         field(theme, "simulator", task.sim.clone(), w),
-        field(theme, "mode", mode.into(), w),
-        field(theme, "genre", genre.into(), w),
+        field(theme, "mode", task.mode.to_string(), w),
+        field(theme, "genre", task.genre.to_string(), w),
         field(
             theme,
             "metric",
@@ -204,12 +180,11 @@ fn spec_lines<'a>(task: &pb::TaskMetadata, theme: &Theme) -> Vec<Line<'a>> {
             "budgets",
             format!(
                 "{} steps, {} s",
-                if budgets.max_total_steps == 0 {
-                    "unlimited".into()
-                } else {
-                    budgets.max_total_steps.to_string()
+                match budgets.max_total_steps {
+                    Some(steps) => steps.to_string(),
+                    None => "unlimited".into(),
                 },
-                budgets.time_budget_seconds
+                budgets.time_budget_seconds.unwrap_or(0)
             ),
             w,
         ),
@@ -230,9 +205,9 @@ fn spec_lines<'a>(task: &pb::TaskMetadata, theme: &Theme) -> Vec<Line<'a>> {
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("observation space", theme.accent()));
-    lines.extend(space_lines(task.observation_space.as_ref(), theme));
+    lines.extend(space_lines(&task.observation_space, theme));
     lines.push(Line::styled("action space", theme.accent()));
-    lines.extend(space_lines(task.action_space.as_ref(), theme));
+    lines.extend(space_lines(&task.action_space, theme));
     if let Some(c) = &task.submission_contract {
         lines.push(field(
             theme,
