@@ -9,8 +9,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use super::app::{App, Msg, View};
-use super::{Console, theme};
+use super::app::{App, Connection, View};
+use super::message::Msg;
+use super::seeds::Seeds;
+use super::{Console, screen, theme};
 
 struct Fixture {
     console: Console,
@@ -39,11 +41,12 @@ async fn fixture() -> Fixture {
         0,
         super::keys::KeyMap::bundled(),
         "embedded (test)".into(),
+        Seeds::new(1),
     );
     let mut console = Console::new(app, endpoint.clone(), state, ale_exe());
     assert!(
         console
-            .settle(Duration::from_secs(10), |a| !a.tasks.is_empty())
+            .settle(Duration::from_secs(10), |a| !a.tasks.list.is_empty())
             .await
     );
     Fixture {
@@ -70,20 +73,23 @@ impl Fixture {
     }
 
     fn screen(&self, width: u16, height: u16) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        terminal
-            .draw(|f| super::view::draw(f, &self.console.app))
-            .unwrap();
-        let buffer = terminal.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..height {
-            for x in 0..width {
-                out.push_str(buffer[(x, y)].symbol());
-            }
-            out.push('\n');
-        }
-        mask_ids(&out)
+        render(&self.console.app, width, height)
     }
+}
+
+/// `app` drawn on a `width` × `height` TestBackend, as text with ids and timings masked.
+fn render(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| screen::draw(f, app)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..height {
+        for x in 0..width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    mask_ids(&out)
 }
 
 /// Replaces runs of 8+ hex digits (run ids, hashes, commitments) and timings, which differ per
@@ -142,8 +148,15 @@ fn mask_ids(text: &str) -> String {
 }
 
 fn select_task(f: &mut Fixture, id: &str) {
-    let i = f.console.app.tasks.iter().position(|t| t.id == id).unwrap();
-    f.console.app.task_cursor = i;
+    let i = f
+        .console
+        .app
+        .tasks
+        .list
+        .iter()
+        .position(|t| t.id == id)
+        .unwrap();
+    f.console.app.tasks.cursor = i;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +176,8 @@ async fn tasks_view_snapshots() {
     let visible: Vec<String> = f
         .console
         .app
-        .visible_tasks()
+        .tasks
+        .visible()
         .iter()
         .map(|t| t.id.clone())
         .collect();
@@ -179,7 +193,7 @@ async fn tasks_view_snapshots() {
         KeyCode::Enter,
     ])
     .await;
-    assert_eq!(f.console.app.visible_tasks()[0].id, "reacher-reach");
+    assert_eq!(f.console.app.tasks.visible()[0].id, "reacher-reach");
 }
 
 /// Selects cartpole, resets with seed 7 and pushes right 10 times: the console must show what a
@@ -236,12 +250,12 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     // The task can be changed from here too.
     f.press(&[KeyCode::Right]).await;
     assert_ne!(
-        f.console.app.selected_task().unwrap().id,
+        f.console.app.tasks.selected().unwrap().id,
         "cartpole-balance"
     );
     f.press(&[KeyCode::Left]).await;
     assert_eq!(
-        f.console.app.selected_task().unwrap().id,
+        f.console.app.tasks.selected().unwrap().id,
         "cartpole-balance"
     );
     insta::assert_snapshot!("eval_setup_80x24", f.screen(80, 24));
@@ -282,7 +296,7 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
             .settle(Duration::from_secs(30), |a| a.runs.verification.is_some())
             .await
     );
-    let (_, verified) = f.console.app.runs.verification.as_ref().unwrap();
+    let verified = &f.console.app.runs.verification.as_ref().unwrap().result;
     assert!(verified.is_ok(), "verify failed: {verified:?}");
     insta::assert_snapshot!("runs_80x24", f.screen(80, 24));
     insta::assert_snapshot!("runs_160x48", f.screen(160, 48));
@@ -297,10 +311,12 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
     f.press(&[KeyCode::Char('?')]).await;
     assert!(f.console.app.help);
     let screen = f.screen(80, 48);
-    for (_, keys, help) in f.console.app.keymap.help() {
+    for entry in f.console.app.keymap.help() {
         assert!(
-            screen.contains(&keys) && screen.contains(help),
-            "{keys} {help} missing from help"
+            screen.contains(&entry.keys) && screen.contains(entry.help),
+            "{} {} missing from help",
+            entry.keys,
+            entry.help
         );
     }
     insta::assert_snapshot!("help_80x48", screen);
@@ -317,6 +333,7 @@ async fn a_lost_connection_is_shown_and_retried() {
         0,
         super::keys::KeyMap::bundled(),
         "http://127.0.0.1:9".into(),
+        Seeds::new(1),
     );
     let mut console = Console::new(
         app,
@@ -328,14 +345,12 @@ async fn a_lost_connection_is_shown_and_retried() {
         console
             .settle(Duration::from_secs(10), |a| matches!(
                 a.connection,
-                super::app::Connection::Lost { .. }
+                Connection::Lost { .. }
             ))
             .await
     );
     let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
-    terminal
-        .draw(|fr| super::view::draw(fr, &console.app))
-        .unwrap();
+    terminal.draw(|fr| screen::draw(fr, &console.app)).unwrap();
     let row: String = (0..100)
         .map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_string())
         .collect();
@@ -356,15 +371,16 @@ fn every_theme_renders_every_view() {
             i,
             super::keys::KeyMap::bundled(),
             "x".into(),
+            Seeds::new(1),
         );
         for view in View::ALL {
             app.view = view;
             // Tiny and odd sizes must not panic either.
             for (w, h) in [(80, 24), (30, 8), (12, 3), (1, 1), (200, 60)] {
                 let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-                terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+                terminal.draw(|f| screen::draw(f, &app)).unwrap();
                 app.help = !app.help;
-                terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+                terminal.draw(|f| screen::draw(f, &app)).unwrap();
             }
         }
     }
