@@ -5,12 +5,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ale_client::Client;
+use ale_client::policy::PolicyKind;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use super::app::{App, Connection, View};
-use super::message::Msg;
+use super::eval::Agent;
+use super::message::{Effect, HarnessEvent, HarnessExit, Msg, Reply};
 use super::seeds::Seeds;
 use super::{Console, screen, theme};
 
@@ -434,4 +436,125 @@ async fn cancelling_a_run_stops_the_harness_and_its_agent() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!alive(&marker), "the agent outlived the cancelled harness");
     assert!(f.screen(80, 24).contains("cancelled"));
+}
+
+/// What `ale harness run --task cartpole-balance --policy heuristic --progress json` printed
+/// (some of its progress lines and its report), recorded.
+const RECORDED_PROGRESS: &str = include_str!("testdata/cartpole-heuristic.progress.jsonl");
+
+/// The eval view follows a run from the harness's progress events alone: each recorded line
+/// goes through the parsing the harness child uses and the app's message path.
+#[test]
+fn the_eval_view_follows_recorded_progress_events() {
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "embedded (test)".into(),
+        Seeds::new(1),
+    );
+    let cartpole = ale_server::TaskRegistry::builtin()
+        .unwrap()
+        .get("cartpole-balance")
+        .unwrap()
+        .metadata();
+    app.update(Msg::Reply(Reply::Tasks(vec![cartpole])));
+    app.update(key(KeyCode::Char('3')));
+    assert_eq!(app.view, View::Eval);
+    let effects = app.update(key(KeyCode::Enter));
+    assert_eq!(
+        effects,
+        [Effect::StartHarness {
+            task_id: "cartpole-balance".into(),
+            agent: Agent::Policy(PolicyKind::Heuristic),
+        }]
+    );
+    assert!(render(&app, 80, 24).contains("starting the harness…"));
+
+    let mut lines = RECORDED_PROGRESS.lines();
+    let mut feed = |app: &mut App, n: usize| -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for line in lines.by_ref().take(n) {
+            let event = HarnessEvent::from_stdout_line(line);
+            assert!(
+                !matches!(event, HarnessEvent::Output(_)),
+                "not a progress event: {line}"
+            );
+            effects.extend(app.update(Msg::Harness(event)));
+        }
+        effects
+    };
+    // The first rollout under way.
+    feed(&mut app, 1);
+    let screen = render(&app, 80, 24);
+    for expected in [
+        "0/20 rollouts",
+        "running",
+        "rollout 1 · step 62 · return 62.00",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    // Ten rollouts done, and a line the harness printed that is not an event.
+    feed(&mut app, 2);
+    app.update(Msg::Harness(HarnessEvent::from_stdout_line(
+        "agent: heuristic policy on cartpole-balance (20 rollouts)",
+    )));
+    let screen = render(&app, 80, 24);
+    for expected in [
+        "10/20 rollouts",
+        "running mean 500.000 (target 475)",
+        "budgets left 4973 steps",
+        "agent: heuristic policy on cartpole-balance",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    insta::assert_snapshot!("eval_recorded_running_80x24", screen);
+
+    // The last progress, the report, and the harness's exit.
+    assert!(feed(&mut app, 2).is_empty());
+    assert!(lines.next().is_none(), "every recorded line was fed");
+    let effects = app.update(Msg::Harness(HarnessEvent::Exited(HarnessExit {
+        success: true,
+        description: "exit status: 0".into(),
+    })));
+    assert_eq!(effects, [Effect::LoadRuns], "the finished run is listed");
+    let run = app.eval.run.as_ref().unwrap();
+    assert_eq!(run.progress.as_ref().unwrap().done, 20);
+    assert_eq!(run.report.as_ref().unwrap().score.score, 1.0526315789473684);
+    let screen = render(&app, 80, 24);
+    for expected in [
+        "cartpole-balance · heuristic · finished",
+        "20/20 rollouts",
+        "score 1.0526   status completed",
+        "trajectory verified · 43 events",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    insta::assert_snapshot!("eval_recorded_report_80x24", screen);
+}
+
+/// A state dir whose runs cannot be listed says so, on the status line and in the runs view,
+/// instead of showing no runs.
+#[test]
+fn a_runs_dir_that_cannot_be_read_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the runs folder should be.
+    std::fs::write(dir.path().join("runs"), "").unwrap();
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "x".into(),
+        Seeds::new(1),
+    );
+    assert_eq!(app.update(key(KeyCode::Char('4'))), [Effect::LoadRuns]);
+    app.update(super::effects::list_runs(dir.path()));
+    let note = app.note.as_ref().expect("a note on the status line");
+    assert!(note.is_error, "{note:?}");
+    assert!(note.text.starts_with("cannot list the runs in"), "{note:?}");
+    // The runs view keeps showing it after the note is gone.
+    app.note = None;
+    let screen = render(&app, 120, 24);
+    assert!(screen.contains("cannot list the runs in"), "{screen}");
+    assert!(!screen.contains("No runs yet"), "{screen}");
 }
