@@ -87,7 +87,7 @@ pub enum Outcome {
     Show(View),
     Input(InputMode),
     /// Create a practice env for the task and show it.
-    Practise {
+    OpenPractice {
         task_id: String,
     },
 }
@@ -218,7 +218,7 @@ impl App {
                 Outcome::Note(note) => self.note = Some(note),
                 Outcome::Show(view) => effects.extend(self.show(view)),
                 Outcome::Input(mode) => self.input = mode,
-                Outcome::Practise { task_id } => {
+                Outcome::OpenPractice { task_id } => {
                     self.view = View::Practice;
                     let created = self.practice.create(task_id);
                     effects.extend(self.apply(created));

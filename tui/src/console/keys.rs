@@ -108,7 +108,7 @@ macro_rules! action {
 
 #[rustfmt::skip]
 pub static ACTIONS: &[Action] = &[
-    //      context       name              command                    footer        help                                                       in footer
+    //      context       name              command                    word          help                                                       in footer
     action!(X::Global,    "quit",           C::Quit,                   "quit",       "quit",                                                    true),
     action!(X::Global,    "help",           C::Help,                   "help",       "this help",                                               true),
     action!(X::Global,    "next_view",      C::NextView,               "view",       "next view",                                               true),

@@ -71,7 +71,7 @@ impl Tasks {
             Command::Back => self.filter.clear(),
             Command::Open => {
                 if let Some(task) = self.selected() {
-                    return vec![Outcome::Practise {
+                    return vec![Outcome::OpenPractice {
                         task_id: task.id.clone(),
                     }];
                 }
