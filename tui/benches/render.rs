@@ -8,8 +8,10 @@
 use std::hint::black_box;
 
 use ale_client::EnvSpec;
-use ale_tui::console::app::{App, EpisodeEntry, View};
-use ale_tui::console::{theme, view};
+use ale_tui::console::app::{App, View};
+use ale_tui::console::practice::EpisodeEntry;
+use ale_tui::console::seeds::Seeds;
+use ale_tui::console::{screen, theme};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -28,6 +30,7 @@ fn practice_app(steps: usize) -> App {
         0,
         ale_tui::console::keys::KeyMap::bundled(),
         "embedded 127.0.0.1:50051".into(),
+        Seeds::new(7),
     );
     app.view = View::Practice;
     let p = &mut app.practice;
@@ -69,7 +72,7 @@ fn render(c: &mut Criterion) {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
         c.bench_function(&format!("practice view, 100k steps, {w}x{h}"), |b| {
             b.iter(|| {
-                terminal.draw(|f| view::draw(f, black_box(&app))).unwrap();
+                terminal.draw(|f| screen::draw(f, black_box(&app))).unwrap();
             })
         });
     }

@@ -313,7 +313,10 @@ fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
-    use crate::console::app::{App, Msg, Player};
+    use crate::console::app::App;
+    use crate::console::message::Msg;
+    use crate::console::practice::{Player, SPEEDS};
+    use crate::console::seeds::Seeds;
     use crate::console::{Console, event_loop, theme};
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
@@ -326,11 +329,11 @@ fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
         let dir = std::env::temp_dir().join(format!("ale-bench-console-{}", std::process::id()));
         let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin()?, &dir)?;
         let server = ale_server::serve::start(std::sync::Arc::new(evaluator), "127.0.0.1:0".parse()?).await?;
-        let app = App::new(theme::load_all(None)?, 0, crate::console::keys::KeyMap::bundled(), "bench".into());
+        let app = App::new(theme::load_all(None)?, 0, crate::console::keys::KeyMap::bundled(), "bench".into(), Seeds::from_clock());
         let mut console = Console::new(app, server.agent_endpoint(), dir.clone(), std::env::current_exe()?);
         // Tasks view → cartpole-balance → practice.
         let cartpole = loop {
-            if let Some(i) = console.app.tasks.iter().position(|t| t.id == "cartpole-balance") {
+            if let Some(i) = console.app.tasks.list.iter().position(|t| t.id == "cartpole-balance") {
                 break i;
             }
             match console.next_message().await {
@@ -338,7 +341,7 @@ fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
                 None => bail!("the console's worker stopped"),
             }
         };
-        console.app.task_cursor = cartpole;
+        console.app.tasks.cursor = cartpole;
         console.handle(Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Enter)));
         while console.app.practice.observation.is_none() {
             match console.next_message().await {
@@ -346,8 +349,8 @@ fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
                 None => bail!("the console's worker stopped"),
             }
         }
-        console.app.practice.player = Some(Player::Policy(ale_client::policy::PolicyKind::Heuristic));
-        console.app.practice.speed = *crate::console::app::SPEEDS.last().unwrap_or(&5000);
+        console.app.practice.player = Player::Policy(ale_client::policy::PolicyKind::Heuristic);
+        console.app.practice.speed = *SPEEDS.last().unwrap_or(&5000);
         console.app.practice.playing = true;
         let mut terminal = Terminal::new(TestBackend::new(160, 48))?;
         let steps_before = console.app.practice.rewards.len();

@@ -4,20 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use ale_harness::progress::ProgressEvent;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 use tokio::sync::mpsc::UnboundedSender;
 
-use super::app::{AgentChoice, HarnessEvent, Msg};
-
-fn interpret(line: &str) -> HarnessEvent {
-    match ProgressEvent::parse(line) {
-        Some(ProgressEvent::Progress(progress)) => HarnessEvent::Progress(Box::new(progress)),
-        Some(ProgressEvent::Report { run_dir, report }) => HarnessEvent::Report { report, run_dir },
-        None => HarnessEvent::Output(line.to_string()),
-    }
-}
+use super::eval::Agent;
+use super::message::{HarnessEvent, HarnessExit, Msg};
 
 /// The console's working directory, if an agent may be given it: not inside the state dir and
 /// not holding it.
@@ -35,7 +27,7 @@ pub fn start(
     ale_exe: &Path,
     state_dir: &Path,
     task_id: &str,
-    agent: &AgentChoice,
+    agent: &Agent,
     events: UnboundedSender<Msg>,
 ) -> std::io::Result<u32> {
     let mut command = Command::new(ale_exe);
@@ -51,10 +43,10 @@ pub fn start(
         ])
         .arg(state_dir);
     match agent {
-        AgentChoice::Policy(kind) => {
+        Agent::Policy(kind) => {
             command.args(["--policy", kind.name()]);
         }
-        AgentChoice::Command(line) => {
+        Agent::Command(line) => {
             // A command typed in the console runs where the console was started, as it would
             // in a shell, unless that folder holds the state dir the agent must not see.
             if let Some(dir) = workdir_for_commands(state_dir) {
@@ -75,7 +67,7 @@ pub fn start(
     tokio::spawn(async move {
         // Everything the harness printed is delivered before the news that it exited.
         tokio::join!(
-            forward(stdout, events.clone(), interpret),
+            forward(stdout, events.clone(), HarnessEvent::from_stdout_line),
             forward(stderr, events.clone(), |l| HarnessEvent::Output(
                 l.to_string()
             )),
@@ -84,10 +76,10 @@ pub fn start(
             Ok(s) => (s.success(), s.to_string()),
             Err(e) => (false, e.to_string()),
         };
-        let _ = events.send(Msg::Harness(HarnessEvent::Exited {
+        let _ = events.send(Msg::Harness(HarnessEvent::Exited(HarnessExit {
             success,
             description,
-        }));
+        })));
     });
     Ok(pid)
 }

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use super::app::View;
+
 /// Where a binding applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Context {
@@ -44,7 +46,7 @@ pub enum Command {
     Quit,
     Help,
     NextView,
-    ShowView(u8),
+    ShowView(View),
     CycleTheme,
     Up,
     Down,
@@ -89,6 +91,7 @@ pub struct Action {
 
 use Command as C;
 use Context as X;
+use View as V;
 
 macro_rules! action {
     ($ctx:expr, $name:literal, $cmd:expr, $short:literal, $help:literal, $footer:literal) => {
@@ -103,280 +106,55 @@ macro_rules! action {
     };
 }
 
+#[rustfmt::skip]
 pub static ACTIONS: &[Action] = &[
-    action!(X::Global, "quit", C::Quit, "quit", "quit", true),
-    action!(X::Global, "help", C::Help, "help", "this help", true),
-    action!(
-        X::Global,
-        "next_view",
-        C::NextView,
-        "view",
-        "next view",
-        true
-    ),
-    action!(
-        X::Global,
-        "tasks_view",
-        C::ShowView(0),
-        "tasks",
-        "tasks view",
-        false
-    ),
-    action!(
-        X::Global,
-        "practice_view",
-        C::ShowView(1),
-        "practice",
-        "practice view",
-        false
-    ),
-    action!(
-        X::Global,
-        "eval_view",
-        C::ShowView(2),
-        "eval",
-        "eval view",
-        false
-    ),
-    action!(
-        X::Global,
-        "runs_view",
-        C::ShowView(3),
-        "runs",
-        "runs view",
-        false
-    ),
-    action!(
-        X::Global,
-        "next_theme",
-        C::CycleTheme,
-        "theme",
-        "next theme",
-        false
-    ),
-    action!(X::Tasks, "up", C::Up, "select", "move the selection", true),
-    action!(
-        X::Tasks,
-        "down",
-        C::Down,
-        "select",
-        "move the selection",
-        true
-    ),
-    action!(
-        X::Tasks,
-        "filter",
-        C::Filter,
-        "filter",
-        "filter the list by typing",
-        true
-    ),
-    action!(
-        X::Tasks,
-        "practice",
-        C::Open,
-        "practice",
-        "create a practice env for the task",
-        true
-    ),
-    action!(
-        X::Tasks,
-        "evaluate",
-        C::Evaluate,
-        "evaluate",
-        "set up an official run of the task",
-        true
-    ),
-    action!(
-        X::Tasks,
-        "clear_filter",
-        C::Back,
-        "clear",
-        "clear the filter",
-        false
-    ),
-    action!(
-        X::Practice,
-        "left",
-        C::Left,
-        "push",
-        "push left/right (Discrete), lower/raise the value (Box)",
-        true
-    ),
-    action!(
-        X::Practice,
-        "right",
-        C::Right,
-        "push",
-        "push left/right (Discrete), lower/raise the value (Box)",
-        true
-    ),
-    action!(
-        X::Practice,
-        "up",
-        C::Up,
-        "dimension",
-        "choose the action dimension (Box)",
-        false
-    ),
-    action!(
-        X::Practice,
-        "down",
-        C::Down,
-        "dimension",
-        "choose the action dimension (Box)",
-        false
-    ),
-    action!(
-        X::Practice,
-        "action",
-        C::Act(0),
-        "action",
-        "take Discrete action n (views: Tab, F1-F4)",
-        false
-    ),
-    action!(X::Practice, "step", C::StepOnce, "step", "one step", true),
-    action!(
-        X::Practice,
-        "auto_play",
-        C::TogglePlay,
-        "auto",
-        "auto-play with the policy / pause",
-        true
-    ),
-    action!(
-        X::Practice,
-        "policy",
-        C::CyclePolicy,
-        "policy",
-        "who plays: manual, random, heuristic",
-        true
-    ),
-    action!(
-        X::Practice,
-        "faster",
-        C::Faster,
-        "speed",
-        "auto-play speed",
-        true
-    ),
-    action!(
-        X::Practice,
-        "slower",
-        C::Slower,
-        "speed",
-        "auto-play speed",
-        true
-    ),
-    action!(
-        X::Practice,
-        "reset",
-        C::Reset,
-        "reset",
-        "reset with a random seed",
-        true
-    ),
-    action!(
-        X::Practice,
-        "seed",
-        C::EnterSeed,
-        "seed",
-        "reset with a seed you type",
-        true
-    ),
-    action!(X::Practice, "back", C::Back, "back", "back to tasks", false),
-    action!(
-        X::Eval,
-        "previous_task",
-        C::Left,
-        "task",
-        "choose the task",
-        true
-    ),
-    action!(
-        X::Eval,
-        "next_task",
-        C::Right,
-        "task",
-        "choose the task",
-        true
-    ),
-    action!(X::Eval, "up", C::Up, "agent", "choose the agent", true),
-    action!(X::Eval, "down", C::Down, "agent", "choose the agent", true),
-    action!(
-        X::Eval,
-        "type_command",
-        C::TypeAgent,
-        "command",
-        "type an agent command line",
-        true
-    ),
-    action!(
-        X::Eval,
-        "start",
-        C::Start,
-        "start",
-        "start the official run",
-        true
-    ),
-    action!(
-        X::Eval,
-        "cancel",
-        C::Cancel,
-        "cancel",
-        "cancel the run (stops harness and agent)",
-        true
-    ),
-    action!(X::Runs, "up", C::Up, "select", "move the selection", true),
-    action!(
-        X::Runs,
-        "down",
-        C::Down,
-        "select",
-        "move the selection",
-        true
-    ),
-    action!(
-        X::Runs,
-        "open",
-        C::Open,
-        "open",
-        "open the selected run",
-        true
-    ),
-    action!(
-        X::Runs,
-        "verify",
-        C::Verify,
-        "verify",
-        "verify its trajectory (ale harness verify)",
-        true
-    ),
-    action!(
-        X::Runs,
-        "export_png",
-        C::ExportPng,
-        "PNG",
-        "export its plot as PNG",
-        true
-    ),
-    action!(
-        X::Runs,
-        "export_svg",
-        C::ExportSvg,
-        "SVG",
-        "export its plot as SVG",
-        false
-    ),
-    action!(
-        X::Runs,
-        "refresh",
-        C::Refresh,
-        "refresh",
-        "refresh the list",
-        false
-    ),
-    action!(X::Runs, "close", C::Back, "close", "close the run", false),
+    //      context       name              command                    word          help                                                       in footer
+    action!(X::Global,    "quit",           C::Quit,                   "quit",       "quit",                                                    true),
+    action!(X::Global,    "help",           C::Help,                   "help",       "this help",                                               true),
+    action!(X::Global,    "next_view",      C::NextView,               "view",       "next view",                                               true),
+    action!(X::Global,    "tasks_view",     C::ShowView(V::Tasks),     "tasks",      "tasks view",                                              false),
+    action!(X::Global,    "practice_view",  C::ShowView(V::Practice),  "practice",   "practice view",                                           false),
+    action!(X::Global,    "eval_view",      C::ShowView(V::Eval),      "eval",       "eval view",                                               false),
+    action!(X::Global,    "runs_view",      C::ShowView(V::Runs),      "runs",       "runs view",                                               false),
+    action!(X::Global,    "next_theme",     C::CycleTheme,             "theme",      "next theme",                                              false),
+
+    action!(X::Tasks,     "up",             C::Up,                     "select",     "move the selection",                                      true),
+    action!(X::Tasks,     "down",           C::Down,                   "select",     "move the selection",                                      true),
+    action!(X::Tasks,     "filter",         C::Filter,                 "filter",     "filter the list by typing",                               true),
+    action!(X::Tasks,     "practice",       C::Open,                   "practice",   "create a practice env for the task",                      true),
+    action!(X::Tasks,     "evaluate",       C::Evaluate,               "evaluate",   "set up an official run of the task",                      true),
+    action!(X::Tasks,     "clear_filter",   C::Back,                   "clear",      "clear the filter",                                        false),
+
+    action!(X::Practice,  "left",           C::Left,                   "push",       "push left/right (Discrete), lower/raise the value (Box)", true),
+    action!(X::Practice,  "right",          C::Right,                  "push",       "push left/right (Discrete), lower/raise the value (Box)", true),
+    action!(X::Practice,  "up",             C::Up,                     "dimension",  "choose the action dimension (Box)",                       false),
+    action!(X::Practice,  "down",           C::Down,                   "dimension",  "choose the action dimension (Box)",                       false),
+    action!(X::Practice,  "action",         C::Act(0),                 "action",     "take Discrete action n (views: Tab, F1-F4)",              false),
+    action!(X::Practice,  "step",           C::StepOnce,               "step",       "one step",                                                true),
+    action!(X::Practice,  "auto_play",      C::TogglePlay,             "auto",       "auto-play with the policy / pause",                       true),
+    action!(X::Practice,  "policy",         C::CyclePolicy,            "policy",     "who plays: manual, random, heuristic",                    true),
+    action!(X::Practice,  "faster",         C::Faster,                 "speed",      "auto-play speed",                                         true),
+    action!(X::Practice,  "slower",         C::Slower,                 "speed",      "auto-play speed",                                         true),
+    action!(X::Practice,  "reset",          C::Reset,                  "reset",      "reset with a random seed",                                true),
+    action!(X::Practice,  "seed",           C::EnterSeed,              "seed",       "reset with a seed you type",                              true),
+    action!(X::Practice,  "back",           C::Back,                   "back",       "back to tasks",                                           false),
+
+    action!(X::Eval,      "previous_task",  C::Left,                   "task",       "choose the task",                                         true),
+    action!(X::Eval,      "next_task",      C::Right,                  "task",       "choose the task",                                         true),
+    action!(X::Eval,      "up",             C::Up,                     "agent",      "choose the agent",                                        true),
+    action!(X::Eval,      "down",           C::Down,                   "agent",      "choose the agent",                                        true),
+    action!(X::Eval,      "type_command",   C::TypeAgent,              "command",    "type an agent command line",                              true),
+    action!(X::Eval,      "start",          C::Start,                  "start",      "start the official run",                                  true),
+    action!(X::Eval,      "cancel",         C::Cancel,                 "cancel",     "cancel the run (stops harness and agent)",                true),
+
+    action!(X::Runs,      "up",             C::Up,                     "select",     "move the selection",                                      true),
+    action!(X::Runs,      "down",           C::Down,                   "select",     "move the selection",                                      true),
+    action!(X::Runs,      "open",           C::Open,                   "open",       "open the selected run",                                   true),
+    action!(X::Runs,      "verify",         C::Verify,                 "verify",     "verify its trajectory (ale harness verify)",              true),
+    action!(X::Runs,      "export_png",     C::ExportPng,              "PNG",        "export its plot as PNG",                                  true),
+    action!(X::Runs,      "export_svg",     C::ExportSvg,              "SVG",        "export its plot as SVG",                                  false),
+    action!(X::Runs,      "refresh",        C::Refresh,                "refresh",    "refresh the list",                                        false),
+    action!(X::Runs,      "close",          C::Back,                   "close",      "close the run",                                           false),
 ];
 
 /// The bundled key file.
@@ -393,6 +171,23 @@ impl std::fmt::Debug for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}.{}", self.context.section(), self.name)
     }
+}
+
+/// One entry of the footer: the first keys of the actions that share a word, and the word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FooterEntry {
+    /// Key labels joined by `/`, like `↑/↓`.
+    pub keys: String,
+    pub word: &'static str,
+}
+
+/// One line of the help overlay: every key of the actions of `context` that share `help`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelpEntry {
+    pub context: Context,
+    /// Key labels joined by spaces, or a range like `0-9`.
+    pub keys: String,
+    pub help: &'static str,
 }
 
 /// The keys of every action.
@@ -586,8 +381,8 @@ impl KeyMap {
 
     /// The footer's entries for `view`: help first (so it is never cut off), the view's keys,
     /// then the other global ones. Entries with the same word merge their first keys.
-    pub fn footer(&self, view: Context) -> Vec<(String, &'static str)> {
-        let mut out: Vec<(String, &'static str)> = Vec::new();
+    pub fn footer(&self, view: Context) -> Vec<FooterEntry> {
+        let mut out: Vec<FooterEntry> = Vec::new();
         let help = self
             .bindings
             .iter()
@@ -605,13 +400,16 @@ impl KeyMap {
                 continue;
             };
             let label = key_label(*first);
-            match out.iter_mut().find(|(_, short)| *short == b.action.short) {
-                Some((labels, _)) if !labels.split('/').any(|l| l == label) => {
-                    labels.push('/');
-                    labels.push_str(&label);
+            match out.iter_mut().find(|e| e.word == b.action.short) {
+                Some(entry) if !entry.keys.split('/').any(|l| l == label) => {
+                    entry.keys.push('/');
+                    entry.keys.push_str(&label);
                 }
                 Some(_) => {}
-                None => out.push((label, b.action.short)),
+                None => out.push(FooterEntry {
+                    keys: label,
+                    word: b.action.short,
+                }),
             }
         }
         out
@@ -619,8 +417,8 @@ impl KeyMap {
 
     /// Every binding for the help overlay: context, keys, sentence. Actions of one context
     /// that share a sentence (up and down, faster and slower) share a line.
-    pub fn help(&self) -> Vec<(Context, String, &'static str)> {
-        let mut out: Vec<(Context, String, &'static str)> = Vec::new();
+    pub fn help(&self) -> Vec<HelpEntry> {
+        let mut out: Vec<HelpEntry> = Vec::new();
         for ctx in Context::ALL {
             for b in self.bindings.iter().filter(|b| b.action.context == ctx) {
                 let labels: Vec<String> = b.keys.iter().map(|k| key_label(*k)).collect();
@@ -631,13 +429,17 @@ impl KeyMap {
                 };
                 match out
                     .iter_mut()
-                    .find(|(c, _, h)| *c == ctx && *h == b.action.help)
+                    .find(|e| e.context == ctx && e.help == b.action.help)
                 {
-                    Some((_, existing, _)) => {
-                        existing.push(' ');
-                        existing.push_str(&keys);
+                    Some(entry) => {
+                        entry.keys.push(' ');
+                        entry.keys.push_str(&keys);
                     }
-                    None => out.push((ctx, keys, b.action.help)),
+                    None => out.push(HelpEntry {
+                        context: ctx,
+                        keys,
+                        help: b.action.help,
+                    }),
                 }
             }
         }
@@ -676,11 +478,11 @@ mod tests {
         );
         assert_eq!(
             map.lookup(X::Practice, key(KeyCode::F(1))),
-            Some(C::ShowView(0))
+            Some(C::ShowView(V::Tasks))
         );
         assert_eq!(
             map.lookup(X::Tasks, key(KeyCode::Char('2'))),
-            Some(C::ShowView(1))
+            Some(C::ShowView(V::Practice))
         );
         assert_eq!(
             map.lookup(X::Runs, key(KeyCode::Char('r'))),
@@ -715,16 +517,18 @@ mod tests {
                 assert!(map.lookup(a.context, key(*code)).is_some(), "{a:?}");
             }
             assert!(
-                help.iter().any(|(c, _, h)| *c == a.context && *h == a.help),
+                help.iter()
+                    .any(|e| e.context == a.context && e.help == a.help),
                 "{a:?}"
             );
         }
         let footer = map.footer(X::Tasks);
-        assert_eq!(footer[0], ("?".to_string(), "help"));
-        assert!(
-            footer.contains(&("↑/↓".to_string(), "select")),
-            "{footer:?}"
-        );
+        let entry = |keys: &str, word| FooterEntry {
+            keys: keys.to_string(),
+            word,
+        };
+        assert_eq!(footer[0], entry("?", "help"));
+        assert!(footer.contains(&entry("↑/↓", "select")), "{footer:?}");
     }
 
     #[test]

@@ -1,15 +1,27 @@
 //! The console: a ratatui app over an evaluator, embedded or attached.
 //!
-//! [`app`] is the state and its pure update; [`keys`] the key table; [`view`] draws from the
-//! state; [`worker`] performs RPCs through the client crate; [`harness_child`] runs official
-//! evaluations as `ale harness run` processes. [`Console`] ties them together and
-//! [`event_loop`] runs it on any ratatui backend.
+//! Each view is a module holding its state, its update and (in `draw.rs`) its drawing:
+//! [`tasks`], [`practice`], [`eval`], [`runs`]. [`app`] holds the views and routes keys and
+//! messages to them, without I/O; [`message`] is what flows between the app and the event loop;
+//! [`screen`] draws the frame around the current view and [`widgets`] the pieces views share;
+//! [`keys`] is the key table and [`theme`] the colours. The effects are performed by
+//! [`worker`] (RPCs through the client crate), [`harness_child`] (official runs as
+//! `ale harness run` processes) and [`effects`] (file work). [`Console`] ties them together
+//! and [`event_loop`] runs it on any ratatui backend.
 
 pub mod app;
+pub mod effects;
+pub mod eval;
 pub mod harness_child;
 pub mod keys;
+pub mod message;
+pub mod practice;
+pub mod runs;
+pub mod screen;
+pub mod seeds;
+pub mod tasks;
 pub mod theme;
-pub mod view;
+pub mod widgets;
 pub mod worker;
 
 #[cfg(test)]
@@ -21,7 +33,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ale_harness::verify::{RecordKeys, verify_run_dir};
 use anyhow::Context as _;
 use crossterm::event::{Event, EventStream, KeyEventKind};
 use futures::{Stream, StreamExt};
@@ -29,7 +40,8 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
-use app::{App, Effect, Msg, Request};
+use app::App;
+use message::{Effect, HarnessEvent, HarnessExit, Msg, Request};
 
 /// The screen is redrawn at most once per frame while messages stream in (~33 fps).
 pub const FRAME: Duration = Duration::from_millis(30);
@@ -55,7 +67,6 @@ pub struct Console {
     state_dir: PathBuf,
     ale_exe: PathBuf,
     harness: Option<u32>,
-    seeds: ale_sims::Rng,
     /// Frames drawn by the event loop, and the time spent drawing them.
     pub frames: u64,
     pub draw_time: Duration,
@@ -67,10 +78,6 @@ impl Console {
         let (requests, request_rx) = unbounded_channel();
         let (sender, messages) = unbounded_channel();
         tokio::spawn(worker::run(endpoint, request_rx, sender.clone()));
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
         let mut console = Console {
             app,
             requests,
@@ -79,7 +86,6 @@ impl Console {
             state_dir,
             ale_exe,
             harness: None,
-            seeds: ale_sims::Rng::new(nanos),
             frames: 0,
             draw_time: Duration::ZERO,
         };
@@ -90,9 +96,6 @@ impl Console {
 
     /// Feeds one message through the app and performs what it asks for.
     pub fn handle(&mut self, msg: Msg) {
-        // Random resets use seeds the console draws, so it can show them; six digits are easy
-        // to read back and type in again.
-        self.app.next_random_seed = self.seeds.below(1_000_000);
         let effects = self.app.update(msg);
         self.perform_all(effects);
     }
@@ -105,8 +108,9 @@ impl Console {
 
     fn perform(&mut self, effect: Effect) {
         match effect {
-            Effect::Rpc(r) => {
-                let _ = self.requests.send(r.0);
+            Effect::Rpc(request) => {
+                // The worker stops only when the console does.
+                let _ = self.requests.send(request);
             }
             Effect::StartHarness { task_id, agent } => {
                 match harness_child::start(
@@ -117,12 +121,10 @@ impl Console {
                     self.sender.clone(),
                 ) {
                     Ok(pid) => self.harness = Some(pid),
-                    Err(e) => {
-                        let _ = self.sender.send(Msg::Harness(app::HarnessEvent::Exited {
-                            success: false,
-                            description: format!("cannot start the harness: {e}"),
-                        }));
-                    }
+                    Err(e) => self.send(Msg::Harness(HarnessEvent::Exited(HarnessExit {
+                        success: false,
+                        description: format!("cannot start the harness: {e}"),
+                    }))),
                 }
             }
             Effect::CancelHarness => {
@@ -131,39 +133,30 @@ impl Console {
                 }
             }
             Effect::LoadRuns => {
-                let dir = self.state_dir.clone();
-                let sender = self.sender.clone();
-                tokio::task::spawn_blocking(move || {
-                    let runs = ale_harness::runs::list(&dir).unwrap_or_default();
-                    let _ = sender.send(Msg::Runs(runs));
-                });
+                let state_dir = self.state_dir.clone();
+                self.in_background(move || effects::list_runs(&state_dir));
             }
             Effect::VerifyRun(run_dir) => {
                 let state_dir = self.state_dir.clone();
-                let sender = self.sender.clone();
-                tokio::task::spawn_blocking(move || {
-                    let result = RecordKeys::from_state_dir(&state_dir)
-                        .map_err(|e| e.to_string())
-                        .and_then(|keys| verify_run_dir(&run_dir, &keys).map_err(|e| e.to_string()))
-                        .map(Box::new);
-                    let _ = sender.send(Msg::Verified { run_dir, result });
-                });
+                self.in_background(move || effects::verify_run(&state_dir, run_dir));
             }
             Effect::ExportPlot { run_dir, format } => {
-                let sender = self.sender.clone();
-                tokio::task::spawn_blocking(move || {
-                    let name = run_dir
-                        .file_name()
-                        .map_or("run".into(), |n| n.to_string_lossy().to_string());
-                    let path = std::env::current_dir()
-                        .unwrap_or_default()
-                        .join(format!("{name}.{format}"));
-                    let result = ale_harness::plot::PlotData::read(&run_dir)
-                        .and_then(|data| ale_harness::plot::render(&data, &path));
-                    let _ = sender.send(Msg::Exported { path, result });
-                });
+                self.in_background(move || effects::export_plot_here(&run_dir, format));
             }
         }
+    }
+
+    fn send(&self, msg: Msg) {
+        // The receiver lives in `self`: sending cannot fail while the console exists.
+        let _ = self.sender.send(msg);
+    }
+
+    /// Runs blocking `work` off the UI thread; its message arrives like any other.
+    fn in_background(&self, work: impl FnOnce() -> Msg + Send + 'static) {
+        let sender = self.sender.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = sender.send(work());
+        });
     }
 
     /// The next message from the worker, the harness child or a background task.
@@ -203,7 +196,7 @@ where
     loop {
         if dirty && tokio::time::Instant::now() >= next_frame {
             let t = Instant::now();
-            terminal.draw(|frame| view::draw(frame, &console.app))?;
+            terminal.draw(|frame| screen::draw(frame, &console.app))?;
             console.draw_time += t.elapsed();
             console.frames += 1;
             next_frame = tokio::time::Instant::now() + FRAME;
@@ -281,7 +274,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
                 (server.agent_endpoint(), format!("embedded {}", server.agent_addr()), Some(server))
             }
         };
-        let app = App::new(themes, theme_index, keymap, label);
+        let app = App::new(themes, theme_index, keymap, label, seeds::Seeds::from_clock());
         let mut console = Console::new(app, endpoint, state_dir, ale_exe);
         // ratatui's hook restores the screen after a panic; ours also releases the mouse.
         let mut terminal = ratatui::try_init().context("cannot take over the terminal")?;

@@ -5,12 +5,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ale_client::Client;
+use ale_client::policy::PolicyKind;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use super::app::{App, Msg, View};
-use super::{Console, theme};
+use super::app::{App, Connection, View};
+use super::eval::Agent;
+use super::message::{Effect, HarnessEvent, HarnessExit, Msg, Reply};
+use super::seeds::Seeds;
+use super::{Console, screen, theme};
 
 struct Fixture {
     console: Console,
@@ -39,11 +43,12 @@ async fn fixture() -> Fixture {
         0,
         super::keys::KeyMap::bundled(),
         "embedded (test)".into(),
+        Seeds::new(1),
     );
     let mut console = Console::new(app, endpoint.clone(), state, ale_exe());
     assert!(
         console
-            .settle(Duration::from_secs(10), |a| !a.tasks.is_empty())
+            .settle(Duration::from_secs(10), |a| !a.tasks.list.is_empty())
             .await
     );
     Fixture {
@@ -70,20 +75,23 @@ impl Fixture {
     }
 
     fn screen(&self, width: u16, height: u16) -> String {
-        let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-        terminal
-            .draw(|f| super::view::draw(f, &self.console.app))
-            .unwrap();
-        let buffer = terminal.backend().buffer().clone();
-        let mut out = String::new();
-        for y in 0..height {
-            for x in 0..width {
-                out.push_str(buffer[(x, y)].symbol());
-            }
-            out.push('\n');
-        }
-        mask_ids(&out)
+        render(&self.console.app, width, height)
     }
+}
+
+/// `app` drawn on a `width` × `height` TestBackend, as text with ids and timings masked.
+fn render(app: &App, width: u16, height: u16) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| screen::draw(f, app)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    let mut out = String::new();
+    for y in 0..height {
+        for x in 0..width {
+            out.push_str(buffer[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    mask_ids(&out)
 }
 
 /// Replaces runs of 8+ hex digits (run ids, hashes, commitments) and timings, which differ per
@@ -142,8 +150,15 @@ fn mask_ids(text: &str) -> String {
 }
 
 fn select_task(f: &mut Fixture, id: &str) {
-    let i = f.console.app.tasks.iter().position(|t| t.id == id).unwrap();
-    f.console.app.task_cursor = i;
+    let i = f
+        .console
+        .app
+        .tasks
+        .list
+        .iter()
+        .position(|t| t.id == id)
+        .unwrap();
+    f.console.app.tasks.cursor = i;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -163,7 +178,8 @@ async fn tasks_view_snapshots() {
     let visible: Vec<String> = f
         .console
         .app
-        .visible_tasks()
+        .tasks
+        .visible()
         .iter()
         .map(|t| t.id.clone())
         .collect();
@@ -179,7 +195,7 @@ async fn tasks_view_snapshots() {
         KeyCode::Enter,
     ])
     .await;
-    assert_eq!(f.console.app.visible_tasks()[0].id, "reacher-reach");
+    assert_eq!(f.console.app.tasks.visible()[0].id, "reacher-reach");
 }
 
 /// Selects cartpole, resets with seed 7 and pushes right 10 times: the console must show what a
@@ -236,12 +252,12 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     // The task can be changed from here too.
     f.press(&[KeyCode::Right]).await;
     assert_ne!(
-        f.console.app.selected_task().unwrap().id,
+        f.console.app.tasks.selected().unwrap().id,
         "cartpole-balance"
     );
     f.press(&[KeyCode::Left]).await;
     assert_eq!(
-        f.console.app.selected_task().unwrap().id,
+        f.console.app.tasks.selected().unwrap().id,
         "cartpole-balance"
     );
     insta::assert_snapshot!("eval_setup_80x24", f.screen(80, 24));
@@ -282,7 +298,7 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
             .settle(Duration::from_secs(30), |a| a.runs.verification.is_some())
             .await
     );
-    let (_, verified) = f.console.app.runs.verification.as_ref().unwrap();
+    let verified = &f.console.app.runs.verification.as_ref().unwrap().result;
     assert!(verified.is_ok(), "verify failed: {verified:?}");
     insta::assert_snapshot!("runs_80x24", f.screen(80, 24));
     insta::assert_snapshot!("runs_160x48", f.screen(160, 48));
@@ -297,10 +313,12 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
     f.press(&[KeyCode::Char('?')]).await;
     assert!(f.console.app.help);
     let screen = f.screen(80, 48);
-    for (_, keys, help) in f.console.app.keymap.help() {
+    for entry in f.console.app.keymap.help() {
         assert!(
-            screen.contains(&keys) && screen.contains(help),
-            "{keys} {help} missing from help"
+            screen.contains(&entry.keys) && screen.contains(entry.help),
+            "{} {} missing from help",
+            entry.keys,
+            entry.help
         );
     }
     insta::assert_snapshot!("help_80x48", screen);
@@ -317,6 +335,7 @@ async fn a_lost_connection_is_shown_and_retried() {
         0,
         super::keys::KeyMap::bundled(),
         "http://127.0.0.1:9".into(),
+        Seeds::new(1),
     );
     let mut console = Console::new(
         app,
@@ -328,14 +347,12 @@ async fn a_lost_connection_is_shown_and_retried() {
         console
             .settle(Duration::from_secs(10), |a| matches!(
                 a.connection,
-                super::app::Connection::Lost { .. }
+                Connection::Lost { .. }
             ))
             .await
     );
     let mut terminal = Terminal::new(TestBackend::new(100, 24)).unwrap();
-    terminal
-        .draw(|fr| super::view::draw(fr, &console.app))
-        .unwrap();
+    terminal.draw(|fr| screen::draw(fr, &console.app)).unwrap();
     let row: String = (0..100)
         .map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_string())
         .collect();
@@ -356,15 +373,16 @@ fn every_theme_renders_every_view() {
             i,
             super::keys::KeyMap::bundled(),
             "x".into(),
+            Seeds::new(1),
         );
         for view in View::ALL {
             app.view = view;
             // Tiny and odd sizes must not panic either.
             for (w, h) in [(80, 24), (30, 8), (12, 3), (1, 1), (200, 60)] {
                 let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
-                terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+                terminal.draw(|f| screen::draw(f, &app)).unwrap();
                 app.help = !app.help;
-                terminal.draw(|f| super::view::draw(f, &app)).unwrap();
+                terminal.draw(|f| screen::draw(f, &app)).unwrap();
             }
         }
     }
@@ -418,4 +436,126 @@ async fn cancelling_a_run_stops_the_harness_and_its_agent() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!alive(&marker), "the agent outlived the cancelled harness");
     assert!(f.screen(80, 24).contains("cancelled"));
+}
+
+/// What `ale harness run --task cartpole-balance --policy heuristic --progress json` printed
+/// (some of its progress lines and its report), recorded.
+const RECORDED_PROGRESS: &str = include_str!("testdata/cartpole-heuristic.progress.jsonl");
+
+/// The eval view follows a run from the harness's progress events alone: each recorded line
+/// goes through the parsing the harness child uses and the app's message path.
+#[test]
+fn the_eval_view_follows_recorded_progress_events() {
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "embedded (test)".into(),
+        Seeds::new(1),
+    );
+    let cartpole = ale_server::TaskRegistry::builtin()
+        .unwrap()
+        .get("cartpole-balance")
+        .unwrap()
+        .spec()
+        .unwrap();
+    app.update(Msg::Reply(Reply::Tasks(vec![cartpole])));
+    app.update(key(KeyCode::Char('3')));
+    assert_eq!(app.view, View::Eval);
+    let effects = app.update(key(KeyCode::Enter));
+    assert_eq!(
+        effects,
+        [Effect::StartHarness {
+            task_id: "cartpole-balance".into(),
+            agent: Agent::Policy(PolicyKind::Heuristic),
+        }]
+    );
+    assert!(render(&app, 80, 24).contains("starting the harness…"));
+
+    let mut lines = RECORDED_PROGRESS.lines();
+    let mut feed = |app: &mut App, n: usize| -> Vec<Effect> {
+        let mut effects = Vec::new();
+        for line in lines.by_ref().take(n) {
+            let event = HarnessEvent::from_stdout_line(line);
+            assert!(
+                !matches!(event, HarnessEvent::Output(_)),
+                "not a progress event: {line}"
+            );
+            effects.extend(app.update(Msg::Harness(event)));
+        }
+        effects
+    };
+    // The first rollout under way.
+    feed(&mut app, 1);
+    let screen = render(&app, 80, 24);
+    for expected in [
+        "0/20 rollouts",
+        "running",
+        "rollout 1 · step 62 · return 62.00",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    // Ten rollouts done, and a line the harness printed that is not an event.
+    feed(&mut app, 2);
+    app.update(Msg::Harness(HarnessEvent::from_stdout_line(
+        "agent: heuristic policy on cartpole-balance (20 rollouts)",
+    )));
+    let screen = render(&app, 80, 24);
+    for expected in [
+        "10/20 rollouts",
+        "running mean 500.000 (target 475)",
+        "budgets left 4973 steps",
+        "agent: heuristic policy on cartpole-balance",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    insta::assert_snapshot!("eval_recorded_running_80x24", screen);
+
+    // The last progress, the report, and the harness's exit.
+    assert!(feed(&mut app, 2).is_empty());
+    assert!(lines.next().is_none(), "every recorded line was fed");
+    let effects = app.update(Msg::Harness(HarnessEvent::Exited(HarnessExit {
+        success: true,
+        description: "exit status: 0".into(),
+    })));
+    assert_eq!(effects, [Effect::LoadRuns], "the finished run is listed");
+    let run = app.eval.run.as_ref().unwrap();
+    assert_eq!(run.progress.as_ref().unwrap().done, 20);
+    assert_eq!(run.report.as_ref().unwrap().score.score, 1.0526315789473684);
+    let screen = render(&app, 80, 24);
+    for expected in [
+        "cartpole-balance · heuristic · finished",
+        "20/20 rollouts",
+        "score 1.0526   status completed",
+        "trajectory verified · 43 events",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    insta::assert_snapshot!("eval_recorded_report_80x24", screen);
+}
+
+/// A state dir whose runs cannot be listed says so, on the status line and in the runs view,
+/// instead of showing no runs.
+#[test]
+fn a_runs_dir_that_cannot_be_read_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    // A file where the runs folder should be.
+    std::fs::write(dir.path().join("runs"), "").unwrap();
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "x".into(),
+        Seeds::new(1),
+    );
+    assert_eq!(app.update(key(KeyCode::Char('4'))), [Effect::LoadRuns]);
+    app.update(super::effects::list_runs(dir.path()));
+    let note = app.note.as_ref().expect("a note on the status line");
+    assert!(note.is_error, "{note:?}");
+    assert!(note.text.starts_with("cannot list the runs in"), "{note:?}");
+    // The runs view keeps showing it after the note is gone.
+    app.note = None;
+    let screen = render(&app, 120, 24);
+    assert!(screen.contains("cannot list the runs in"), "{screen}");
+    assert!(!screen.contains("No runs yet"), "{screen}");
 }

@@ -22,62 +22,60 @@ const EMBEDDED: &[(&str, &str)] = &[
     ),
 ];
 
-/// The colour keys every theme must define, under `[colors]`.
-pub const KEYS: &[&str] = &[
-    "background",
-    "text",
-    "muted",
-    "accent",
-    "border",
-    "border_focused",
-    "selection_fg",
-    "selection_bg",
-    "ok",
-    "warn",
-    "error",
-    "chart_reward",
-    "chart_return",
-    "chart_mean",
-    "chart_target",
-    "bar_completed",
-    "bar_failed",
-    "sim_ground",
-    "sim_body",
-    "sim_limb",
-    "sim_joint",
-    "sim_goal",
-    "sim_hazard",
-    "sim_sensor",
-];
+/// Defines [`Theme`] with one `Color` field per key, [`KEYS`], and the reading of a theme's
+/// `[colors]` table, from one list of keys.
+macro_rules! theme_colours {
+    ($($key:ident),* $(,)?) => {
+        /// The colour keys every theme must define, under `[colors]`.
+        pub const KEYS: &[&str] = &[$(stringify!($key)),*];
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Theme {
-    pub name: String,
-    pub background: Color,
-    pub text: Color,
-    pub muted: Color,
-    pub accent: Color,
-    pub border: Color,
-    pub border_focused: Color,
-    pub selection_fg: Color,
-    pub selection_bg: Color,
-    pub ok: Color,
-    pub warn: Color,
-    pub error: Color,
-    pub chart_reward: Color,
-    pub chart_return: Color,
-    pub chart_mean: Color,
-    pub chart_target: Color,
-    pub bar_completed: Color,
-    pub bar_failed: Color,
-    pub sim_ground: Color,
-    pub sim_body: Color,
-    pub sim_limb: Color,
-    pub sim_joint: Color,
-    pub sim_goal: Color,
-    pub sim_hazard: Color,
-    pub sim_sensor: Color,
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct Theme {
+            pub name: String,
+            $(pub $key: Color,)*
+        }
+
+        impl Theme {
+            /// A theme named `name` whose colours `color` reads by key.
+            fn from_colours(
+                name: String,
+                color: impl Fn(&str) -> Result<Color, ThemeError>,
+            ) -> Result<Theme, ThemeError> {
+                Ok(Theme {
+                    name,
+                    $($key: color(stringify!($key))?,)*
+                })
+            }
+        }
+    };
 }
+
+theme_colours![
+    background,
+    text,
+    muted,
+    accent,
+    border,
+    border_focused,
+    selection_fg,
+    selection_bg,
+    ok,
+    warn,
+    error,
+    chart_reward,
+    chart_return,
+    chart_mean,
+    chart_target,
+    bar_completed,
+    bar_failed,
+    sim_ground,
+    sim_body,
+    sim_limb,
+    sim_joint,
+    sim_goal,
+    sim_hazard,
+    sim_sensor,
+];
 
 /// A theme file that cannot be used; the message names the file and the key.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -124,33 +122,7 @@ impl Theme {
                 ))
             })
         };
-        Ok(Theme {
-            name: raw.name,
-            background: color("background")?,
-            text: color("text")?,
-            muted: color("muted")?,
-            accent: color("accent")?,
-            border: color("border")?,
-            border_focused: color("border_focused")?,
-            selection_fg: color("selection_fg")?,
-            selection_bg: color("selection_bg")?,
-            ok: color("ok")?,
-            warn: color("warn")?,
-            error: color("error")?,
-            chart_reward: color("chart_reward")?,
-            chart_return: color("chart_return")?,
-            chart_mean: color("chart_mean")?,
-            chart_target: color("chart_target")?,
-            bar_completed: color("bar_completed")?,
-            bar_failed: color("bar_failed")?,
-            sim_ground: color("sim_ground")?,
-            sim_body: color("sim_body")?,
-            sim_limb: color("sim_limb")?,
-            sim_joint: color("sim_joint")?,
-            sim_goal: color("sim_goal")?,
-            sim_hazard: color("sim_hazard")?,
-            sim_sensor: color("sim_sensor")?,
-        })
+        Theme::from_colours(raw.name, color)
     }
 
     pub fn base(&self) -> Style {

@@ -8,7 +8,7 @@ use ale_client::{Client, ClientError, Env};
 use ale_sims::Tensor;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::app::{Msg, Reply, Request};
+use super::message::{Msg, Reply, Request};
 
 fn connection_lost(e: &ClientError) -> bool {
     match e {

@@ -1,4 +1,4 @@
-//! The tasks view: every task, and the selected one's full spec.
+//! Draws the tasks view: the list, and the selected task's full spec.
 
 use ale_proto::TaskSpec;
 use ale_proto::records::Direction;
@@ -10,24 +10,24 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph, Wrap};
 
-use super::{block, field};
-use crate::console::app::App;
+use super::Tasks;
 use crate::console::theme::Theme;
+use crate::console::widgets::{block, field};
 
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme();
+/// Draws `tasks`; `filtering` while the filter is typed.
+pub fn draw(frame: &mut Frame, tasks: &Tasks, filtering: bool, theme: &Theme, area: Rect) {
     let list_width = (area.width / 3).clamp(24, 40);
     let [left, right] =
         Layout::horizontal([Constraint::Length(list_width), Constraint::Min(0)]).areas(area);
-    let visible = app.visible_tasks();
-    let title = if app.filtering || !app.filter.is_empty() {
+    let visible = tasks.visible();
+    let title = if filtering || !tasks.filter.is_empty() {
         format!(
             " Tasks · filter: {}{} ",
-            app.filter,
-            if app.filtering { "▏" } else { "" }
+            tasks.filter,
+            if filtering { "▏" } else { "" }
         )
     } else {
-        format!(" Tasks ({}) ", app.tasks.len())
+        format!(" Tasks ({}) ", tasks.list.len())
     };
     let items: Vec<ListItem> = visible
         .iter()
@@ -47,10 +47,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         .block(block(title, theme, true))
         .highlight_style(theme.selected())
         .highlight_symbol("▸ ");
-    let mut state = ListState::default().with_selected((!empty).then_some(app.task_cursor));
+    let mut state = ListState::default().with_selected((!empty).then_some(tasks.cursor));
     frame.render_stateful_widget(list, left, &mut state);
     if empty {
-        let message = if app.tasks.is_empty() {
+        let message = if tasks.list.is_empty() {
             "waiting for the evaluator…"
         } else {
             "no task matches the filter"
@@ -63,7 +63,7 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         };
         frame.render_widget(Paragraph::new(Line::styled(message, theme.muted())), inner);
     }
-    let detail = match app.selected_task() {
+    let detail = match tasks.selected() {
         Some(task) => spec_lines(task, theme),
         None => vec![Line::styled(
             "Select a task to see its spec.",
@@ -86,7 +86,7 @@ fn direction_words(direction: Direction) -> &'static str {
 }
 
 /// A space, one line per element where the space is small enough to list.
-pub fn space_lines<'a>(space: &Space, theme: &Theme) -> Vec<Line<'a>> {
+fn space_lines<'a>(space: &Space, theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = vec![Line::raw(format!("  {space}"))];
     match space {
         Space::Box(b) if b.low.len() <= 12 => {

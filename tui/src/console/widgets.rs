@@ -1,183 +1,17 @@
-//! Drawing: every function here reads the app state and paints; none changes anything.
+//! Drawing pieces the views share: themed blocks and charts, downsampling, sim drawings, the
+//! report's lines.
 
-mod eval;
-mod practice;
-mod runs;
-mod tasks;
-
+use ale_harness::report::Report;
 use ale_sims::{Drawing, Shape};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::canvas::{self, Canvas};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Chart, Dataset, GraphType};
 
-use super::app::{App, Connection, View};
-use super::keys::Context;
 use super::theme::Theme;
-
-/// Draws the whole screen.
-pub fn draw(frame: &mut Frame, app: &App) {
-    let theme = app.theme();
-    let area = frame.area();
-    frame.render_widget(Block::default().style(theme.base()), area);
-    let [header, body, footer] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(1),
-    ])
-    .areas(area);
-    draw_header(frame, app, header);
-    match app.view {
-        View::Tasks => tasks::draw(frame, app, body),
-        View::Practice => practice::draw(frame, app, body),
-        View::Eval => eval::draw(frame, app, body),
-        View::Runs => runs::draw(frame, app, body),
-    }
-    draw_footer(frame, app, footer);
-    if app.help {
-        draw_help(frame, app, area);
-    }
-}
-
-fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme();
-    let mut spans = vec![
-        Span::styled(" ALE console ", theme.accent()),
-        Span::styled("─ ", theme.muted()),
-    ];
-    for (i, view) in View::ALL.iter().enumerate() {
-        let label = format!("F{} {}", i + 1, view.title());
-        if *view == app.view {
-            spans.push(Span::styled(format!("[{label}]"), theme.accent()));
-        } else {
-            spans.push(Span::styled(format!(" {label} "), theme.muted()));
-        }
-        spans.push(Span::raw(" "));
-    }
-    let (dot, status, style) = match &app.connection {
-        Connection::Connecting => ("○", "connecting", Style::default().fg(theme.warn)),
-        Connection::Connected => ("●", "connected", Style::default().fg(theme.ok)),
-        Connection::Lost { .. } => (
-            "●",
-            "connection lost, retrying",
-            Style::default().fg(theme.error),
-        ),
-    };
-    let left = Line::from(spans);
-    let full = Line::from(vec![
-        Span::styled(format!("{} ", app.endpoint_label), theme.muted()),
-        Span::styled(format!("{dot} {status} "), style),
-    ]);
-    // On a narrow screen the endpoint gives way to the tabs, then the words to the dot.
-    let words = Line::from(Span::styled(format!("{dot} {status} "), style));
-    let fits = |line: &Line| left.width() + line.width() < area.width as usize;
-    let right = if fits(&full) {
-        full
-    } else if fits(&words) {
-        words
-    } else {
-        Line::from(Span::styled(format!("{dot} "), style))
-    };
-    frame.render_widget(Paragraph::new(left), area);
-    let right_width = (right.width() as u16).min(area.width);
-    let right_area = Rect {
-        x: area.x + area.width - right_width,
-        width: right_width,
-        ..area
-    };
-    frame.render_widget(Paragraph::new(right), right_area);
-}
-
-fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme();
-    if let Some((note, is_error)) = &app.note {
-        let style = if *is_error {
-            Style::default().fg(theme.error)
-        } else {
-            Style::default().fg(theme.accent)
-        };
-        frame.render_widget(
-            Paragraph::new(Line::styled(format!(" {note}"), style)),
-            area,
-        );
-        return;
-    }
-    let owned = |pairs: &[(&str, &'static str)]| -> Vec<(String, &'static str)> {
-        pairs.iter().map(|(k, h)| (k.to_string(), *h)).collect()
-    };
-    // While text is typed, keys mean letters; the footer says how to finish.
-    let hints = if app.filtering {
-        owned(&[("type", "filter"), ("Enter", "done"), ("Esc", "clear")])
-    } else if app.practice.seed_input.is_some() && app.view == View::Practice {
-        owned(&[
-            ("digits", "seed"),
-            ("Enter", "reset with it"),
-            ("Esc", "cancel"),
-        ])
-    } else if app.eval.editing && app.view == View::Eval {
-        owned(&[("type", "the agent's command line"), ("Enter", "done")])
-    } else {
-        app.keymap.footer(app.view.context())
-    };
-    let mut spans = vec![Span::raw(" ")];
-    for (key, help) in hints {
-        spans.push(Span::styled(key, theme.accent()));
-        spans.push(Span::styled(format!(" {help}   "), theme.muted()));
-    }
-    frame.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn context_name(c: Context) -> &'static str {
-    match c {
-        Context::Global => "Everywhere",
-        Context::Tasks => "Tasks",
-        Context::Practice => "Practice",
-        Context::Eval => "Eval",
-        Context::Runs => "Runs",
-    }
-}
-
-fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme();
-    let width = area.width.saturating_sub(4).min(72);
-    let height = area.height.saturating_sub(2);
-    let popup = Rect {
-        x: area.x + (area.width - width) / 2,
-        y: area.y + 1,
-        width,
-        height,
-    };
-    let mut lines = Vec::new();
-    let mut last = None;
-    for (context, label, help) in app.keymap.help() {
-        if last != Some(context) {
-            if last.is_some() {
-                lines.push(Line::raw(""));
-            }
-            lines.push(Line::styled(context_name(context), theme.accent()));
-            last = Some(context);
-        }
-        lines.push(Line::from(vec![
-            Span::styled(format!("  {label:<10}"), Style::default().fg(theme.accent)),
-            Span::styled(help.to_string(), Style::default().fg(theme.text)),
-        ]));
-    }
-    frame.render_widget(Clear, popup);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .style(theme.base())
-            .wrap(Wrap { trim: false })
-            .block(
-                Block::bordered()
-                    .title(" Keys — any key closes ")
-                    .border_style(theme.border(true)),
-            ),
-        popup,
-    );
-}
 
 /// A bordered block in the theme's colours.
 pub fn block<'a>(title: impl Into<Line<'a>>, theme: &Theme, focused: bool) -> Block<'a> {
@@ -347,6 +181,155 @@ pub fn field<'a>(theme: &Theme, label: &str, value: String, width: usize) -> Lin
                 .add_modifier(Modifier::empty()),
         ),
     ])
+}
+
+/// The per-rollout metric as bars, the running mean and the target.
+pub fn draw_metrics_chart(
+    frame: &mut Frame,
+    metrics: &[f64],
+    target: f64,
+    theme: &Theme,
+    area: Rect,
+) {
+    let bars: Vec<(f64, f64)> = metrics
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (i as f64 + 1.0, *m))
+        .collect();
+    let mut sum = 0.0;
+    let mean: Vec<(f64, f64)> = metrics
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            sum += m;
+            (i as f64 + 1.0, sum / (i + 1) as f64)
+        })
+        .collect();
+    let n = metrics.len().max(1) as f64 + 1.0;
+    let target_line = if target.is_finite() {
+        vec![(0.0, target), (n, target)]
+    } else {
+        Vec::new()
+    };
+    let y = bounds(
+        metrics
+            .iter()
+            .copied()
+            .chain([0.0])
+            .chain(target_line.iter().map(|p| p.1)),
+    );
+    let datasets = vec![
+        Dataset::default()
+            .graph_type(GraphType::Bar)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(theme.bar_completed))
+            .data(&bars),
+        Dataset::default()
+            .graph_type(GraphType::Line)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(theme.chart_mean))
+            .data(&mean),
+        Dataset::default()
+            .graph_type(GraphType::Line)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(theme.chart_target))
+            .data(&target_line),
+    ];
+    let chart = themed_chart(Chart::new(datasets), theme, n, y, 0);
+    frame.render_widget(chart, area);
+}
+
+/// The report's essentials, for the eval and runs views.
+pub fn report_lines<'a>(report: &Report, theme: &Theme) -> Vec<Line<'a>> {
+    let s = &report.score;
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled("score ", theme.muted()),
+            Span::styled(format!("{:.4}", s.score), theme.accent()),
+            Span::styled(
+                format!("   status {:?}", report.status).to_lowercase(),
+                theme.muted(),
+            ),
+        ]),
+        Line::raw(format!(
+            "{} = {:.4}, target {} → ratio {:.4}, capped at {} → {:.4}",
+            s.metric_name, report.value, s.target, s.ratio, s.cap, s.capped
+        )),
+    ];
+    for p in &s.penalties {
+        lines.push(Line::raw(format!(
+            "safety {} = {} → {}",
+            p.name,
+            p.value,
+            if p.applied {
+                format!("× {}", p.penalty_factor)
+            } else {
+                "no penalty".into()
+            }
+        )));
+    }
+    if s.faithfulness.required {
+        lines.push(Line::raw(format!(
+            "faithfulness: {} ({})",
+            if s.faithfulness.passed {
+                "passed"
+            } else {
+                "failed"
+            },
+            s.faithfulness.reason
+        )));
+    }
+    if let Some(why) = &s.zeroed_because {
+        lines.push(Line::styled(
+            format!("score 0: {why}"),
+            Style::default().fg(theme.error),
+        ));
+    }
+    lines.push(Line::styled(report.status_message.clone(), theme.muted()));
+    lines.push(Line::styled(
+        format!("agent {}", report.sandbox.describe()),
+        if report.sandbox.warning().is_some() {
+            Style::default().fg(theme.error)
+        } else {
+            theme.muted()
+        },
+    ));
+    let verified = if report.trajectory.verified {
+        "verified"
+    } else {
+        "NOT verified"
+    };
+    lines.push(Line::from(vec![
+        Span::styled("trajectory ", theme.muted()),
+        Span::styled(
+            verified.to_string(),
+            Style::default().fg(if report.trajectory.verified {
+                theme.ok
+            } else {
+                theme.error
+            }),
+        ),
+        Span::raw(format!(
+            " · {} events · head {}…",
+            report.trajectory.events,
+            &report.trajectory.head[..report.trajectory.head.len().min(16)]
+        )),
+    ]));
+    let commitments: Vec<String> = report
+        .seed_commitments
+        .iter()
+        .take(3)
+        .map(|c| format!("{}…", &c[..c.len().min(12)]))
+        .collect();
+    lines.push(Line::from(vec![
+        Span::styled("seed commitments ", theme.muted()),
+        Span::raw(format!(
+            "{} (of {})",
+            commitments.join(" "),
+            report.seed_commitments.len()
+        )),
+    ]));
+    lines
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! The runs view: past runs from the state dir; the open one's report and plot.
+//! Draws the runs view: the list of past runs; the open one's report, plot and verification.
 
 use ale_harness::runs::RunSummary;
 use ale_harness::verify::RunVerification;
@@ -8,18 +8,15 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{List, ListItem, ListState, Paragraph, Wrap};
 
-use super::block;
-use super::eval::{draw_metrics_chart, report_lines};
-use crate::console::app::App;
-use crate::console::view::Theme;
+use super::Runs;
+use crate::console::theme::Theme;
+use crate::console::widgets::{block, draw_metrics_chart, report_lines};
 
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme();
+pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
     let list_width = (area.width * 2 / 5).clamp(30, 60);
     let [left, right] =
         Layout::horizontal([Constraint::Length(list_width), Constraint::Min(0)]).areas(area);
-    let items: Vec<ListItem> = app
-        .runs
+    let items: Vec<ListItem> = runs
         .entries
         .iter()
         .map(|r| {
@@ -41,25 +38,29 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let empty = items.is_empty();
     let list = List::new(items)
         .block(block(
-            format!(" Runs ({}) ", app.runs.entries.len()),
+            format!(" Runs ({}) ", runs.entries.len()),
             theme,
             true,
         ))
         .highlight_style(theme.selected())
         .highlight_symbol("▸ ");
-    let mut state = ListState::default().with_selected((!empty).then_some(app.runs.cursor));
+    let mut state = ListState::default().with_selected((!empty).then_some(runs.cursor));
     frame.render_stateful_widget(list, left, &mut state);
 
-    let Some(entry) = app.runs.open.and_then(|i| app.runs.entries.get(i)) else {
-        let hint = if empty {
-            "No runs yet: start one in the eval view (3), or run `ale demo`."
-        } else {
-            "Enter opens the selected run."
+    let Some(entry) = runs.open.and_then(|i| runs.entries.get(i)) else {
+        let hint = match &runs.error {
+            // An error is read in full, so it wraps.
+            Some(why) => {
+                Paragraph::new(Line::styled(why.clone(), Style::default().fg(theme.error)))
+                    .wrap(Wrap { trim: false })
+            }
+            None if empty => Paragraph::new(Line::styled(
+                "No runs yet: start one in the eval view (3), or run `ale demo`.",
+                theme.muted(),
+            )),
+            None => Paragraph::new(Line::styled("Enter opens the selected run.", theme.muted())),
         };
-        frame.render_widget(
-            Paragraph::new(Line::styled(hint, theme.muted())).block(block(" Run ", theme, false)),
-            right,
-        );
+        frame.render_widget(hint.block(block(" Run ", theme, false)), right);
         return;
     };
     let outer = block(format!(" {} ", entry.run_id), theme, false);
@@ -81,10 +82,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
                 theme.accent(),
             )];
             lines.extend(report_lines(report, theme));
-            if let Some((dir, result)) = &app.runs.verification
-                && dir == &entry.dir
+            if let Some(v) = &runs.verification
+                && v.run_dir == entry.dir
             {
-                lines.extend(verification_lines(result, theme));
+                lines.extend(verification_lines(&v.result, theme));
             }
             frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text);
         }

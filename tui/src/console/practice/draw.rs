@@ -1,4 +1,5 @@
-//! The practice view: the sim drawn live, the observation, the action, charts and history.
+//! Draws the practice view: the sim drawn live, the observation, the action, charts and
+//! history.
 
 use ale_client::{InfoValue, Space};
 use ratatui::Frame;
@@ -8,17 +9,16 @@ use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Chart, Dataset, GraphType, List, ListItem, Paragraph};
 
-use super::{block, bounds, downsample, draw_scene, themed_chart};
-use crate::console::app::{App, Player};
+use super::{Player, Practice};
 use crate::console::theme::Theme;
+use crate::console::widgets::{block, bounds, downsample, draw_scene, themed_chart};
 
 /// From this width the episode history gets a column of its own; below it, the latest
 /// episodes fill the observation panel's spare rows.
 const HISTORY_COLUMN_WIDTH: u16 = 140;
 
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme();
-    let p = &app.practice;
+/// Draws `p`; `typing_seed` while a seed is typed.
+pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, area: Rect) {
     let Some(spec) = &p.spec else {
         let text = match &p.creating {
             Some(task) => format!("creating a practice env for {task}…"),
@@ -74,7 +74,8 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let history_column = bottom.width >= HISTORY_COLUMN_WIDTH;
     frame.render_widget(
         Paragraph::new(side_lines(
-            app,
+            p,
+            typing_seed,
             theme,
             side.height.saturating_sub(2) as usize,
             side.width.saturating_sub(2) as usize,
@@ -96,10 +97,10 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         vec![Constraint::Percentage(50), Constraint::Percentage(50)]
     };
     let cols = Layout::horizontal(constraints).split(bottom);
-    draw_reward_chart(frame, app, theme, cols[0]);
-    draw_return_chart(frame, app, theme, cols[1]);
+    draw_reward_chart(frame, p, theme, cols[0]);
+    draw_return_chart(frame, p, theme, cols[1]);
     if wide {
-        draw_history(frame, app, theme, cols[2]);
+        draw_history(frame, p, theme, cols[2]);
     }
 }
 
@@ -108,13 +109,13 @@ fn fmt(v: f64) -> String {
 }
 
 fn side_lines<'a>(
-    app: &App,
+    p: &Practice,
+    typing_seed: bool,
     theme: &Theme,
     rows: usize,
     width: usize,
     with_history: bool,
 ) -> Vec<Line<'a>> {
-    let p = &app.practice;
     let Some(spec) = &p.spec else {
         return Vec::new();
     };
@@ -159,14 +160,14 @@ fn side_lines<'a>(
     let playing = if p.playing { "▶" } else { "⏸" };
     tail.push(Line::from(vec![
         Span::styled("player ", theme.muted()),
-        Span::styled(p.player().name(), theme.accent()),
+        Span::styled(p.player.name(), theme.accent()),
         Span::raw(format!(" {playing} {} steps/s", p.speed)),
     ]));
-    tail.extend(action_lines(app, theme));
-    if let Some(input) = &p.seed_input {
+    tail.extend(action_lines(p, theme));
+    if typing_seed {
         tail.push(Line::from(vec![
             Span::styled("seed: ", theme.accent()),
-            Span::raw(format!("{input}▏")),
+            Span::raw(format!("{}▏", p.seed_input)),
         ]));
     }
     let room = rows.saturating_sub(tail.len());
@@ -225,8 +226,7 @@ fn flag<'a>(on: bool, theme: &Theme) -> Span<'a> {
     }
 }
 
-fn action_lines<'a>(app: &App, theme: &Theme) -> Vec<Line<'a>> {
-    let p = &app.practice;
+fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
     let Some(spec) = &p.spec else {
         return Vec::new();
     };
@@ -253,7 +253,7 @@ fn action_lines<'a>(app: &App, theme: &Theme) -> Vec<Line<'a>> {
                     .get(i)
                     .cloned()
                     .unwrap_or_else(|| format!("a[{i}]"));
-                let marker = if i == p.box_cursor && p.player() == Player::Manual {
+                let marker = if i == p.box_cursor && p.player == Player::Manual {
                     "▸ "
                 } else {
                     "  "
@@ -269,8 +269,8 @@ fn action_lines<'a>(app: &App, theme: &Theme) -> Vec<Line<'a>> {
     }
 }
 
-fn draw_reward_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
-    let rewards = &app.practice.rewards;
+fn draw_reward_chart(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect) {
+    let rewards = &p.rewards;
     let points = downsample(rewards, (area.width as usize).saturating_sub(10).max(4) * 2);
     let n = rewards.len().max(1) as f64;
     let y = bounds(points.iter().map(|p| p.1));
@@ -292,8 +292,7 @@ fn draw_reward_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     frame.render_widget(chart, area);
 }
 
-fn draw_return_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
-    let p = &app.practice;
+fn draw_return_chart(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect) {
     let returns: Vec<f64> = p.history.iter().map(|e| e.episode_return).collect();
     let points = downsample(
         &returns,
@@ -347,9 +346,8 @@ fn draw_return_chart(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
     frame.render_widget(chart, area);
 }
 
-fn draw_history(frame: &mut Frame, app: &App, theme: &Theme, area: Rect) {
-    let items: Vec<ListItem> = app
-        .practice
+fn draw_history(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect) {
+    let items: Vec<ListItem> = p
         .history
         .iter()
         .rev()

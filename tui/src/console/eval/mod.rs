@@ -1,0 +1,198 @@
+//! The eval view: choose an agent for the selected task, start an official run (a separate
+//! `ale harness run` process), follow its progress, read its report.
+
+mod draw;
+
+pub use draw::draw;
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ale_client::policy::PolicyKind;
+use ale_harness::progress::RunProgress;
+use ale_harness::report::Report;
+use crossterm::event::{KeyCode, KeyEvent};
+
+use super::app::{InputMode, Outcome};
+use super::keys::Command;
+use super::message::{Effect, HarnessEvent, HarnessExit};
+use super::tasks::Tasks;
+
+/// How many of the harness's other output lines are kept.
+const OUTPUT_LINES: usize = 50;
+
+/// The agents the eval view offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentChoice {
+    Policy(PolicyKind),
+    /// The command line typed in the view.
+    Command,
+}
+
+impl AgentChoice {
+    /// The choices, in the order the view lists them.
+    pub const ALL: [AgentChoice; 3] = [
+        AgentChoice::Policy(PolicyKind::Heuristic),
+        AgentChoice::Policy(PolicyKind::Random),
+        AgentChoice::Command,
+    ];
+
+    fn position(self) -> usize {
+        AgentChoice::ALL
+            .iter()
+            .position(|c| *c == self)
+            .unwrap_or(0)
+    }
+}
+
+impl Default for AgentChoice {
+    fn default() -> AgentChoice {
+        AgentChoice::ALL[0]
+    }
+}
+
+/// The agent an official run uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Agent {
+    Policy(PolicyKind),
+    /// A command line, run with `sh -c`.
+    Command(String),
+}
+
+#[derive(Debug, Default)]
+pub struct Eval {
+    pub choice: AgentChoice,
+    /// The command line for [`AgentChoice::Command`], kept while another agent is chosen.
+    pub command: String,
+    pub run: Option<EvalRun>,
+}
+
+#[derive(Debug, Clone)]
+pub struct EvalRun {
+    pub task_id: String,
+    pub agent: Agent,
+    pub started: Instant,
+    pub progress: Option<Box<RunProgress>>,
+    pub report: Option<Box<Report>>,
+    pub run_dir: Option<PathBuf>,
+    /// The harness's latest lines that are not progress events.
+    pub output: Vec<String>,
+    pub finished: Option<HarnessExit>,
+    pub cancelled: bool,
+}
+
+impl EvalRun {
+    pub fn is_running(&self) -> bool {
+        self.finished.is_none()
+    }
+}
+
+impl Eval {
+    pub fn agent(&self) -> Agent {
+        match self.choice {
+            AgentChoice::Policy(kind) => Agent::Policy(kind),
+            AgentChoice::Command => Agent::Command(self.command.clone()),
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        self.run.as_ref().is_some_and(EvalRun::is_running)
+    }
+
+    /// A command in the eval view; the task is the one selected in `tasks`, and can be changed
+    /// from here while no run is going.
+    pub fn on_command(&mut self, command: Command, tasks: &mut Tasks) -> Vec<Outcome> {
+        let running = self.is_running();
+        let choice = self.choice.position();
+        match command {
+            Command::Left if !running => tasks.select_previous(),
+            Command::Right if !running => tasks.select_next(),
+            Command::Up => self.choice = AgentChoice::ALL[choice.saturating_sub(1)],
+            Command::Down => {
+                self.choice = AgentChoice::ALL[(choice + 1).min(AgentChoice::ALL.len() - 1)]
+            }
+            Command::TypeAgent => {
+                self.choice = AgentChoice::Command;
+                return vec![Outcome::Input(InputMode::AgentCommand)];
+            }
+            Command::Start if running => {
+                return vec![Outcome::say("a run is in progress: x cancels it")];
+            }
+            Command::Start => {
+                let Some(task) = tasks.selected() else {
+                    return vec![Outcome::say("pick a task in the tasks view first")];
+                };
+                let agent = self.agent();
+                if let Agent::Command(c) = &agent
+                    && c.trim().is_empty()
+                {
+                    return vec![Outcome::warn("type the agent's command first (c)")];
+                }
+                self.run = Some(EvalRun {
+                    task_id: task.id.clone(),
+                    agent: agent.clone(),
+                    started: Instant::now(),
+                    progress: None,
+                    report: None,
+                    run_dir: None,
+                    output: Vec::new(),
+                    finished: None,
+                    cancelled: false,
+                });
+                return vec![
+                    Effect::StartHarness {
+                        task_id: task.id.clone(),
+                        agent,
+                    }
+                    .into(),
+                ];
+            }
+            Command::Cancel if running => {
+                if let Some(run) = &mut self.run {
+                    run.cancelled = true;
+                }
+                return vec![Effect::CancelHarness.into()];
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// A key while the agent's command line is typed.
+    pub fn on_command_line_key(&mut self, key: KeyEvent) -> Vec<Outcome> {
+        match key.code {
+            KeyCode::Esc | KeyCode::Enter => return vec![Outcome::Input(InputMode::Commands)],
+            KeyCode::Backspace => {
+                self.command.pop();
+            }
+            KeyCode::Char(c) => self.command.push(c),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// What the harness child reported about the current run.
+    pub fn on_harness(&mut self, event: HarnessEvent) -> Vec<Outcome> {
+        let Some(run) = &mut self.run else {
+            return Vec::new();
+        };
+        match event {
+            HarnessEvent::Progress(p) => run.progress = Some(p),
+            HarnessEvent::Report { report, run_dir } => {
+                run.report = Some(report);
+                run.run_dir = Some(run_dir);
+            }
+            HarnessEvent::Output(line) => {
+                run.output.push(line);
+                let excess = run.output.len().saturating_sub(OUTPUT_LINES);
+                run.output.drain(..excess);
+            }
+            HarnessEvent::Exited(exit) => {
+                run.finished = Some(exit);
+                // The run is in the state dir now.
+                return vec![Effect::LoadRuns.into()];
+            }
+        }
+        Vec::new()
+    }
+}

@@ -1,0 +1,146 @@
+//! What flows between the app and the event loop: messages in ([`Msg`]), effects out
+//! ([`Effect`]), and the client worker's requests and replies.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use ale_client::policy::PolicyKind;
+use ale_client::{EnvSpec, Info};
+use ale_harness::plot::PlotFormat;
+use ale_harness::progress::{ProgressEvent, RunProgress};
+use ale_harness::report::Report;
+use ale_harness::runs::RunEntry;
+use ale_harness::verify::RunVerification;
+use ale_proto::TaskSpec;
+use ale_sims::Tensor;
+use crossterm::event::{KeyEvent, MouseEvent};
+
+use super::eval::Agent;
+
+/// An RPC for the client worker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    ListTasks,
+    CreatePractice {
+        task_id: String,
+    },
+    Reset {
+        seed: u64,
+    },
+    Step {
+        action: Tensor,
+    },
+    /// Up to `steps` steps chosen by a built-in policy; the worker stops at the episode's end.
+    Play {
+        steps: u32,
+        policy: PolicyKind,
+    },
+}
+
+/// The client worker's answer to a request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Tasks(Vec<TaskSpec>),
+    Created {
+        spec: Box<EnvSpec>,
+    },
+    Reset {
+        observation: Tensor,
+        info: Info,
+    },
+    Stepped {
+        observation: Tensor,
+        reward: f64,
+        terminated: bool,
+        truncated: bool,
+        info: Info,
+    },
+    /// A `Play` request is done (possibly early, at an episode's end).
+    Played,
+    Failed {
+        what: String,
+        message: String,
+        connection_lost: bool,
+    },
+}
+
+/// How the harness child process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessExit {
+    pub success: bool,
+    /// The exit status in words, or why the process could not be run or waited for.
+    pub description: String,
+}
+
+/// What the harness child process reported.
+#[derive(Debug, Clone)]
+pub enum HarnessEvent {
+    Progress(Box<RunProgress>),
+    Report {
+        report: Box<Report>,
+        run_dir: PathBuf,
+    },
+    /// A line that is not a progress event (a log line, stderr).
+    Output(String),
+    Exited(HarnessExit),
+}
+
+impl From<ProgressEvent> for HarnessEvent {
+    fn from(event: ProgressEvent) -> HarnessEvent {
+        match event {
+            ProgressEvent::Progress(progress) => HarnessEvent::Progress(Box::new(progress)),
+            ProgressEvent::Report { run_dir, report } => HarnessEvent::Report { report, run_dir },
+        }
+    }
+}
+
+impl HarnessEvent {
+    /// A line of `ale harness run --progress json`'s standard output.
+    pub fn from_stdout_line(line: &str) -> HarnessEvent {
+        match ProgressEvent::parse(line) {
+            Some(event) => event.into(),
+            None => HarnessEvent::Output(line.to_string()),
+        }
+    }
+}
+
+/// What verifying a run found.
+#[derive(Debug, Clone)]
+pub struct Verification {
+    pub run_dir: PathBuf,
+    pub result: Result<Box<RunVerification>, String>,
+}
+
+/// Something for the event loop to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Rpc(Request),
+    StartHarness {
+        task_id: String,
+        agent: Agent,
+    },
+    CancelHarness,
+    LoadRuns,
+    VerifyRun(PathBuf),
+    ExportPlot {
+        run_dir: PathBuf,
+        format: PlotFormat,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    /// Time passes: drives auto-play and reconnection.
+    Tick(Instant),
+    Reply(Reply),
+    Harness(HarnessEvent),
+    /// The state dir's runs, or why they could not be listed.
+    Runs(Result<Vec<RunEntry>, String>),
+    Verified(Verification),
+    Exported {
+        path: PathBuf,
+        result: Result<(), String>,
+    },
+}
