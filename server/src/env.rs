@@ -278,9 +278,12 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
+        if !matches!(official.stage, Stage::Created(_)) {
+            return Err(Error::SessionAlreadyStarted(self.handle.clone()));
+        }
         let Stage::Created(trajectory) = std::mem::replace(&mut official.stage, Stage::Starting)
         else {
-            return Err(Error::SessionAlreadyStarted(self.handle.clone()));
+            unreachable!("the stage was just matched as Created");
         };
         let started = Session::start(
             official.session_id.clone(),
