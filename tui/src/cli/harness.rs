@@ -186,8 +186,8 @@ pub struct VerifyArgs {
     /// The state dir whose public keys to check with [default: the one the run folder is in]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
-    /// Print the verdict as JSON (see docs/harness.md): {"verdict": "verified", "trajectory",
-    /// "harness_log", "report"} or {"verdict": "broken", "path", "reason"}.
+    /// Print the verdict as JSON: {"verdict": "verified", …} or {"verdict": "broken", "path",
+    /// "reason"} (the shape is in docs/harness.md).
     #[arg(long)]
     pub json: bool,
 }
