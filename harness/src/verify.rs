@@ -536,14 +536,14 @@ pub struct RunVerifyError {
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "verdict", rename_all = "snake_case")]
 pub enum RunVerdict {
-    Verified(RunVerification),
+    Verified(Box<RunVerification>),
     Broken(RunVerifyError),
 }
 
 impl From<Result<RunVerification, RunVerifyError>> for RunVerdict {
     fn from(result: Result<RunVerification, RunVerifyError>) -> RunVerdict {
         match result {
-            Ok(v) => RunVerdict::Verified(v),
+            Ok(v) => RunVerdict::Verified(Box::new(v)),
             Err(e) => RunVerdict::Broken(e),
         }
     }

@@ -528,7 +528,7 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&verdict)?);
     }
     let verified = match verdict {
-        RunVerdict::Verified(v) => v,
+        RunVerdict::Verified(v) => *v,
         RunVerdict::Broken(e) => {
             if !args.json {
                 println!("BROKEN  {e}");
