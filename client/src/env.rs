@@ -76,17 +76,22 @@ pub struct EvalSession {
     pub episodes: u32,
 }
 
-fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Info {
+/// Decodes an info map; a value that does not decode is an error naming its key.
+fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Result<Info, ClientError> {
     info.into_iter()
-        .filter_map(|(k, v)| {
-            let value = match v.kind? {
-                pb::value::Kind::Number(x) => InfoValue::Number(x),
-                pb::value::Kind::Integer(x) => InfoValue::Integer(x),
-                pb::value::Kind::Flag(x) => InfoValue::Flag(x),
-                pb::value::Kind::Text(x) => InfoValue::Text(x),
-                pb::value::Kind::Tensor(t) => InfoValue::Tensor(Tensor::try_from(t).ok()?),
+        .map(|(key, v)| {
+            let value = match v.kind {
+                None => return Err(ClientError::EmptyInfoValue(key)),
+                Some(pb::value::Kind::Number(x)) => InfoValue::Number(x),
+                Some(pb::value::Kind::Integer(x)) => InfoValue::Integer(x),
+                Some(pb::value::Kind::Flag(x)) => InfoValue::Flag(x),
+                Some(pb::value::Kind::Text(x)) => InfoValue::Text(x),
+                Some(pb::value::Kind::Tensor(t)) => match Tensor::try_from(t) {
+                    Ok(t) => InfoValue::Tensor(t),
+                    Err(cause) => return Err(ClientError::InfoValue { key, cause }),
+                },
             };
-            Some((k, value))
+            Ok((key, value))
         })
         .collect()
 }
@@ -231,7 +236,7 @@ impl Env {
             .into_inner();
         Ok(ResetResult {
             observation: decode_observation(resp.observation)?,
-            info: decode_info(resp.info),
+            info: decode_info(resp.info)?,
         })
     }
 
@@ -249,7 +254,7 @@ impl Env {
             reward: resp.reward,
             terminated: resp.terminated,
             truncated: resp.truncated,
-            info: decode_info(resp.info),
+            info: decode_info(resp.info)?,
         })
     }
 

@@ -16,6 +16,10 @@ pub enum ClientError {
         what: &'static str,
         cause: WireError,
     },
+    #[error("the evaluator sent a malformed info value {key:?}: {cause}")]
+    InfoValue { key: String, cause: WireError },
+    #[error("the evaluator sent an empty info value {0:?} (no kind set)")]
+    EmptyInfoValue(String),
     #[error("the evaluator's answer lacks {0}")]
     Missing(&'static str),
     #[error(

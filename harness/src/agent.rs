@@ -100,12 +100,11 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         }
     }
     let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
-    let agent_socket = std::fs::canonicalize(launch.agent_socket).map_err(|e| {
-        HarnessError::Evaluator(format!(
-            "the evaluator's agent socket {} is unusable: {e}",
-            launch.agent_socket.display()
-        ))
-    })?;
+    let agent_socket =
+        std::fs::canonicalize(launch.agent_socket).map_err(|cause| HarnessError::AgentSocket {
+            socket: launch.agent_socket.to_path_buf(),
+            cause,
+        })?;
     let mut hidden = launch.hidden.to_vec();
     hidden.extend(sandbox::default_hidden_folders());
     Ok(LaunchSpec {

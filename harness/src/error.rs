@@ -1,5 +1,9 @@
 use std::path::PathBuf;
 
+use crate::evaluator_process::EvaluatorError;
+use crate::report::RecordsIncomplete;
+use crate::verify::{SignatureCheckError, VerifyError};
+
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
     #[error(
@@ -28,21 +32,50 @@ pub enum HarnessError {
     },
     #[error("no agent command given: pass it after `--`")]
     NoAgent,
-    #[error("{0}")]
-    Evaluator(String),
+    #[error(
+        "--endpoint is for --sandbox none: a sandboxed agent always reaches the evaluator \
+         through the agent socket bind-mounted into its sandbox"
+    )]
+    EndpointWithSandbox,
+    #[error(transparent)]
+    Evaluator(#[from] EvaluatorError),
+    #[error("the evaluator's agent socket {} is unusable: {cause}", .socket.display())]
+    AgentSocket {
+        socket: PathBuf,
+        cause: std::io::Error,
+    },
     #[error("cannot write the run's records in {path}: {cause}")]
     Records {
         path: std::path::PathBuf,
         cause: std::io::Error,
     },
+    #[error("cannot write the run's plots: {0}")]
+    Plots(#[from] crate::plot::PlotError),
     #[error("the run's trajectory does not verify: {0}")]
-    Unverified(String),
+    Unverified(#[from] Unverified),
     #[error(transparent)]
     Sandbox(#[from] crate::sandbox::SandboxError),
     #[error("refusing to write the run's records: {0}")]
     NotPrivate(ale_proto::private_files::PrivateFileError),
+    #[error(transparent)]
+    Keys(#[from] ale_proto::keys::KeyError),
+}
+
+/// Why the harness does not accept the records of the run it just followed.
+#[derive(Debug, thiserror::Error)]
+pub enum Unverified {
     #[error("{0}")]
-    Keys(String),
+    Trajectory(VerifyError),
+    #[error("the harness log: {0}")]
+    HarnessLog(VerifyError),
+    #[error(transparent)]
+    Signature(#[from] SignatureCheckError),
+    #[error("the trajectory's result differs from the one the evaluator returned")]
+    DiffersFromWire,
+    #[error("the trajectory has no session_finished event")]
+    Unfinished,
+    #[error(transparent)]
+    Incomplete(#[from] RecordsIncomplete),
 }
 
 impl HarnessError {

@@ -6,12 +6,14 @@
 //! - [`run::run_interactive`]: one official run, end to end.
 //! - [`scoring`]: the scoring rules, with a breakdown of every factor.
 //! - [`verify`]: checking a trajectory and the harness's own log.
+//! - [`score_file`]: scoring whatever file `ale harness score` is given.
 //! - [`report`]: `report.json`; [`plot`]: its plots; [`runs`]: past runs.
+//! - [`evaluator_process`]: attaching to the evaluator serving a state dir, or starting one.
 
 pub mod agent;
 pub mod channel;
 mod error;
-pub mod evaluator;
+pub mod evaluator_process;
 pub mod log;
 pub mod plot;
 pub mod progress;
@@ -19,6 +21,7 @@ pub mod report;
 pub mod run;
 pub mod runs;
 pub mod sandbox;
+pub mod score_file;
 pub mod scoring;
 pub mod verify;
 

@@ -3,17 +3,45 @@
 //! font compiled into the binary, so nothing is needed from the system.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Once;
 
-use ale_proto::private_files::create_private_file;
-use ale_proto::records::{Direction, EpisodeRecord, Outcome};
+use ale_proto::private_files::{PrivateFileError, create_private_file};
+use ale_proto::records::{Direction, EpisodeRecord, Outcome, running_mean};
 use plotters::prelude::*;
 
 use ale_proto::trajectory::TRAJECTORY_FILE;
 
 use crate::report::Report;
-use crate::verify::verify_trajectory;
+use crate::verify::{VerifyError, verify_trajectory};
+
+/// Why a plot could not be read, drawn or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("cannot read {}: {cause}", .path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{}: {cause}", .path.display())]
+    Unverified { path: PathBuf, cause: VerifyError },
+    #[error("{}: the plot file must end in .png or .svg", .path.display())]
+    Format { path: PathBuf },
+    #[error("cannot draw the plot: {0}")]
+    Draw(String),
+    #[error("cannot encode the plot as PNG: {0}")]
+    EncodePng(#[from] png::EncodingError),
+    #[error("cannot create {}: {cause}", .path.display())]
+    Create {
+        path: PathBuf,
+        cause: PrivateFileError,
+    },
+    #[error("cannot write {}: {cause}", .path.display())]
+    Write {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+}
 
 /// The plot files written into every run folder.
 pub const PLOT_FILES: [&str; 2] = ["plot.png", "plot.svg"];
@@ -34,7 +62,7 @@ pub struct PlotData {
 impl PlotData {
     /// The plot of a run folder (from its report, or its trajectory when it has none) or of a
     /// trajectory file.
-    pub fn read(path: &Path) -> Result<PlotData, String> {
+    pub fn load(path: &Path) -> Result<PlotData, PlotError> {
         if path.is_dir()
             && let Ok(report) = Report::read(path)
         {
@@ -45,10 +73,24 @@ impl PlotData {
         } else {
             path.to_path_buf()
         };
-        let text = std::fs::read_to_string(&trajectory)
-            .map_err(|e| format!("cannot read {}: {e}", trajectory.display()))?;
-        let verified =
-            verify_trajectory(&text).map_err(|e| format!("{}: {e}", trajectory.display()))?;
+        let text = match std::fs::read_to_string(&trajectory) {
+            Ok(text) => text,
+            Err(cause) => {
+                return Err(PlotError::Read {
+                    path: trajectory,
+                    cause,
+                });
+            }
+        };
+        let verified = match verify_trajectory(&text) {
+            Ok(verified) => verified,
+            Err(cause) => {
+                return Err(PlotError::Unverified {
+                    path: trajectory,
+                    cause,
+                });
+            }
+        };
         let episodes = verified
             .result
             .as_ref()
@@ -75,20 +117,12 @@ impl PlotData {
 
     /// The running mean after each played rollout, counting failures at their metric.
     pub fn running_mean(&self) -> Vec<(u32, f64)> {
-        let mut sum = 0.0;
-        self.played()
-            .enumerate()
-            .map(|(n, e)| {
-                sum += e.metric;
-                (e.index, sum / (n + 1) as f64)
-            })
-            .collect()
+        let means = running_mean(self.played().map(|e| e.metric));
+        self.played().map(|e| e.index).zip(means).collect()
     }
 
     fn played(&self) -> impl Iterator<Item = &EpisodeRecord> {
-        self.episodes
-            .iter()
-            .filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress))
+        self.episodes.iter().filter(|e| e.outcome.is_played())
     }
 }
 
@@ -114,28 +148,27 @@ pub enum PlotFormat {
 
 impl PlotFormat {
     /// The format a file name's extension asks for.
-    pub fn of(path: &Path) -> Result<PlotFormat, String> {
+    pub fn of(path: &Path) -> Result<PlotFormat, PlotError> {
         match path.extension().and_then(|e| e.to_str()) {
             Some("png") => Ok(PlotFormat::Png),
             Some("svg") => Ok(PlotFormat::Svg),
-            _ => Err(format!(
-                "{}: the plot file must end in .png or .svg",
-                path.display()
-            )),
+            _ => Err(PlotError::Format {
+                path: path.to_path_buf(),
+            }),
         }
     }
 }
 
 /// Renders `data` as the bytes of a PNG or SVG file.
-pub fn render_bytes(data: &PlotData, format: PlotFormat) -> Result<Vec<u8>, String> {
-    let failed = |e: Box<dyn std::error::Error>| format!("cannot draw the plot: {e}");
+pub fn render_bytes(data: &PlotData, format: PlotFormat) -> Result<Vec<u8>, PlotError> {
+    let failed = |e: Box<dyn std::error::Error>| PlotError::Draw(e.to_string());
     match format {
         PlotFormat::Png => {
             register_font();
             let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
             let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
             draw(data, root).map_err(failed)?;
-            encode_png(&rgb).map_err(|e| format!("cannot encode the plot as PNG: {e}"))
+            Ok(encode_png(&rgb)?)
         }
         PlotFormat::Svg => {
             let mut svg = String::new();
@@ -162,9 +195,12 @@ fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
 
 /// Renders `data` to `path` (`.png` or `.svg`), replacing a file there: for a plot the
 /// operator asked for by name.
-pub fn render(data: &PlotData, path: &Path) -> Result<(), String> {
+pub fn render_file(data: &PlotData, path: &Path) -> Result<(), PlotError> {
     let bytes = render_bytes(data, PlotFormat::of(path)?)?;
-    std::fs::write(path, bytes).map_err(|e| format!("cannot write {}: {e}", path.display()))
+    std::fs::write(path, bytes).map_err(|cause| PlotError::Write {
+        path: path.to_path_buf(),
+        cause,
+    })
 }
 
 fn draw<DB: DrawingBackend>(
@@ -183,10 +219,7 @@ where
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max);
     let y_max = if highest > 0.0 { highest * 1.15 } else { 1.0 };
-    let arrow = match data.direction {
-        Direction::HigherIsBetter => "higher is better",
-        Direction::LowerIsBetter => "lower is better",
-    };
+    let arrow = data.direction;
     let mut chart = ChartBuilder::on(&root)
         .caption(&data.title, ("sans-serif", 20))
         .margin(16)
@@ -248,15 +281,18 @@ where
 
 /// Writes `plot.png` and `plot.svg` (0600) into a run folder, as new files: a file or link
 /// already there is an error, never overwritten or followed.
-pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), String> {
+pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), PlotError> {
     let data = PlotData::from_report(report);
     for file in PLOT_FILES {
         let path = run_dir.join(file);
         let bytes = render_bytes(&data, PlotFormat::of(&path)?)?;
-        let mut out = create_private_file(&path, 0o600).map_err(|e| e.to_string())?;
-        out.write_all(&bytes)
-            .and_then(|()| out.sync_all())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let mut out = match create_private_file(&path, 0o600) {
+            Ok(out) => out,
+            Err(cause) => return Err(PlotError::Create { path, cause }),
+        };
+        if let Err(cause) = out.write_all(&bytes).and_then(|()| out.sync_all()) {
+            return Err(PlotError::Write { path, cause });
+        }
     }
     Ok(())
 }
@@ -304,17 +340,18 @@ mod tests {
     fn png_and_svg_render_with_no_system_fonts() {
         let dir = tempfile::tempdir().unwrap();
         let png = dir.path().join("p.png");
-        render(&data(), &png).unwrap();
+        render_file(&data(), &png).unwrap();
         let bytes = std::fs::read(&png).unwrap();
         assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
         assert!(bytes.len() > 5_000, "a real picture, {} bytes", bytes.len());
         let svg = dir.path().join("p.svg");
-        render(&data(), &svg).unwrap();
+        render_file(&data(), &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         assert!(text.contains("<svg") && text.contains("target 475"));
         assert!(
-            render(&data(), &dir.path().join("p.jpg"))
+            render_file(&data(), &dir.path().join("p.jpg"))
                 .unwrap_err()
+                .to_string()
                 .contains(".png or .svg")
         );
     }
@@ -340,7 +377,7 @@ mod tests {
         std::fs::write(&target, "keep me").unwrap();
         std::os::unix::fs::symlink(&target, other.path().join("plot.png")).unwrap();
         let e = write_run_plots(other.path(), &report).unwrap_err();
-        assert!(e.contains("plot.png already exists"), "{e}");
+        assert!(e.to_string().contains("plot.png already exists"), "{e}");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
     }
 }

@@ -65,11 +65,10 @@ pub struct CurrentRollout {
 impl From<&Progress<'_>> for RunProgress {
     fn from(p: &Progress<'_>) -> RunProgress {
         let r = p.result;
-        let finished = |o: Outcome| !matches!(o, Outcome::NotRun | Outcome::InProgress);
         let episode_metrics: Vec<f64> = r
             .episodes
             .iter()
-            .filter(|e| finished(e.outcome))
+            .filter(|e| e.outcome.is_played())
             .map(|e| e.metric)
             .collect();
         RunProgress {

@@ -1,7 +1,7 @@
 //! `report.json`: what the harness concluded about one official run. See docs/harness.md.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use ale_proto::RunId;
 use ale_proto::layout::REPORT_FILE;
@@ -16,6 +16,39 @@ use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
 use crate::verify::{RecordKeys, VerifiedHarnessLog, VerifiedTrajectory};
+
+/// Why `report.json` cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("cannot read {}: {cause}", .path.display())]
+    Read {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("{} is not a report: {cause}", .path.display())]
+    Malformed {
+        path: PathBuf,
+        cause: serde_json::Error,
+    },
+}
+
+impl ReportError {
+    /// Whether there is no report at all (rather than one that cannot be used).
+    pub fn is_missing(&self) -> bool {
+        matches!(self, ReportError::Read { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound)
+    }
+}
+
+/// What a run's signed records lack for a report to be made of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RecordsIncomplete {
+    #[error("the trajectory's session has not finished")]
+    Unfinished,
+    #[error("the harness log has no result_read event")]
+    NotRead,
+    #[error("the harness log has no run_scored event")]
+    NotScored,
+}
 
 /// Bumped when a field changes meaning.
 pub const REPORT_VERSION: u32 = 2;
@@ -107,19 +140,13 @@ impl Report {
         log: &VerifiedHarnessLog,
         keys: &RecordKeys,
         timings: Timings,
-    ) -> Result<Report, String> {
+    ) -> Result<Report, RecordsIncomplete> {
         let result = trajectory
             .result
             .as_ref()
-            .ok_or("the trajectory's session has not finished")?;
-        let read = log
-            .read
-            .as_ref()
-            .ok_or("the harness log has no result_read event")?;
-        let score = log
-            .score
-            .clone()
-            .ok_or("the harness log has no run_scored event")?;
+            .ok_or(RecordsIncomplete::Unfinished)?;
+        let read = log.read.as_ref().ok_or(RecordsIncomplete::NotRead)?;
+        let score = log.score.clone().ok_or(RecordsIncomplete::NotScored)?;
         let started = &log.started;
         Ok(Report {
             report_version: REPORT_VERSION,
@@ -176,11 +203,13 @@ impl Report {
     }
 
     /// Reads `report.json` from `run_dir`.
-    pub fn read(run_dir: &Path) -> Result<Report, String> {
+    pub fn read(run_dir: &Path) -> Result<Report, ReportError> {
         let path = run_dir.join(REPORT_FILE);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        serde_json::from_str(&text).map_err(|e| format!("{} is not a report: {e}", path.display()))
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(cause) => return Err(ReportError::Read { path, cause }),
+        };
+        serde_json::from_str(&text).map_err(|cause| ReportError::Malformed { path, cause })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use ale_proto::layout::{self, AGENT_LOG_FILE, UNIX_SCHEME};
 use ale_proto::private_files::check_private_dir;
@@ -14,13 +14,13 @@ use ale_proto::{EnvHandle, RunId, TaskSpec};
 
 use crate::agent::{Agent, AgentLaunch};
 use crate::channel::{HarnessChannel, OfficialEnv};
-use crate::error::HarnessError;
-use crate::evaluator::{EvaluatorHandle, attach_or_start};
+use crate::error::{HarnessError, Unverified};
+use crate::evaluator_process::{EvaluatorHandle, attach_or_start};
 use crate::log::{HarnessStarted, ResultRead};
 use crate::report::{Report, TaskSummary, Timings};
 use crate::sandbox::{self, SandboxOptions, SandboxRecord};
 use crate::scoring::{Faithfulness, score};
-use crate::verify::{RecordKeys, rules_from, verify_harness_log, verify_trajectory};
+use crate::verify::{RecordKeys, verify_harness_log, verify_trajectory};
 use ale_proto::keys::{KeyRole, load_or_create_signing_key, read_public_key};
 
 /// How long an agent may run past the session's time budget before the harness ends the
@@ -55,13 +55,6 @@ pub struct Progress<'a> {
     pub target: f64,
     pub result: &'a EvalResultRecord,
     pub elapsed: Duration,
-}
-
-fn unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
 }
 
 /// When the harness ends a session that `started` with a time budget of `budget_seconds` (as
@@ -101,11 +94,7 @@ pub async fn run_interactive(
         return Err(HarnessError::NoAgent);
     }
     if options.endpoint.is_some() && options.sandbox.mode.is_sandboxed() {
-        return Err(HarnessError::Evaluator(
-            "--endpoint is for --sandbox none: a sandboxed agent always reaches the evaluator \
-             through the agent socket bind-mounted into its sandbox"
-                .into(),
-        ));
+        return Err(HarnessError::EndpointWithSandbox);
     }
     let evaluator = attach_or_start(
         &options.state_dir,
@@ -136,17 +125,14 @@ async fn run_with(
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<Report, HarnessError> {
     let started = Instant::now();
-    let started_unix_ms = unix_ms();
+    let started_unix_ms = ale_proto::now_unix_ms();
     let mut channel = HarnessChannel::connect(&evaluator.harness_socket).await?;
     // The harness signs its log with its own key; the evaluator's public key checks the
     // trajectory's signature. Both live in the state dir, which no agent can reach.
-    let key_err = |e: ale_proto::keys::KeyError| HarnessError::Keys(e.to_string());
     check_private_dir(&options.state_dir).map_err(HarnessError::NotPrivate)?;
-    let harness_key =
-        load_or_create_signing_key(&options.state_dir, KeyRole::Harness).map_err(key_err)?;
+    let harness_key = load_or_create_signing_key(&options.state_dir, KeyRole::Harness)?;
     let keys = RecordKeys {
-        evaluator: read_public_key(&options.state_dir.join(KeyRole::Evaluator.public_key_file()))
-            .map_err(key_err)?,
+        evaluator: read_public_key(&options.state_dir.join(KeyRole::Evaluator.public_key_file()))?,
         harness: harness_key.verifying_key(),
     };
     // The state dir is what the agent must never see; the sandbox is tried before any official
@@ -287,30 +273,21 @@ async fn run_with(
     // The record on disk must say what the evaluator said over the wire.
     let trajectory_text =
         std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).map_err(records_err)?;
-    let verified =
-        verify_trajectory(&trajectory_text).map_err(|e| HarnessError::Unverified(e.to_string()))?;
+    let verified = verify_trajectory(&trajectory_text).map_err(Unverified::Trajectory)?;
     verified
         .check_signature(&keys.evaluator)
-        .map_err(HarnessError::Unverified)?;
+        .map_err(Unverified::from)?;
     match &verified.result {
         Some(on_disk) if on_disk == &result => {}
-        Some(_) => {
-            return Err(HarnessError::Unverified(
-                "the trajectory's result differs from the one the evaluator returned".into(),
-            ));
-        }
-        None => {
-            return Err(HarnessError::Unverified(
-                "the trajectory has no session_finished event".into(),
-            ));
-        }
+        Some(_) => return Err(Unverified::DiffersFromWire.into()),
+        None => return Err(Unverified::Unfinished.into()),
     }
     let faithfulness = options
         .faithfulness
         .as_deref()
         .map_or(Faithfulness::Missing, Faithfulness::read);
     let breakdown = score(
-        &rules_from(&verified.run),
+        &verified.rules(),
         Some(result.value),
         &result.safety,
         &faithfulness,
@@ -320,25 +297,22 @@ async fn run_with(
     log.sync().map_err(records_err)?;
     // The log as written must verify against the trajectory it read, as any checker will do.
     let log_text = std::fs::read_to_string(run_dir.join(HARNESS_LOG_FILE)).map_err(records_err)?;
-    let verified_log = verify_harness_log(&log_text, &verified.head)
-        .map_err(|e| HarnessError::Unverified(e.to_string()))?;
+    let verified_log =
+        verify_harness_log(&log_text, &verified.head).map_err(Unverified::HarnessLog)?;
     verified_log
         .check_signature(&keys.harness)
-        .map_err(HarnessError::Unverified)?;
+        .map_err(Unverified::from)?;
 
     // The report says exactly what the two signed records say, as `verify` will rebuild it.
     let timings = Timings {
         started_unix_ms,
-        finished_unix_ms: unix_ms(),
+        finished_unix_ms: ale_proto::now_unix_ms(),
         duration_seconds: started.elapsed().as_secs_f64(),
     };
-    let report = Report::from_records(&verified, &verified_log, &keys, timings)
-        .map_err(HarnessError::Unverified)?;
+    let report =
+        Report::from_records(&verified, &verified_log, &keys, timings).map_err(Unverified::from)?;
     report.write(&run_dir).map_err(records_err)?;
-    crate::plot::write_run_plots(&run_dir, &report).map_err(|e| HarnessError::Records {
-        path: run_dir.clone(),
-        cause: std::io::Error::other(e),
-    })?;
+    crate::plot::write_run_plots(&run_dir, &report)?;
     Ok(report)
 }
 

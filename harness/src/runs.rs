@@ -66,7 +66,7 @@ fn summarize(dir: &Path) -> RunSummary {
             Ok(v) => RunSummary::Unreported {
                 task_id: v.run.task_id,
                 status: match v.result {
-                    Some(r) => format!("{:?} (not scored)", r.status).to_lowercase(),
+                    Some(r) => format!("{} (not scored)", r.status),
                     None => "unfinished".into(),
                 },
             },

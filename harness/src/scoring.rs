@@ -10,13 +10,15 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use ale_proto::records::Direction;
+use ale_proto::TaskSpec;
+use ale_proto::records::{Direction, Genre, RunStarted};
 use serde::{Deserialize, Serialize};
 
+use crate::report::Report;
+
 /// Floor of the measurement in the lower-is-better ratio, so a perfect 0 scores the cap.
+/// (A task that sets no cap gets [`ale_proto::records::DEFAULT_CAP`].)
 pub const EPS: f64 = 1e-9;
-/// The cap when a task does not set its own.
-pub const DEFAULT_CAP: f64 = 1.5;
 
 /// A safety metric's rule: above zero, the score is multiplied by `penalty_factor`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,8 +62,52 @@ impl ScoringRules {
                     penalty_factor,
                 })
                 .collect(),
-            requires_faithfulness: genre == ale_proto::records::Genre::Reproduction,
+            requires_faithfulness: genre == Genre::Reproduction,
         }
+    }
+
+    /// The rules a task states (as `ListTasks` and `GetSpec` carry it).
+    pub fn from_task(task: &TaskSpec) -> ScoringRules {
+        let metric = &task.metric;
+        ScoringRules::new(
+            &metric.name,
+            metric.direction,
+            metric.target,
+            metric.cap,
+            task.safety_metrics
+                .iter()
+                .map(|s| (s.name.clone(), s.penalty_factor)),
+            task.genre,
+        )
+    }
+
+    /// The rules a report was scored under, as its breakdown restates them.
+    pub fn from_report(report: &Report) -> ScoringRules {
+        let s = &report.score;
+        ScoringRules::new(
+            &s.metric_name,
+            s.direction,
+            s.target,
+            s.cap,
+            s.penalties
+                .iter()
+                .map(|p| (p.name.clone(), p.penalty_factor)),
+            report.task.genre,
+        )
+    }
+
+    /// The rules a run was evaluated under, as its `run_started` event records them.
+    pub fn from_run(run: &RunStarted) -> ScoringRules {
+        ScoringRules::new(
+            &run.metric_name,
+            run.direction,
+            run.target,
+            run.cap,
+            run.safety
+                .iter()
+                .map(|s| (s.name.clone(), s.penalty_factor)),
+            run.genre,
+        )
     }
 }
 
@@ -134,6 +180,71 @@ pub struct Breakdown {
     pub score: f64,
     /// Why the score is 0 when a rule forced it, empty otherwise.
     pub zeroed_because: Option<String>,
+}
+
+impl Breakdown {
+    /// The breakdown for people, one `(label, text)` row per factor: metric, ratio, each safety
+    /// metric, faithfulness, score.
+    pub fn lines(&self) -> Vec<(String, String)> {
+        let mut lines = vec![
+            (
+                "metric".into(),
+                format!(
+                    "{} = {} (target {}, {})",
+                    self.metric_name,
+                    self.measured
+                        .map_or("missing".into(), |m| format!("{m:.4}")),
+                    self.target,
+                    self.direction
+                ),
+            ),
+            (
+                "ratio".into(),
+                format!(
+                    "{:.4}, capped to [0, {}] → {:.4}",
+                    self.ratio, self.cap, self.capped
+                ),
+            ),
+        ];
+        for p in &self.penalties {
+            lines.push((format!("safety {}", p.name), p.to_string()));
+        }
+        lines.push((
+            "faithfulness".into(),
+            if self.faithfulness.required {
+                format!(
+                    "{} ({})",
+                    if self.faithfulness.passed {
+                        "passed"
+                    } else {
+                        "FAILED"
+                    },
+                    self.faithfulness.reason
+                )
+            } else {
+                "not required".into()
+            },
+        ));
+        lines.push((
+            "score".into(),
+            match &self.zeroed_because {
+                Some(why) => format!("0 — {why}"),
+                None => format!("{:.4}", self.score),
+            },
+        ));
+        lines
+    }
+}
+
+/// A safety metric's value and its effect: `3 → × 0.5`, or `0 → no penalty`.
+impl std::fmt::Display for PenaltyApplied {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.applied {
+            write!(f, "{} → × {}", self.value, self.penalty_factor)
+        } else {
+            write!(f, "{} → no penalty", self.value)
+        }
+    }
 }
 
 /// Applies the scoring rules.

@@ -20,6 +20,7 @@ use ale_proto::trajectory::{
     self, EventKind, HARNESS_LOG_FILE, Level, SealedEvent, TRAJECTORY_FILE,
 };
 use ed25519_dalek::VerifyingKey;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::log::{HarnessStarted, ResultRead};
@@ -36,7 +37,7 @@ pub struct VerifyError {
 }
 
 /// A trajectory that verified.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct VerifiedTrajectory {
     pub run: RunStarted,
     /// The final result (its `trajectory_head` filled in), if the session finished.
@@ -49,13 +50,14 @@ pub struct VerifiedTrajectory {
 }
 
 impl VerifiedTrajectory {
+    /// The scoring rules the run was evaluated under.
     pub fn rules(&self) -> ScoringRules {
-        rules_from(&self.run)
+        ScoringRules::from_run(&self.run)
     }
 
     /// Checks the evaluator's signature on a finished session's head with `key`. An unfinished
     /// session has nothing signed yet and passes.
-    pub fn check_signature(&self, key: &VerifyingKey) -> Result<(), String> {
+    pub fn check_signature(&self, key: &VerifyingKey) -> Result<(), SignatureCheckError> {
         check_signed_head(
             "the evaluator's",
             key,
@@ -67,37 +69,44 @@ impl VerifiedTrajectory {
     }
 }
 
+/// Why the signature closing a record does not check out; `whose` is "the evaluator's" or
+/// "the harness's".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignatureCheckError {
+    #[error("{whose} signature on the head {head}: {cause}")]
+    Invalid {
+        whose: &'static str,
+        head: String,
+        cause: signature::SignatureError,
+    },
+    #[error(
+        "{whose} signature is missing from the finished record: it was re-sealed without \
+         the key (or written by a version that did not sign)"
+    )]
+    Missing { whose: &'static str },
+}
+
 fn check_signed_head(
-    whose: &str,
+    whose: &'static str,
     key: &VerifyingKey,
     level: Level,
     head: &str,
     finished: bool,
     signature: Option<&str>,
-) -> Result<(), String> {
+) -> Result<(), SignatureCheckError> {
     match (finished, signature) {
         (false, None) => Ok(()),
-        (_, Some(signature)) => signature::check_head(key, level, head, signature)
-            .map_err(|e| format!("{whose} signature on the head {head}: {e}")),
-        (true, None) => Err(format!(
-            "{whose} signature is missing from the finished record: it was re-sealed without \
-             the key (or written by a version that did not sign)"
-        )),
+        (_, Some(signature)) => {
+            signature::check_head(key, level, head, signature).map_err(|cause| {
+                SignatureCheckError::Invalid {
+                    whose,
+                    head: head.to_string(),
+                    cause,
+                }
+            })
+        }
+        (true, None) => Err(SignatureCheckError::Missing { whose }),
     }
-}
-
-/// The scoring rules a run was evaluated under, as its `run_started` event records them.
-pub fn rules_from(run: &RunStarted) -> ScoringRules {
-    ScoringRules::new(
-        &run.metric_name,
-        run.direction,
-        run.target,
-        run.cap,
-        run.safety
-            .iter()
-            .map(|s| (s.name.clone(), s.penalty_factor)),
-        run.genre,
-    )
 }
 
 fn parse<T: DeserializeOwned>(event: &SealedEvent, line: usize) -> Result<T, VerifyError> {
@@ -368,7 +377,7 @@ fn check_result(
 }
 
 /// A harness log that verified.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct VerifiedHarnessLog {
     pub events: usize,
     pub head: String,
@@ -383,7 +392,7 @@ pub struct VerifiedHarnessLog {
 
 impl VerifiedHarnessLog {
     /// Checks the harness's signature on a scored run's head with `key`.
-    pub fn check_signature(&self, key: &VerifyingKey) -> Result<(), String> {
+    pub fn check_signature(&self, key: &VerifyingKey) -> Result<(), SignatureCheckError> {
         check_signed_head(
             "the harness's",
             key,
@@ -490,8 +499,9 @@ impl RecordKeys {
     }
 }
 
-/// A run folder that verified.
-#[derive(Debug, Clone)]
+/// A run folder (or a lone trajectory) that verified. As JSON (`ale harness verify --json`,
+/// see docs/harness.md) it is `{"trajectory": …, "harness_log": … | null, "report": … | null}`.
+#[derive(Debug, Clone, Serialize)]
 pub struct RunVerification {
     pub trajectory: VerifiedTrajectory,
     /// Absent while the harness has not read the result.
@@ -512,11 +522,53 @@ impl RunVerification {
 }
 
 /// Why a run folder does not verify; the message names the file and what is wrong with it.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[error("{}: {reason}", .path.display())]
 pub struct RunVerifyError {
     pub path: PathBuf,
     pub reason: String,
+}
+
+/// What verifying a run folder or trajectory concluded: the shape of
+/// `ale harness verify --json`. Tagged by `verdict`:
+/// `{"verdict": "verified", "trajectory": …, "harness_log": …, "report": …}` or
+/// `{"verdict": "broken", "path": …, "reason": …}`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum RunVerdict {
+    Verified(Box<RunVerification>),
+    Broken(RunVerifyError),
+}
+
+impl From<Result<RunVerification, RunVerifyError>> for RunVerdict {
+    fn from(result: Result<RunVerification, RunVerifyError>) -> RunVerdict {
+        match result {
+            Ok(v) => RunVerdict::Verified(Box::new(v)),
+            Err(e) => RunVerdict::Broken(e),
+        }
+    }
+}
+
+/// Verifies a lone trajectory file and the evaluator's signature on it with `evaluator_key`;
+/// what it verifies to has no harness log and no report.
+pub fn verify_trajectory_file(
+    path: &Path,
+    evaluator_key: &VerifyingKey,
+) -> Result<RunVerification, RunVerifyError> {
+    let broken = |reason: String| RunVerifyError {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| broken(format!("cannot read it: {e}")))?;
+    let trajectory = verify_trajectory(&text).map_err(|e| broken(e.to_string()))?;
+    trajectory
+        .check_signature(evaluator_key)
+        .map_err(|e| broken(e.to_string()))?;
+    Ok(RunVerification {
+        trajectory,
+        harness_log: None,
+        report: None,
+    })
 }
 
 /// Verifies a run folder: the trajectory and its signature, the harness log and its
@@ -539,7 +591,7 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
         verify_trajectory(&text).map_err(|e| broken(TRAJECTORY_FILE)(e.to_string()))?;
     trajectory
         .check_signature(&keys.evaluator)
-        .map_err(broken(TRAJECTORY_FILE))?;
+        .map_err(|e| broken(TRAJECTORY_FILE)(e.to_string()))?;
     let run_id = trajectory.run.run_id.as_str();
     if dir.file_name().and_then(|n| n.to_str()) != Some(run_id) {
         return Err(broken(TRAJECTORY_FILE)(format!(
@@ -558,13 +610,13 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
                 )));
             }
             log.check_signature(&keys.harness)
-                .map_err(broken(HARNESS_LOG_FILE))?;
+                .map_err(|e| broken(HARNESS_LOG_FILE)(e.to_string()))?;
             Some(log)
         }
     };
     let report = match Report::read(dir) {
         Err(_) if !dir.join(REPORT_FILE).exists() => None,
-        Err(e) => return Err(broken(REPORT_FILE)(e)),
+        Err(e) => return Err(broken(REPORT_FILE)(e.to_string())),
         Ok(report) => {
             check_report(&report, &trajectory, harness_log.as_ref(), keys)
                 .map_err(broken(REPORT_FILE))?;
@@ -587,7 +639,8 @@ fn check_report(
     keys: &RecordKeys,
 ) -> Result<(), String> {
     let log = log.ok_or("a report without the harness log it is derived from")?;
-    let expected = Report::from_records(trajectory, log, keys, report.timings.clone())?;
+    let expected = Report::from_records(trajectory, log, keys, report.timings.clone())
+        .map_err(|e| e.to_string())?;
     if &expected == report {
         return Ok(());
     }

@@ -25,6 +25,14 @@ pub use commitment::{SECRET_LEN, seed_commitment};
 pub use ids::{BatchId, EnvHandle, RunId, SessionId};
 pub use task_spec::TaskSpec;
 
+/// Milliseconds since the Unix epoch, now: the timestamps of trajectory events and reports.
+/// A clock before 1970 reads 0; one beyond `u64` milliseconds reads `u64::MAX`.
+pub fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Generated from `proto/ale/v1/*.proto`.
 #[allow(clippy::all)]
 pub mod pb {

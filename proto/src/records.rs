@@ -16,6 +16,24 @@ pub enum Direction {
     LowerIsBetter,
 }
 
+/// The scoring cap when a task does not set its own: a score is clamped to `[0, cap]`.
+pub const DEFAULT_CAP: f64 = 1.5;
+
+/// In words, for people: `higher is better` or `lower is better`.
+///
+/// ```
+/// use ale_proto::records::Direction;
+/// assert_eq!(Direction::LowerIsBetter.to_string(), "lower is better");
+/// ```
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Direction::HigherIsBetter => "higher is better",
+            Direction::LowerIsBetter => "lower is better",
+        })
+    }
+}
+
 impl Direction {
     /// `↑` or `↓`, as tables show the direction beside a metric's name.
     pub fn arrow(self) -> &'static str {
@@ -67,6 +85,18 @@ impl EvalStatus {
     }
 }
 
+/// In words, for people: `running`, `completed`, `budget exceeded`, `ended early`.
+impl std::fmt::Display for EvalStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EvalStatus::Running => "running",
+            EvalStatus::Completed => "completed",
+            EvalStatus::BudgetExceeded => "budget exceeded",
+            EvalStatus::EndedEarly => "ended early",
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
@@ -85,6 +115,29 @@ impl Outcome {
             Outcome::Aborted | Outcome::BudgetExceeded | Outcome::NotRun
         )
     }
+
+    /// Whether the rollout has been played to its end (completed or failed while playing):
+    /// neither still waiting to run nor in progress.
+    pub fn is_played(self) -> bool {
+        !matches!(self, Outcome::NotRun | Outcome::InProgress)
+    }
+}
+
+/// The mean of the first 1, 2, … values: one running mean per value.
+///
+/// ```
+/// assert_eq!(ale_proto::records::running_mean([2.0, 4.0, 0.0]), vec![2.0, 3.0, 2.0]);
+/// ```
+pub fn running_mean(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
+    let mut sum = 0.0;
+    values
+        .into_iter()
+        .enumerate()
+        .map(|(n, v)| {
+            sum += v;
+            sum / (n + 1) as f64
+        })
+        .collect()
 }
 
 /// One planned rollout's outcome.

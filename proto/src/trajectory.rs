@@ -452,13 +452,6 @@ pub struct ChainWriter {
     signed: bool,
 }
 
-fn now_unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
-
 impl ChainWriter {
     /// Starts a new chained file at `path` (0600); fails if anything, even a link, is there
     /// (see [`crate::private_files::create_private_file`]).
@@ -503,7 +496,7 @@ impl ChainWriter {
         }
         let data = serde_json::to_value(data).map_err(std::io::Error::other)?;
         let mut chain = self.chain.clone();
-        let (mut line, hash) = chain.seal_with(self.level, kind, now_unix_ms(), data, key);
+        let (mut line, hash) = chain.seal_with(self.level, kind, crate::now_unix_ms(), data, key);
         line.push('\n');
         self.file.write_all(line.as_bytes())?;
         self.chain = chain;

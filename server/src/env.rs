@@ -11,7 +11,7 @@ use ale_sims::{Counter, Sim, SimError, Tensor, Transition};
 
 use crate::error::Error;
 use crate::seeds::{SeedSource, random_u64};
-use crate::session::{RolloutProgress, Session};
+use crate::session::{NotStarted, RolloutProgress, Session};
 use crate::task::Task;
 use crate::trajectory::TrajectoryWriter;
 
@@ -53,13 +53,22 @@ struct PracticeEpisode {
     episode_return: f64,
 }
 
-/// The official side of an env: its run, its trajectory, and (once started) its session.
+/// The official side of an env: its run, and its trajectory or (once started) the session
+/// that owns the trajectory.
 #[derive(Debug)]
 pub struct Official {
     pub run_id: RunId,
     pub session_id: SessionId,
-    trajectory: TrajectoryWriter,
-    session: Option<Session>,
+    stage: Stage,
+}
+
+#[derive(Debug)]
+enum Stage {
+    /// The trajectory holds `run_started` and waits for the session.
+    Created(TrajectoryWriter),
+    Started(Session),
+    /// Only while `start_eval_session` hands the trajectory to the session; never seen outside.
+    Starting,
 }
 
 enum Kind {
@@ -68,15 +77,16 @@ enum Kind {
 }
 
 impl Official {
-    /// The started session and the trajectory it writes to.
-    fn session(
-        &mut self,
-        handle: &EnvHandle,
-    ) -> Result<(&mut Session, &mut TrajectoryWriter), Error> {
-        match &mut self.session {
-            Some(session) => Ok((session, &mut self.trajectory)),
-            None => Err(Error::SessionNotStarted(handle.clone())),
+    /// The started session.
+    fn session(&mut self, handle: &EnvHandle) -> Result<&mut Session, Error> {
+        match &mut self.stage {
+            Stage::Started(session) => Ok(session),
+            Stage::Created(_) | Stage::Starting => Err(Error::SessionNotStarted(handle.clone())),
         }
+    }
+
+    fn is_started(&self) -> bool {
+        matches!(self.stage, Stage::Started(_))
     }
 }
 
@@ -176,8 +186,7 @@ impl Env {
             kind: Kind::Official(Box::new(Official {
                 run_id,
                 session_id,
-                trajectory,
-                session: None,
+                stage: Stage::Created(trajectory),
             })),
             last_used: now,
         })
@@ -200,7 +209,10 @@ impl Env {
     /// (its harness may be gone). Such an env may be reclaimed once it is unused long enough.
     pub fn is_official_at_rest(&self) -> bool {
         match &self.kind {
-            Kind::Official(o) => o.session.as_ref().is_none_or(|s| s.is_finished()),
+            Kind::Official(o) => match &o.stage {
+                Stage::Started(s) => s.is_finished(),
+                Stage::Created(_) | Stage::Starting => true,
+            },
             Kind::Practice(_) => false,
         }
     }
@@ -228,11 +240,11 @@ impl Env {
                 Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }
             Kind::Official(official) => {
-                let (session, trajectory) = official.session(&self.handle)?;
+                let session = official.session(&self.handle)?;
                 if seed.is_some() {
                     tracing::debug!(handle = %self.handle, "client seed ignored in eval session");
                 }
-                let progress = session.reset(self.sim.as_mut(), trajectory, now)?;
+                let progress = session.reset(self.sim.as_mut(), now)?;
                 Ok(StepInfo::rollout(progress, self.sim.as_ref()))
             }
         }
@@ -248,8 +260,8 @@ impl Env {
                 Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
             Kind::Official(official) => {
-                let (session, trajectory) = official.session(&self.handle)?;
-                let (t, progress) = session.step(self.sim.as_mut(), action, trajectory, now)?;
+                let session = official.session(&self.handle)?;
+                let (t, progress) = session.step(self.sim.as_mut(), action, now)?;
                 Ok((t, StepInfo::rollout(progress, self.sim.as_ref())))
             }
         }
@@ -266,20 +278,32 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
-        if official.session.is_some() {
+        if !matches!(official.stage, Stage::Created(_)) {
             return Err(Error::SessionAlreadyStarted(self.handle.clone()));
         }
-        let session = Session::start(
+        let Stage::Created(trajectory) = std::mem::replace(&mut official.stage, Stage::Starting)
+        else {
+            unreachable!("the stage was just matched as Created");
+        };
+        let started = Session::start(
             official.session_id.clone(),
             official.run_id.clone(),
             self.task.clone(),
             seeds,
             secret,
-            &mut official.trajectory,
+            trajectory,
             now,
-        )?;
+        );
+        let session = match started {
+            Ok(session) => session,
+            Err(failed) => {
+                let NotStarted { error, trajectory } = *failed;
+                official.stage = Stage::Created(trajectory);
+                return Err(error);
+            }
+        };
         let planned = session.planned();
-        official.session = Some(session);
+        official.stage = Stage::Started(session);
         tracing::info!(handle = %self.handle, session = %official.session_id, task = %self.task.id, planned, "eval session started");
         Ok((official.session_id.clone(), planned))
     }
@@ -307,9 +331,9 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
-        let (session, trajectory) = official.session(&self.handle)?;
-        session.enforce_deadline(self.sim.as_ref(), trajectory, now)?;
-        Ok(session.record(trajectory.head()))
+        let session = official.session(&self.handle)?;
+        session.enforce_deadline(self.sim.as_ref(), now)?;
+        Ok(session.record())
     }
 
     /// Ends the session if it is running (starting an empty one first if it never began).
@@ -323,16 +347,15 @@ impl Env {
         let Kind::Official(official) = &self.kind else {
             return Ok(());
         };
-        if official.session.is_none() {
+        if !official.is_started() {
             self.start_eval_session(seeds, secret, now)?;
         }
         let Kind::Official(official) = &mut self.kind else {
             return Ok(());
         };
-        let (session, trajectory) = official.session(&self.handle)?;
+        let session = official.session(&self.handle)?;
         session.finish(
             self.sim.as_ref(),
-            trajectory,
             EvalStatus::EndedEarly,
             Outcome::Aborted,
             why.to_string(),

@@ -157,7 +157,7 @@ impl Evaluator {
                 task,
                 run_id.clone(),
                 session_id.clone(),
-                &state_dir::runs_dir(&self.state_dir),
+                &ale_proto::layout::runs_dir(&self.state_dir),
                 self.signing_key.clone(),
                 now,
             )?;

@@ -14,6 +14,7 @@
 //! # Ok(()) }
 //! ```
 
+mod action;
 mod env;
 mod env_table;
 mod error;

@@ -25,7 +25,7 @@ use tower::util::MapResponseLayer;
 use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
 use crate::service::{AleEnvService, CatalogService};
-use crate::state_dir;
+use ale_proto::layout;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -100,7 +100,7 @@ impl RunningServer {
         self.evaluator.shutdown();
         let _ = std::fs::remove_file(&self.harness_socket);
         let _ = std::fs::remove_file(&self.agent_socket);
-        let _ = std::fs::remove_file(state_dir::agent_endpoint_file(self.evaluator.state_dir()));
+        let _ = std::fs::remove_file(layout::agent_endpoint_file(self.evaluator.state_dir()));
         tracing::info!("evaluator stopped");
     }
 }
@@ -278,7 +278,7 @@ pub async fn start(
     evaluator: Arc<Evaluator>,
     listen: SocketAddr,
 ) -> Result<RunningServer, ServeError> {
-    let agent_socket = state_dir::agent_socket(evaluator.state_dir());
+    let agent_socket = layout::agent_socket(evaluator.state_dir());
     start_with_agent_socket(evaluator, listen, agent_socket).await
 }
 
@@ -294,13 +294,13 @@ pub async fn start_with_agent_socket(
     };
     let tcp = TcpListener::bind(listen).await.map_err(listen_err)?;
     let agent_addr = tcp.local_addr().map_err(listen_err)?;
-    let harness_socket = state_dir::harness_socket(evaluator.state_dir());
+    let harness_socket = layout::harness_socket(evaluator.state_dir());
     let unix = bind_private_socket(&harness_socket, 0o600)?;
     // Sandboxed agents run as another user; the socket is reachable only where it is
     // bind-mounted (or by whoever may enter the folder it is in), like the TCP port.
     let agent_unix = bind_private_socket(&agent_socket, 0o666)?;
 
-    let endpoint_file = state_dir::agent_endpoint_file(evaluator.state_dir());
+    let endpoint_file = layout::agent_endpoint_file(evaluator.state_dir());
     let endpoints = ale_proto::layout::AgentEndpoints {
         tcp: format!("http://{agent_addr}"),
         unix: agent_socket.clone(),

@@ -15,7 +15,7 @@ use ale_proto::trajectory::EventKind;
 use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
 use ale_sims::{Sim, Tensor, Transition};
 
-use crate::env::step_checked;
+use crate::action::step_checked;
 use crate::error::Error;
 use crate::seeds::{HiddenSeed, SeedSource};
 use crate::task::{Task, counter};
@@ -42,6 +42,17 @@ pub struct Session {
     deadline: Option<Instant>,
     status: EvalStatus,
     status_message: String,
+    /// The run's trajectory, from `session_started` on: every event of the session is written
+    /// here, by the session.
+    trajectory: TrajectoryWriter,
+}
+
+/// A session that could not start: why, and the trajectory it was to own, handed back unchanged
+/// but for what the failed write left.
+#[derive(Debug)]
+pub struct NotStarted {
+    pub error: Error,
+    pub trajectory: TrajectoryWriter,
 }
 
 /// Where the current rollout stands, for the info map.
@@ -70,9 +81,9 @@ impl Session {
         task: Arc<Task>,
         seeds: &dyn SeedSource,
         secret: &[u8; SECRET_LEN],
-        trajectory: &mut TrajectoryWriter,
+        mut trajectory: TrajectoryWriter,
         now: Instant,
-    ) -> Result<Session, Error> {
+    ) -> Result<Session, Box<NotStarted>> {
         // Everything the session holds is computed before its first trusted event is written:
         // `session_started` on disk always stands for a session that exists.
         let deadline = deadline(now, task.eval.time_budget_seconds);
@@ -94,7 +105,7 @@ impl Session {
                 }
             })
             .collect();
-        trajectory.append(
+        let started = trajectory.append(
             EventKind::SessionStarted,
             &SessionStarted {
                 session_id: id.clone(),
@@ -103,7 +114,13 @@ impl Session {
                     .map(|r| r.record.seed_commitment.clone())
                     .collect(),
             },
-        )?;
+        );
+        if let Err(e) = started {
+            return Err(Box::new(NotStarted {
+                error: e.into(),
+                trajectory,
+            }));
+        }
         Ok(Session {
             id,
             run_id,
@@ -115,6 +132,7 @@ impl Session {
             total_steps: 0,
             status: EvalStatus::Running,
             status_message: "running".into(),
+            trajectory,
         })
     }
 
@@ -127,12 +145,7 @@ impl Session {
     }
 
     /// Ends the session if its time budget has run out.
-    pub fn enforce_deadline(
-        &mut self,
-        sim: &dyn Sim,
-        trajectory: &mut TrajectoryWriter,
-        now: Instant,
-    ) -> Result<(), Error> {
+    pub fn enforce_deadline(&mut self, sim: &dyn Sim, now: Instant) -> Result<(), Error> {
         if self.is_finished() {
             return Ok(());
         }
@@ -140,7 +153,6 @@ impl Session {
             let budget = self.task.eval.time_budget_seconds;
             self.finish(
                 sim,
-                trajectory,
                 EvalStatus::BudgetExceeded,
                 Outcome::BudgetExceeded,
                 format!("the time budget of {budget} s ran out"),
@@ -160,18 +172,13 @@ impl Session {
     }
 
     /// Begins the next planned rollout, aborting the one in progress.
-    pub fn reset(
-        &mut self,
-        sim: &mut dyn Sim,
-        trajectory: &mut TrajectoryWriter,
-        now: Instant,
-    ) -> Result<RolloutProgress, Error> {
-        self.enforce_deadline(sim, trajectory, now)?;
+    pub fn reset(&mut self, sim: &mut dyn Sim, now: Instant) -> Result<RolloutProgress, Error> {
+        self.enforce_deadline(sim, now)?;
         self.refuse_if_finished()?;
         if let Some(i) = self.current.take() {
-            self.close_rollout(i, Outcome::Aborted, sim, trajectory)?;
+            self.close_rollout(i, Outcome::Aborted, sim)?;
         }
-        if self.complete_if_all_played(sim, trajectory, "; this Reset aborted the last one")? {
+        if self.complete_if_all_played(sim, "; this Reset aborted the last one")? {
             let n = self.rollouts.len();
             return Err(Error::SessionFinished(format!(
                 "this Reset aborted rollout {n} of {n}, the last; the session is complete"
@@ -181,7 +188,7 @@ impl Session {
         let rollout = &mut self.rollouts[i];
         sim.reset(rollout.seed.reveal());
         rollout.record.outcome = Outcome::InProgress;
-        trajectory.append(
+        self.trajectory.append(
             EventKind::RolloutStarted,
             &RolloutStarted {
                 index: i as u32,
@@ -198,10 +205,9 @@ impl Session {
         &mut self,
         sim: &mut dyn Sim,
         action: &Tensor,
-        trajectory: &mut TrajectoryWriter,
         now: Instant,
     ) -> Result<(Transition, RolloutProgress), Error> {
-        self.enforce_deadline(sim, trajectory, now)?;
+        self.enforce_deadline(sim, now)?;
         self.refuse_if_finished()?;
         let Some(i) = self.current else {
             return Err(if self.next == 0 {
@@ -214,7 +220,6 @@ impl Session {
         if max_total > 0 && self.total_steps >= max_total {
             self.finish(
                 sim,
-                trajectory,
                 EvalStatus::BudgetExceeded,
                 Outcome::BudgetExceeded,
                 format!("the step budget of {max_total} steps ran out"),
@@ -228,31 +233,20 @@ impl Session {
         record.episode_return += transition.reward;
         if transition.is_done() {
             self.current = None;
-            self.close_rollout(i, Outcome::Completed, sim, trajectory)?;
-            self.complete_if_all_played(sim, trajectory, "")?;
+            self.close_rollout(i, Outcome::Completed, sim)?;
+            self.complete_if_all_played(sim, "")?;
         }
         Ok((transition, self.progress(i)))
     }
 
     /// Completes the session once every planned rollout has been played; says whether it did.
-    fn complete_if_all_played(
-        &mut self,
-        sim: &dyn Sim,
-        trajectory: &mut TrajectoryWriter,
-        note: &str,
-    ) -> Result<bool, Error> {
+    fn complete_if_all_played(&mut self, sim: &dyn Sim, note: &str) -> Result<bool, Error> {
         if self.next < self.rollouts.len() {
             return Ok(false);
         }
         let n = self.rollouts.len();
         let message = format!("all {n} rollouts played{note}");
-        self.finish(
-            sim,
-            trajectory,
-            EvalStatus::Completed,
-            Outcome::NotRun,
-            message,
-        )?;
+        self.finish(sim, EvalStatus::Completed, Outcome::NotRun, message)?;
         Ok(true)
     }
 
@@ -262,7 +256,6 @@ impl Session {
     pub fn finish(
         &mut self,
         sim: &dyn Sim,
-        trajectory: &mut TrajectoryWriter,
         status: EvalStatus,
         in_progress_outcome: Outcome,
         message: String,
@@ -272,7 +265,7 @@ impl Session {
         }
         let failure = self.task.metric.failure_value;
         if let Some(i) = self.current.take() {
-            self.close_rollout(i, in_progress_outcome, sim, trajectory)?;
+            self.close_rollout(i, in_progress_outcome, sim)?;
         }
         for rollout in &mut self.rollouts[self.next..] {
             rollout.record.outcome = Outcome::NotRun;
@@ -282,9 +275,10 @@ impl Session {
         self.status = status;
         self.status_message = message;
         // The event cannot hold its own hash; readers take the head from the chain.
-        let record = self.record(String::new());
+        let record = self.record_at(String::new());
         // The last event, signed: a re-sealed record no longer verifies.
-        trajectory.append_final(EventKind::SessionFinished, &record)?;
+        self.trajectory
+            .append_final(EventKind::SessionFinished, &record)?;
         tracing::info!(session = %self.id, status = ?self.status, value = record.value, "eval session finished");
         Ok(())
     }
@@ -293,13 +287,7 @@ impl Session {
     /// finished so far; once finished, every planned rollout, failures at the failure value.
     /// Records how rollout `i` ended, with its metric (the failure value unless completed) and
     /// its safety values from the sim, which still holds that episode.
-    fn close_rollout(
-        &mut self,
-        i: usize,
-        outcome: Outcome,
-        sim: &dyn Sim,
-        trajectory: &mut TrajectoryWriter,
-    ) -> Result<(), Error> {
+    fn close_rollout(&mut self, i: usize, outcome: Outcome, sim: &dyn Sim) -> Result<(), Error> {
         let counters = sim.counters();
         let record = &mut self.rollouts[i].record;
         record.outcome = outcome;
@@ -317,12 +305,17 @@ impl Session {
             .iter()
             .map(|s| (s.name.clone(), counter(counters, &s.counter)))
             .collect();
-        trajectory.append(EventKind::RolloutFinished, record)?;
+        self.trajectory.append(EventKind::RolloutFinished, record)?;
         Ok(())
     }
 
+    /// The session's result as it stands, naming the trajectory's latest event as its head.
+    pub fn record(&self) -> EvalResultRecord {
+        self.record_at(self.trajectory.head())
+    }
+
     /// `trajectory_head` is the hash of the run's latest trajectory event.
-    pub fn record(&self, trajectory_head: String) -> EvalResultRecord {
+    fn record_at(&self, trajectory_head: String) -> EvalResultRecord {
         let counted: Vec<f64> = self
             .rollouts
             .iter()

@@ -1,18 +1,15 @@
 //! The evaluator's state directory: private (0700, owned by the evaluator's uid, never a
 //! link), holding the harness socket, the evaluator secret and keys, and the runs. Everything
-//! in it is created and read under the rules of [`ale_proto::private_files`].
+//! in it is created and read under the rules of [`ale_proto::private_files`]. The names of
+//! what is in it are [`ale_proto::layout`]'s, shared with the harness.
 
 use std::path::{Path, PathBuf};
 
 use ale_proto::SECRET_LEN;
 use ale_proto::keys::{KeyError, KeyRole, SigningKey, load_or_create_signing_key};
+use ale_proto::layout::{SECRET_FILE, runs_dir};
 use ale_proto::private_files::{
     PrivateFileError, SecretFileError, ensure_private_dir, load_or_create_secret_file,
-};
-
-pub use ale_proto::layout::{
-    AGENT_ENDPOINT_FILE, AGENT_SOCKET, HARNESS_SOCKET, RUNS_DIR, SECRET_FILE, agent_endpoint_file,
-    agent_socket, harness_socket, run_dir, runs_dir,
 };
 
 /// The state dir, or something in it, cannot be used.
@@ -62,6 +59,7 @@ pub fn load_or_create_evaluator_key(state_dir: &Path) -> Result<SigningKey, Stat
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ale_proto::layout::RUNS_DIR;
     use std::fs::{self, Permissions};
     use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown, symlink};
 

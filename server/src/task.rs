@@ -109,7 +109,7 @@ pub struct MetricConfig {
 }
 
 fn default_cap() -> f64 {
-    1.5
+    ale_proto::records::DEFAULT_CAP
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -1,6 +1,12 @@
 //! A run's trajectory: the evaluator's trusted events, hash-chained, in
 //! `<state>/runs/<run_id>/trajectory.jsonl`. Every event reaches the OS before the RPC that
 //! caused it answers.
+//!
+//! The chain format is [`ale_proto::trajectory`]'s, shared with the harness that verifies it.
+//! What this module adds is the evaluator's side only: a writer that always writes at the
+//! trusted-evaluator level, creates its run folder exactly once inside the checked runs dir, and
+//! holds the evaluator's signing key so that the session's last event is signed. Nothing outside
+//! the evaluator can make one.
 
 use std::path::Path;
 

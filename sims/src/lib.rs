@@ -2,7 +2,10 @@
 //! [`Space`] and the [`Sim`] trait. Pure computation: no I/O, no async, no gRPC.
 //!
 //! Classic control, step for step as in Gymnasium 1.x: [`cartpole`], [`pendulum`],
-//! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`].
+//! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`]. And two 2-D robotics sims of
+//! this project's own, on rapier2d: [`nav2d`] (a differential-drive robot crossing a random
+//! obstacle field to a goal with a lidar) and [`reacher2d`] (a two-link arm putting its
+//! fingertip on a target).
 
 pub mod acrobot;
 pub mod action;

@@ -291,6 +291,53 @@ fn verify_accepts_what_the_evaluator_writes_and_rejects_every_tampering() {
     );
 }
 
+/// `ale harness verify --json DIR`: its exit status and the verdict it printed.
+fn verify_json(dir: &Path) -> (bool, serde_json::Value) {
+    let out = ale(&["harness", "verify", "--json", dir.to_str().unwrap()]);
+    let verdict = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}):\n{}", text(&out)));
+    (out.status.success(), verdict)
+}
+
+#[test]
+fn verify_json_says_what_the_library_concludes_of_a_good_and_a_tampered_run() {
+    use ale_harness::verify::{RecordKeys, RunVerdict, verify_run_dir};
+    let tmp = private_tempdir();
+    let (_, run_dir, _) = harness_run(
+        tmp.path(),
+        "cartpole-balance",
+        &[ALE, "agent", "--policy", "heuristic"],
+    );
+    let keys = RecordKeys::from_state_dir(tmp.path()).unwrap();
+    let library = |dir: &Path| serde_json::to_value(RunVerdict::from(verify_run_dir(dir, &keys)));
+
+    let (ok, printed) = verify_json(&run_dir);
+    assert!(ok, "{printed:#}");
+    assert_eq!(printed["verdict"], "verified");
+    assert_eq!(printed, library(&run_dir).unwrap());
+    assert_eq!(
+        printed["report"]["run_id"],
+        printed["trajectory"]["run"]["run_id"]
+    );
+    assert!(printed["harness_log"]["signature"].is_string());
+
+    // A report whose score was raised no longer says what the signed records say.
+    let report_path = run_dir.join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    report["score"]["score"] = serde_json::json!(1.5);
+    std::fs::write(&report_path, serde_json::to_string(&report).unwrap()).unwrap();
+    let (ok, printed) = verify_json(&run_dir);
+    assert!(!ok, "{printed:#}");
+    assert_eq!(printed["verdict"], "broken");
+    assert_eq!(printed, library(&run_dir).unwrap());
+    assert_eq!(printed["path"], report_path.to_str().unwrap());
+    assert!(
+        printed["reason"].as_str().unwrap().contains("score"),
+        "{printed:#}"
+    );
+}
+
 #[test]
 fn score_reports_the_breakdown_from_a_trajectory_and_from_a_bare_result() {
     let tmp = private_tempdir();

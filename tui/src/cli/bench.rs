@@ -285,7 +285,7 @@ fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
                 &threads,
             ],
             server_cpu,
-            ale_harness::evaluator::ready::AGENT.trim(),
+            ale_harness::evaluator_process::ready::AGENT.trim(),
         )?;
         pin_current_thread(client_cpu)?;
         let step = measure_steps(&endpoint, args.steps, args.warmup);

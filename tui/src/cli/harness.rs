@@ -9,12 +9,13 @@ use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
 use ale_harness::sandbox::{Network, SandboxMode, SandboxOptions};
-use ale_harness::scoring::{Breakdown, Faithfulness, ScoringRules, score};
-use ale_harness::verify::{RecordKeys, verify_run_dir, verify_trajectory};
+use ale_harness::scoring::{Faithfulness, score};
+use ale_harness::verify::{
+    RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
+};
 use ale_harness::{Progress, RunOptions, run_interactive};
 use ale_proto::keys::{KeyRole, encode_public_key};
-use ale_proto::records::{Direction, EvalResultRecord, Outcome};
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_proto::records::Outcome;
 use anyhow::{Context, bail};
 
 use crate::StateDirArg;
@@ -184,6 +185,10 @@ pub struct VerifyArgs {
     /// The state dir whose public keys to check with [default: the one the run folder is in]
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<PathBuf>,
+    /// Print the verdict as JSON: {"verdict": "verified", …} or {"verdict": "broken", "path",
+    /// "reason"} (the shape is in docs/harness.md).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(clap::Args, Debug)]
@@ -293,11 +298,7 @@ impl ProgressDisplay {
 
     fn update(&mut self, p: Progress<'_>) {
         let r = p.result;
-        let done = r
-            .episodes
-            .iter()
-            .filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress))
-            .count();
+        let done = r.episodes.iter().filter(|e| e.outcome.is_played()).count();
         let current = r.episodes.iter().find(|e| e.outcome == Outcome::InProgress);
         match self.style {
             ProgressStyle::None => {}
@@ -326,7 +327,7 @@ impl ProgressDisplay {
                 for e in r
                     .episodes
                     .iter()
-                    .filter(|e| !matches!(e.outcome, Outcome::NotRun | Outcome::InProgress))
+                    .filter(|e| e.outcome.is_played())
                     .skip(self.announced)
                 {
                     eprintln!(
@@ -351,71 +352,6 @@ impl ProgressDisplay {
     }
 }
 
-fn direction_words(d: Direction) -> &'static str {
-    match d {
-        Direction::HigherIsBetter => "higher is better",
-        Direction::LowerIsBetter => "lower is better",
-    }
-}
-
-/// The score's breakdown, one line each.
-pub fn breakdown_lines(b: &Breakdown) -> Vec<(String, String)> {
-    let mut lines = vec![
-        (
-            "metric".into(),
-            format!(
-                "{} = {} (target {}, {})",
-                b.metric_name,
-                b.measured.map_or("missing".into(), |m| format!("{m:.4}")),
-                b.target,
-                direction_words(b.direction)
-            ),
-        ),
-        (
-            "ratio".into(),
-            format!("{:.4}, capped to [0, {}] → {:.4}", b.ratio, b.cap, b.capped),
-        ),
-    ];
-    for p in &b.penalties {
-        lines.push((
-            format!("safety {}", p.name),
-            format!(
-                "{} → {}",
-                p.value,
-                if p.applied {
-                    format!("× {}", p.penalty_factor)
-                } else {
-                    "no penalty".into()
-                }
-            ),
-        ));
-    }
-    lines.push((
-        "faithfulness".into(),
-        if b.faithfulness.required {
-            format!(
-                "{} ({})",
-                if b.faithfulness.passed {
-                    "passed"
-                } else {
-                    "FAILED"
-                },
-                b.faithfulness.reason
-            )
-        } else {
-            "not required".into()
-        },
-    ));
-    lines.push((
-        "score".into(),
-        match &b.zeroed_because {
-            Some(why) => format!("0 — {why}"),
-            None => format!("{:.4}", b.score),
-        },
-    ));
-    lines
-}
-
 fn print_table(rows: &[(String, String)]) {
     let width = rows
         .iter()
@@ -437,7 +373,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
         ),
         (
             "status".into(),
-            format!("{:?} — {}", report.status, report.status_message).to_lowercase(),
+            format!("{} — {}", report.status, report.status_message),
         ),
         (
             "agent".into(),
@@ -456,7 +392,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
             ),
         ),
     ];
-    rows.extend(breakdown_lines(&report.score));
+    rows.extend(report.score.lines());
     rows.push((
         "trajectory".into(),
         format!(
@@ -482,114 +418,31 @@ fn print_summary(report: &Report, run_dir: &Path) {
     print_table(&rows);
 }
 
-/// What `score` and `verify` accept: where the result and rules come from.
-fn rules_from_task(task_id: &str) -> anyhow::Result<ScoringRules> {
+/// The built-in task catalog, whose rules score a bare EvalResult.
+fn builtin_tasks() -> anyhow::Result<Vec<ale_proto::TaskSpec>> {
     let registry = ale_server::TaskRegistry::builtin()?;
-    let task = registry.get(task_id).with_context(|| {
-        format!(
-            "unknown task {task_id:?}; known: {}",
-            registry.ids().join(", ")
-        )
-    })?;
-    Ok(ScoringRules::new(
-        &task.metric.name,
-        task.metric.direction,
-        task.metric.target,
-        task.metric.cap,
-        task.safety
-            .iter()
-            .map(|s| (s.name.clone(), s.penalty_factor)),
-        task.genre,
-    ))
-}
-
-fn rules_from_report(report: &Report) -> ScoringRules {
-    let s = &report.score;
-    ScoringRules::new(
-        &s.metric_name,
-        s.direction,
-        s.target,
-        s.cap,
-        s.penalties
-            .iter()
-            .map(|p| (p.name.clone(), p.penalty_factor)),
-        report.task.genre,
-    )
-}
-
-fn read_trajectory_result(path: &Path) -> anyhow::Result<(EvalResultRecord, ScoringRules)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let verified =
-        verify_trajectory(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let rules = verified.rules();
-    let result = verified.result.with_context(|| {
-        format!(
-            "{}: the session has not finished; there is no result to score",
-            path.display()
-        )
-    })?;
-    Ok((result, rules))
+    Ok(registry
+        .iter()
+        .map(|task| task.spec())
+        .collect::<Result<_, _>>()?)
 }
 
 fn score_file(args: ScoreArgs) -> anyhow::Result<ExitCode> {
-    let path = &args.file;
-    let (measured, safety, rules) = if path.is_dir()
-        || path
-            .file_name()
-            .is_some_and(|n| n == ale_proto::layout::REPORT_FILE)
-    {
-        let dir = if path.is_dir() {
-            path.as_path()
-        } else {
-            path.parent().unwrap_or(Path::new("."))
-        };
-        match Report::read(dir) {
-            Ok(report) => (
-                Some(report.value),
-                report.safety.clone(),
-                rules_from_report(&report),
-            ),
-            Err(_) => {
-                let (r, rules) = read_trajectory_result(&dir.join(TRAJECTORY_FILE))?;
-                (Some(r.value), r.safety, rules)
-            }
-        }
-    } else if path.extension().is_some_and(|e| e == "jsonl") {
-        let (r, rules) = read_trajectory_result(path)?;
-        (Some(r.value), r.safety, rules)
-    } else {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?;
-        let task = args
-            .task
-            .clone()
-            .or_else(|| {
-                value
-                    .get("task_id")
-                    .and_then(|t| t.as_str())
-                    .map(str::to_string)
-            })
-            .context("which task? pass --task ID")?;
-        let measured = value.get("value").and_then(|v| v.as_f64());
-        let safety = value
-            .get("safety")
-            .and_then(|s| serde_json::from_value(s.clone()).ok())
-            .unwrap_or_default();
-        (measured, safety, rules_from_task(&task)?)
-    };
     let faithfulness = args
         .faithfulness
         .as_deref()
         .map_or(Faithfulness::Missing, Faithfulness::read);
-    let breakdown = score(&rules, measured, &safety, &faithfulness);
+    let breakdown = ale_harness::score_file::score_file(
+        &args.file,
+        args.task.as_deref(),
+        &builtin_tasks()?,
+        &faithfulness,
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&breakdown)?);
     } else {
-        println!("Score of {}", path.display());
-        print_table(&breakdown_lines(&breakdown));
+        println!("Score of {}", args.file.display());
+        print_table(&breakdown.lines());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -664,63 +517,74 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let path = &args.path;
     let source = KeySource::new(args);
     let evaluator_key = source.key(KeyRole::Evaluator)?;
-    let (verified, harness_log, report) = if path.is_dir() {
+    let verdict = RunVerdict::from(if path.is_dir() {
         let keys = RecordKeys {
             evaluator: evaluator_key,
             harness: source.key(KeyRole::Harness)?,
         };
-        match verify_run_dir(path, &keys) {
-            Ok(v) => (v.trajectory, v.harness_log, v.report),
-            Err(e) => {
-                println!("BROKEN  {e}");
-                return Ok(ExitCode::FAILURE);
-            }
-        }
+        verify_run_dir(path, &keys)
     } else {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let checked = verify_trajectory(&text)
-            .map_err(|e| e.to_string())
-            .and_then(|v| v.check_signature(&evaluator_key).map(|()| v));
-        match checked {
-            Ok(v) => (v, None, None),
-            Err(e) => {
-                println!("BROKEN  {} {e}", path.display());
-                return Ok(ExitCode::FAILURE);
+        verify_trajectory_file(path, &evaluator_key)
+    });
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&verdict)?);
+    }
+    let verified = match verdict {
+        RunVerdict::Verified(v) => *v,
+        RunVerdict::Broken(e) => {
+            if !args.json {
+                println!("BROKEN  {e}");
             }
+            return Ok(ExitCode::FAILURE);
         }
     };
+    if !args.json {
+        println!("Verified {}", path.display());
+        print_table(&verification_rows(&verified, &evaluator_key, &source));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `verify` prints of a verified run, a row each.
+fn verification_rows(
+    verified: &RunVerification,
+    evaluator_key: &ed25519_dalek::VerifyingKey,
+    source: &KeySource<'_>,
+) -> Vec<(String, String)> {
+    let trajectory = &verified.trajectory;
     let mut rows = vec![(
         "trajectory".to_string(),
-        format!("ok · {} events · head {}", verified.events, verified.head),
+        format!(
+            "ok · {} events · head {}",
+            trajectory.events, trajectory.head
+        ),
     )];
     rows.push((
         "evaluator signature".into(),
-        if verified.signature.is_some() {
+        if trajectory.signature.is_some() {
             format!(
                 "ok · key {} · {}",
-                encode_public_key(&evaluator_key),
+                encode_public_key(evaluator_key),
                 source.origin(KeyRole::Evaluator)
             )
         } else {
             "none yet: the session has not finished".into()
         },
     ));
-    match &verified.result {
+    match &trajectory.result {
         Some(r) => {
             rows.push((
                 "result".into(),
                 format!(
-                    "{:?}, {} = {} over {} rollouts",
+                    "{}, {} = {} over {} rollouts",
                     r.status,
                     r.metric_name,
                     r.value,
                     r.episodes.len()
-                )
-                .to_lowercase(),
+                ),
             ));
             let b = score(
-                &verified.rules(),
+                &trajectory.rules(),
                 Some(r.value),
                 &r.safety,
                 &Faithfulness::Missing,
@@ -740,7 +604,7 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             "none yet: the session has not finished".into(),
         )),
     }
-    if let Some(log) = &harness_log {
+    if let Some(log) = &verified.harness_log {
         rows.push((
             "harness log".into(),
             format!("ok · {} events · read the result at this head", log.events),
@@ -755,20 +619,18 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         ));
         rows.push((
             "agent".into(),
-            if log.is_signed() {
-                log.started.sandbox.describe()
-            } else {
-                "unverified: the harness log is not signed, so what it says of the agent proves nothing"
-                    .into()
+            match verified.sandbox() {
+                Some(sandbox) => sandbox.describe(),
+                None => "unverified: the harness log is not signed, so what it says of the agent \
+                         proves nothing"
+                    .into(),
             },
         ));
     }
-    if report.is_some() {
+    if verified.report.is_some() {
         rows.push(("report".into(), "agrees with the signed records".into()));
     }
-    println!("Verified {}", path.display());
-    print_table(&rows);
-    Ok(ExitCode::SUCCESS)
+    rows
 }
 
 fn list_runs(state_dir: &Path) -> anyhow::Result<ExitCode> {
@@ -788,7 +650,7 @@ fn list_runs(state_dir: &Path) -> anyhow::Result<ExitCode> {
                 "{:<38} {:<32} {:<16} {:>12.3} {:>7.3}  {}",
                 run.run_id,
                 r.task.id,
-                format!("{:?}", r.status).to_lowercase(),
+                r.status.to_string(),
                 r.value,
                 r.score.score,
                 r.sandbox.describe()

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ale_harness::plot::{PlotData, render};
+use ale_harness::plot::{PlotData, render_file};
 
 use crate::StateDirArg;
 
@@ -35,8 +35,8 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
         );
         dir
     };
-    let data = PlotData::read(&path).map_err(anyhow::Error::msg)?;
-    render(&data, &args.output).map_err(anyhow::Error::msg)?;
+    let data = PlotData::load(&path)?;
+    render_file(&data, &args.output)?;
     println!("wrote {}", args.output.display());
     Ok(ExitCode::SUCCESS)
 }

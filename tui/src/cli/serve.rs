@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use ale_harness::evaluator::ready;
+use ale_harness::evaluator_process::ready;
 use ale_server::{Evaluator, Limits, TaskRegistry};
 use anyhow::Context;
 
@@ -69,7 +69,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     rt.block_on(async move {
         let agent_socket = args
             .agent_socket
-            .unwrap_or_else(|| ale_server::state_dir::agent_socket(&state_dir));
+            .unwrap_or_else(|| ale_proto::layout::agent_socket(&state_dir));
         let server = ale_server::serve::start_with_agent_socket(
             Arc::new(evaluator),
             args.listen,

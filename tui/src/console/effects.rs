@@ -39,7 +39,9 @@ pub fn export_plot(run_dir: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
         PlotFormat::Svg => "svg",
     };
     let path = out_dir.join(format!("{name}.{extension}"));
-    let result = PlotData::read(run_dir).and_then(|data| ale_harness::plot::render(&data, &path));
+    let result = PlotData::load(run_dir)
+        .and_then(|data| ale_harness::plot::render_file(&data, &path))
+        .map_err(|e| e.to_string());
     Msg::Exported { path, result }
 }
 

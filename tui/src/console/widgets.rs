@@ -2,6 +2,7 @@
 //! report's lines.
 
 use ale_harness::report::Report;
+use ale_proto::records::running_mean;
 use ale_sims::{Drawing, Shape};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -196,14 +197,10 @@ pub fn draw_metrics_chart(
         .enumerate()
         .map(|(i, m)| (i as f64 + 1.0, *m))
         .collect();
-    let mut sum = 0.0;
-    let mean: Vec<(f64, f64)> = metrics
-        .iter()
+    let mean: Vec<(f64, f64)> = running_mean(metrics.iter().copied())
+        .into_iter()
         .enumerate()
-        .map(|(i, m)| {
-            sum += m;
-            (i as f64 + 1.0, sum / (i + 1) as f64)
-        })
+        .map(|(i, m)| (i as f64 + 1.0, m))
         .collect();
     let n = metrics.len().max(1) as f64 + 1.0;
     let target_line = if target.is_finite() {
@@ -246,10 +243,7 @@ pub fn report_lines<'a>(report: &Report, theme: &Theme) -> Vec<Line<'a>> {
         Line::from(vec![
             Span::styled("score ", theme.muted()),
             Span::styled(format!("{:.4}", s.score), theme.accent()),
-            Span::styled(
-                format!("   status {:?}", report.status).to_lowercase(),
-                theme.muted(),
-            ),
+            Span::styled(format!("   status {}", report.status), theme.muted()),
         ]),
         Line::raw(format!(
             "{} = {:.4}, target {} → ratio {:.4}, capped at {} → {:.4}",
@@ -257,16 +251,7 @@ pub fn report_lines<'a>(report: &Report, theme: &Theme) -> Vec<Line<'a>> {
         )),
     ];
     for p in &s.penalties {
-        lines.push(Line::raw(format!(
-            "safety {} = {} → {}",
-            p.name,
-            p.value,
-            if p.applied {
-                format!("× {}", p.penalty_factor)
-            } else {
-                "no penalty".into()
-            }
-        )));
+        lines.push(Line::raw(format!("safety {} = {p}", p.name)));
     }
     if s.faithfulness.required {
         lines.push(Line::raw(format!(

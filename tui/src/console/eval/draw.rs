@@ -138,7 +138,7 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
         Some(r) => r
             .episodes
             .iter()
-            .filter(|e| e.outcome != ale_proto::records::Outcome::NotRun)
+            .filter(|e| e.outcome.is_played())
             .map(|e| e.metric)
             .collect(),
         None => progress

@@ -73,7 +73,7 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
             let metrics: Vec<f64> = report
                 .episodes
                 .iter()
-                .filter(|e| e.outcome != ale_proto::records::Outcome::NotRun)
+                .filter(|e| e.outcome.is_played())
                 .map(|e| e.metric)
                 .collect();
             draw_metrics_chart(frame, &metrics, report.score.target, theme, chart);

@@ -1,7 +1,6 @@
 //! Draws the tasks view: the list, and the selected task's full spec.
 
 use ale_proto::TaskSpec;
-use ale_proto::records::Direction;
 use ale_proto::task_spec::TaskMode;
 use ale_sims::Space;
 use ratatui::Frame;
@@ -78,13 +77,6 @@ pub fn draw(frame: &mut Frame, tasks: &Tasks, filtering: bool, theme: &Theme, ar
     );
 }
 
-fn direction_words(direction: Direction) -> &'static str {
-    match direction {
-        Direction::LowerIsBetter => "lower is better",
-        Direction::HigherIsBetter => "higher is better",
-    }
-}
-
 /// A space, one line per element where the space is small enough to list.
 fn space_lines<'a>(space: &Space, theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = vec![Line::raw(format!("  {space}"))];
@@ -152,10 +144,7 @@ fn spec_lines<'a>(task: &TaskSpec, theme: &Theme) -> Vec<Line<'a>> {
             "metric",
             format!(
                 "{} ({}), target {}, cap {}",
-                metric.name,
-                direction_words(metric.direction),
-                metric.target,
-                metric.cap
+                metric.name, metric.direction, metric.target, metric.cap
             ),
             w,
         ),

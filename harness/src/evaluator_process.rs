@@ -1,5 +1,6 @@
-//! The evaluator a run talks to: the one already serving the state dir, or one the harness
-//! starts for the run (`ale serve` as a child process on a free loopback port) and stops after.
+//! The evaluator process a run talks to: attach to the one already serving the state dir, or
+//! start one for the run (`ale serve` as a child process on a free loopback port) and stop it
+//! after.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -10,7 +11,36 @@ use ale_proto::private_files::read_private_file;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use crate::error::HarnessError;
+use ale_proto::private_files::PrivateFileError;
+
+/// Why no evaluator could be attached to or started.
+#[derive(Debug, thiserror::Error)]
+pub enum EvaluatorError {
+    #[error(
+        "an evaluator serves {} but its agent endpoint file is unusable ({cause})",
+        .state_dir.display()
+    )]
+    EndpointFile {
+        state_dir: PathBuf,
+        cause: PrivateFileError,
+    },
+    #[error(
+        "{} does not name both agent channels (TCP and Unix socket); the evaluator serving {} \
+         is older than this harness: restart it",
+        .file.display(),
+        .state_dir.display()
+    )]
+    OldEndpointFile { file: PathBuf, state_dir: PathBuf },
+    #[error("cannot start {} serve: {cause}", .exe.display())]
+    Start { exe: PathBuf, cause: std::io::Error },
+    #[error(
+        "the evaluator it started exited before it was ready ({status}); run `ale serve --state-dir {}` to see why",
+        .state_dir.display()
+    )]
+    ExitedEarly { status: String, state_dir: PathBuf },
+    #[error("the evaluator it started was not ready within {} s", .timeout.as_secs())]
+    NotReady { timeout: Duration },
+}
 
 /// How long a started evaluator may take to come up.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -69,23 +99,17 @@ fn socket_is_live(socket: &Path) -> bool {
 }
 
 /// The agent channel's endpoints as the evaluator serving `state_dir` recorded them.
-fn recorded_endpoints(state_dir: &Path) -> Result<layout::AgentEndpoints, HarnessError> {
+fn recorded_endpoints(state_dir: &Path) -> Result<layout::AgentEndpoints, EvaluatorError> {
     let file = layout::agent_endpoint_file(state_dir);
     let text = read_private_file(&file)
         .map(|bytes| String::from_utf8_lossy(&bytes).to_string())
-        .map_err(|e| {
-            HarnessError::Evaluator(format!(
-                "an evaluator serves {} but its agent endpoint file is unusable ({e})",
-                state_dir.display()
-            ))
+        .map_err(|cause| EvaluatorError::EndpointFile {
+            state_dir: state_dir.to_path_buf(),
+            cause,
         })?;
-    layout::AgentEndpoints::parse(&text).ok_or_else(|| {
-        HarnessError::Evaluator(format!(
-            "{} does not name both agent channels (TCP and Unix socket); the evaluator serving {} \
-             is older than this harness: restart it",
-            file.display(),
-            state_dir.display()
-        ))
+    layout::AgentEndpoints::parse(&text).ok_or_else(|| EvaluatorError::OldEndpointFile {
+        file,
+        state_dir: state_dir.to_path_buf(),
     })
 }
 
@@ -95,7 +119,7 @@ pub async fn attach_or_start(
     state_dir: &Path,
     ale_exe: &Path,
     endpoint: Option<&str>,
-) -> Result<EvaluatorHandle, HarnessError> {
+) -> Result<EvaluatorHandle, EvaluatorError> {
     let harness_socket = layout::harness_socket(state_dir);
     if socket_is_live(&harness_socket) {
         let recorded = recorded_endpoints(state_dir)?;
@@ -123,13 +147,17 @@ pub async fn attach_or_start(
             Ok(())
         });
     }
-    let mut child = command.spawn().map_err(|e| {
-        HarnessError::Evaluator(format!("cannot start {} serve: {e}", ale_exe.display()))
+    let start_err = |cause| EvaluatorError::Start {
+        exe: ale_exe.to_path_buf(),
+        cause,
+    };
+    let mut child = command.spawn().map_err(start_err)?;
+    // Piped above, so it is there.
+    let stdout = child.stdout.take().ok_or_else(|| {
+        start_err(std::io::Error::other(
+            "the evaluator's stdout is not captured",
+        ))
     })?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| HarnessError::Evaluator("the evaluator's stdout is not captured".into()))?;
     let mut lines = BufReader::new(stdout).lines();
     let ready = async {
         while let Ok(Some(line)) = lines.next_line().await {
@@ -142,18 +170,20 @@ pub async fn attach_or_start(
     match tokio::time::timeout(START_TIMEOUT, ready).await {
         Ok(Some(_)) => {}
         Ok(None) => {
-            let status = child.wait().await.ok();
-            return Err(HarnessError::Evaluator(format!(
-                "the evaluator it started exited before it was ready ({status:?}); run `ale serve --state-dir {}` to see why",
-                state_dir.display()
-            )));
+            let status = match child.wait().await {
+                Ok(status) => status.to_string(),
+                Err(e) => format!("its exit status is unknown: {e}"),
+            };
+            return Err(EvaluatorError::ExitedEarly {
+                status,
+                state_dir: state_dir.to_path_buf(),
+            });
         }
         Err(_) => {
             let _ = child.kill().await;
-            return Err(HarnessError::Evaluator(format!(
-                "the evaluator it started was not ready within {} s",
-                START_TIMEOUT.as_secs()
-            )));
+            return Err(EvaluatorError::NotReady {
+                timeout: START_TIMEOUT,
+            });
         }
     };
     // Keep reading so the child never blocks on a full pipe.

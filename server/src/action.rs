@@ -1,0 +1,30 @@
+//! The protocol's action rule: an action is accepted only if it is a member of the task's
+//! action space, bounds included, and a sim's own refusals map to the protocol's errors. Both
+//! practice envs and eval sessions step through it.
+
+use ale_sims::{Sim, SimError, Tensor, Transition};
+
+use crate::error::Error;
+use crate::task::Task;
+
+/// Steps `sim` under the protocol's rules: the action must be a member of the action space,
+/// bounds included (a sim alone would clip a Box action the way Gymnasium does).
+pub(crate) fn step_checked(
+    task: &Task,
+    sim: &mut dyn Sim,
+    action: &Tensor,
+) -> Result<Transition, Error> {
+    let bad_action = |detail: String| Error::BadAction {
+        task: task.id.clone(),
+        detail,
+    };
+    sim.action_space()
+        .check(action)
+        .map_err(|e| bad_action(e.to_string()))?;
+    sim.step(action).map_err(|e| match e {
+        SimError::Action(detail) => bad_action(detail.to_string()),
+        SimError::State(detail) => bad_action(detail),
+        SimError::NotReset => Error::StepBeforeReset,
+        SimError::EpisodeOver => Error::EpisodeOver,
+    })
+}
