@@ -7,8 +7,9 @@ use std::time::Instant;
 use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome, RunStarted, SafetyMetricRecord};
 use ale_proto::trajectory::EventKind;
 use ale_proto::{EnvHandle, RunId, SECRET_LEN, SessionId};
-use ale_sims::{Counter, Sim, SimError, Tensor, Transition};
+use ale_sims::{Counter, Sim, Tensor, Transition};
 
+use crate::action::step_checked;
 use crate::error::Error;
 use crate::seeds::{SeedSource, random_u64};
 use crate::session::{NotStarted, RolloutProgress, Session};
@@ -96,28 +97,6 @@ pub struct Env {
     sim: Box<dyn Sim>,
     kind: Kind,
     last_used: Instant,
-}
-
-/// Steps `sim` under the protocol's rules: the action must be a member of the action space,
-/// bounds included (a sim alone would clip a Box action the way Gymnasium does).
-pub(crate) fn step_checked(
-    task: &Task,
-    sim: &mut dyn Sim,
-    action: &Tensor,
-) -> Result<Transition, Error> {
-    let bad_action = |detail: String| Error::BadAction {
-        task: task.id.clone(),
-        detail,
-    };
-    sim.action_space()
-        .check(action)
-        .map_err(|e| bad_action(e.to_string()))?;
-    sim.step(action).map_err(|e| match e {
-        SimError::Action(detail) => bad_action(detail.to_string()),
-        SimError::State(detail) => bad_action(detail),
-        SimError::NotReset => Error::StepBeforeReset,
-        SimError::EpisodeOver => Error::EpisodeOver,
-    })
 }
 
 fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
