@@ -3,6 +3,10 @@
 //!
 //! Classic control, step for step as in Gymnasium 1.x: [`cartpole`], [`pendulum`],
 //! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`].
+//!
+//! Robotics tasks of this evaluator's own: [`reacher2d`] (a two-link arm), [`nav2d`] (a robot
+//! crossing an obstacle field by lidar) and [`swarm2d`] (sixteen robots to their goals at once,
+//! observed and acted on one robot per row).
 
 pub mod acrobot;
 pub mod action;
@@ -18,6 +22,7 @@ mod registry;
 mod rng;
 mod sim;
 mod space;
+pub mod swarm2d;
 mod tensor;
 
 pub use draw::{Drawing, Role, Shape, Viewport};
