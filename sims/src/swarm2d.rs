@@ -250,9 +250,9 @@ impl Swarm2d {
                     [1.0, 0.0]
                 };
                 let push = 0.5 * (touch - d);
-                for axis in 0..2 {
-                    self.position[i][axis] -= normal[axis] * push;
-                    self.position[j][axis] += normal[axis] * push;
+                for (axis, n) in normal.into_iter().enumerate() {
+                    self.position[i][axis] -= n * push;
+                    self.position[j][axis] += n * push;
                 }
             }
         }

@@ -117,8 +117,8 @@ impl Reference {
                 }
             }
             for i in 0..ROBOTS {
-                self.x[i] = self.x[i].max(ROBOT_RADIUS).min(ARENA - ROBOT_RADIUS);
-                self.y[i] = self.y[i].max(ROBOT_RADIUS).min(ARENA - ROBOT_RADIUS);
+                self.x[i] = self.x[i].clamp(ROBOT_RADIUS, ARENA - ROBOT_RADIUS);
+                self.y[i] = self.y[i].clamp(ROBOT_RADIUS, ARENA - ROBOT_RADIUS);
             }
         }
         self.contacts += contacts as f64;
@@ -171,9 +171,15 @@ impl Reference {
     }
 }
 
+/// Robot starts and goals.
+struct Scene {
+    starts: Vec<(f32, f32)>,
+    goals: Vec<(f32, f32)>,
+}
+
 /// A scene: robots on a jittered 4 × 4 grid of `spacing`, centred at `centre`; goals on
 /// another jittered grid, shuffled.
-fn scene(rng: &mut Rng, spacing: f64, centre: (f64, f64)) -> (Vec<(f32, f32)>, Vec<(f32, f32)>) {
+fn scene(rng: &mut Rng, spacing: f64, centre: (f64, f64)) -> Scene {
     let jitter = (spacing - 2.0 * f64::from(ROBOT_RADIUS) - 0.01) / 2.0;
     let grid = |rng: &mut Rng, spacing: f64, centre: (f64, f64)| -> Vec<(f32, f32)> {
         (0..ROBOTS)
@@ -192,7 +198,7 @@ fn scene(rng: &mut Rng, spacing: f64, centre: (f64, f64)) -> (Vec<(f32, f32)>, V
     for i in (1..goals.len()).rev() {
         goals.swap(i, rng.below(i as u64 + 1) as usize);
     }
-    (starts, goals)
+    Scene { starts, goals }
 }
 
 fn state(starts: &[(f32, f32)], goals: &[(f32, f32)]) -> Vec<f64> {
@@ -243,7 +249,7 @@ fn close(a: f64, b: f64) -> bool {
 /// Plays one episode on both; returns (steps, contacts) for the coverage checks.
 fn compare(driver: Driver, episode: u64, spacing: f64, centre: (f64, f64)) -> (u32, f64, bool) {
     let mut rng = Rng::new(episode);
-    let (starts, goals) = scene(&mut rng, spacing, centre);
+    let Scene { starts, goals } = scene(&mut rng, spacing, centre);
     let mut sim = Swarm2d::new(MAX_EPISODE_STEPS);
     sim.reset_to_state(&state(&starts, &goals)).unwrap();
     let mut reference = Reference::new(&starts, &goals);

@@ -59,7 +59,7 @@ impl SwarmHeuristic {
             n: [0.0, 0.0],
             bound: 0.0,
         }; LIMITS];
-        for k in 0..NEIGHBOURS {
+        for (k, limit) in limits[..NEIGHBOURS].iter_mut().enumerate() {
             let at = NEIGHBOUR + k * NEIGHBOUR_FEATURES;
             let r = [row[at], row[at + 1]];
             let distance = r[0].hypot(r[1]).max(1e-6);
@@ -71,7 +71,7 @@ impl SwarmHeuristic {
                 v[0] += push * (-n[0] + self.sidestep * n[1]);
                 v[1] += push * (-n[1] - self.sidestep * n[0]);
             }
-            limits[k] = Limit {
+            *limit = Limit {
                 n,
                 bound: (gap - MARGIN).max(0.0) / (2.0 * DT),
             };
