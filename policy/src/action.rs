@@ -110,6 +110,9 @@ impl ActionMap {
                 ));
             }
         };
+        if output_dim == 0 {
+            return Err(unsupported("it has no elements"));
+        }
         Ok(ActionMap {
             space: space.clone(),
             kind,
@@ -221,7 +224,7 @@ impl ActionMap {
         n: usize,
         actions: &mut [Tensor],
     ) -> Result<(), PolicyError> {
-        let expected = n.checked_mul(self.output_dim).unwrap_or(usize::MAX);
+        let expected = n.saturating_mul(self.output_dim);
         crate::check_len("output block", outputs.len(), expected)?;
         if actions.len() < n {
             return Err(PolicyError::BatchShape {
@@ -229,9 +232,6 @@ impl ActionMap {
                 expected: n,
                 got: actions.len(),
             });
-        }
-        if self.output_dim == 0 {
-            return Ok(());
         }
         for (i, (row, action)) in outputs
             .chunks_exact(self.output_dim)

@@ -165,7 +165,7 @@ impl Mlp {
         scratch: &mut Scratch,
         out: &mut [f32],
     ) -> Result<(), PolicyError> {
-        let rows = |dim: usize| n.checked_mul(dim).unwrap_or(usize::MAX);
+        let rows = |dim: usize| n.saturating_mul(dim);
         check_len("observation block", obs.len(), rows(self.input_dim()))?;
         check_len("output block", out.len(), rows(self.output_dim()))?;
         if n == 0 {
@@ -291,13 +291,13 @@ impl BatchPolicy for MlpPolicy {
     }
 
     fn act(&mut self, obs: &[f32], n: usize, actions: &mut [Tensor]) -> Result<(), PolicyError> {
-        let len = n.checked_mul(self.mlp.output_dim()).unwrap_or(usize::MAX);
+        let len = n.saturating_mul(self.mlp.output_dim());
         // The expected observation length is checked by forward_batch before this could
         // matter; a block too large to address fails there too.
         check_len(
             "observation block",
             obs.len(),
-            n.checked_mul(self.mlp.input_dim()).unwrap_or(usize::MAX),
+            n.saturating_mul(self.mlp.input_dim()),
         )?;
         grow(&mut self.outputs, len);
         let outputs = &mut self.outputs[..len];

@@ -65,6 +65,10 @@ impl ObsEncoder {
                 ));
             }
         };
+        // An empty row would leave the block size unbounded by the observations given.
+        if dim == 0 {
+            return Err(unsupported("it has no elements"));
+        }
         if dim > crate::limits::MAX_WIDTH {
             return Err(unsupported("it flattens to more than MAX_WIDTH elements"));
         }

@@ -212,11 +212,7 @@ impl BatchPolicy for OnnxPolicy {
 
     fn act(&mut self, obs: &[f32], n: usize, actions: &mut [Tensor]) -> Result<(), PolicyError> {
         let (obs_dim, out_dim) = (self.encoder.dim(), self.actions.output_dim());
-        check_len(
-            "observation block",
-            obs.len(),
-            n.checked_mul(obs_dim).unwrap_or(usize::MAX),
-        )?;
+        check_len("observation block", obs.len(), n.saturating_mul(obs_dim))?;
         if n == 0 {
             return Ok(());
         }
