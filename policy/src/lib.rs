@@ -76,8 +76,9 @@ pub mod limits {
 ///
 /// The pipeline flattens each env's observation into one row with [`ObsEncoder::encode`],
 /// calls [`act`](BatchPolicy::act) once per step for the whole block, and passes each action
-/// tensor to its env. After the first call at a given block size, `act` allocates nothing for
-/// the safetensors MLP.
+/// tensor to its env. After the first call at a given block size, `act` of the safetensors MLP
+/// allocates nothing of its own (matrixmultiply still allocates one packing buffer per layer
+/// and call; `tests/no_alloc.rs` pins that).
 pub trait BatchPolicy {
     /// How observations are flattened into rows for this policy.
     fn obs_encoder(&self) -> &ObsEncoder;
