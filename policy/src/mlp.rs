@@ -131,7 +131,7 @@ impl Mlp {
     pub fn from_safetensors(bytes: &[u8], obs: &Space, act: &Space) -> Result<Mlp, PolicyError> {
         let encoder = ObsEncoder::new(obs)?;
         let actions = ActionMap::new(act)?;
-        crate::mlp_file::read(bytes, &encoder, &actions)
+        crate::mlp_file::read(bytes, &encoder, &actions, 1)
     }
 
     /// Length of an input row.
@@ -252,25 +252,56 @@ impl Layer {
 
 /// An [`Mlp`] with its observation encoder, action map and buffers: the [`BatchPolicy`] of the
 /// `mlp-safetensors` format.
+///
+/// The MLP either reads the whole flattened observation, or, for a task whose observation is a
+/// `[R, F]` Box and whose action a `[R, A]` Box (one row per robot of a swarm), it may read one
+/// row: `F` inputs, `A` outputs, the same weights applied to each of the `R` rows. Which of the
+/// two a file is follows from its first layer's width.
 #[derive(Debug, Clone)]
 pub struct MlpPolicy {
     mlp: Mlp,
     encoder: ObsEncoder,
     actions: ActionMap,
+    /// MLP rows per observation: 1, or R for a shared per-row policy.
+    rows: usize,
     scratch: Scratch,
     outputs: Vec<f32>,
 }
 
+/// R, when `obs` is a `[R, F]` Box and `act` a `[R, A]` Box with R > 1.
+fn shared_rows(obs: &Space, act: &Space) -> Option<usize> {
+    match (obs, act) {
+        (Space::Box(o), Space::Box(a))
+            if o.shape.len() == 2 && a.shape.len() == 2 && o.shape[0] == a.shape[0] =>
+        {
+            (o.shape[0] > 1).then_some(o.shape[0])
+        }
+        _ => None,
+    }
+}
+
 impl MlpPolicy {
-    /// Reads and checks the file as [`Mlp::from_safetensors`] does.
+    /// Reads and checks the file as [`Mlp::from_safetensors`] does, or as a per-row policy
+    /// (see the type's docs).
     pub fn from_safetensors(bytes: &[u8], obs: &Space, act: &Space) -> Result<Self, PolicyError> {
         let encoder = ObsEncoder::new(obs)?;
         let actions = ActionMap::new(act)?;
-        let mlp = crate::mlp_file::read(bytes, &encoder, &actions)?;
+        let (mlp, rows) = match crate::mlp_file::read(bytes, &encoder, &actions, 1) {
+            Ok(mlp) => (mlp, 1),
+            Err(whole @ PolicyError::ObsMismatch { got, .. }) => match shared_rows(obs, act) {
+                Some(rows) if got == encoder.dim() / rows => (
+                    crate::mlp_file::read(bytes, &encoder, &actions, rows)?,
+                    rows,
+                ),
+                _ => return Err(whole),
+            },
+            Err(e) => return Err(e),
+        };
         Ok(MlpPolicy {
             mlp,
             encoder,
             actions,
+            rows,
             scratch: Scratch::new(),
             outputs: Vec::new(),
         })
@@ -278,6 +309,11 @@ impl MlpPolicy {
 
     pub fn mlp(&self) -> &Mlp {
         &self.mlp
+    }
+
+    /// MLP rows per observation: 1 for a whole-observation policy, R for a per-row one.
+    pub fn rows_per_observation(&self) -> usize {
+        self.rows
     }
 }
 
@@ -291,17 +327,19 @@ impl BatchPolicy for MlpPolicy {
     }
 
     fn act(&mut self, obs: &[f32], n: usize, actions: &mut [Tensor]) -> Result<(), PolicyError> {
-        let len = n.saturating_mul(self.mlp.output_dim());
+        let rows = n.saturating_mul(self.rows);
+        let len = rows.saturating_mul(self.mlp.output_dim());
         // The expected observation length is checked by forward_batch before this could
         // matter; a block too large to address fails there too.
         check_len(
             "observation block",
             obs.len(),
-            n.saturating_mul(self.mlp.input_dim()),
+            rows.saturating_mul(self.mlp.input_dim()),
         )?;
         grow(&mut self.outputs, len);
         let outputs = &mut self.outputs[..len];
-        self.mlp.forward_batch(obs, n, &mut self.scratch, outputs)?;
+        self.mlp
+            .forward_batch(obs, rows, &mut self.scratch, outputs)?;
         self.actions.write_batch(outputs, n, actions)
     }
 }

@@ -30,11 +30,17 @@ type Named<'a> = (String, TensorView<'a>);
 /// The weight and bias found for one layer index.
 type LayerTensors<'a> = (Option<Named<'a>>, Option<Named<'a>>);
 
+/// Reads an MLP whose rows are `rows` per observation: 1 for a policy of the whole
+/// observation, R for one shared policy applied to each of the R rows of a `[R, F]` Box (the
+/// row holds F inputs and gives `output_dim / R` outputs).
 pub(crate) fn read(
     bytes: &[u8],
     encoder: &ObsEncoder,
     actions: &ActionMap,
+    rows: usize,
 ) -> Result<Mlp, PolicyError> {
+    let input_dim = encoder.dim() / rows;
+    let output_dim = actions.output_dim() / rows;
     let metadata = check_header(bytes)?;
     let file =
         SafeTensors::deserialize(bytes).map_err(|e| PolicyError::BadHeader(e.to_string()))?;
@@ -121,11 +127,11 @@ pub(crate) fn read(
             });
         }
         match &previous {
-            None if inputs != encoder.dim() => {
+            None if inputs != input_dim => {
                 return Err(PolicyError::ObsMismatch {
                     tensor: weight_name,
                     space: encoder.space().to_string(),
-                    expected: encoder.dim(),
+                    expected: input_dim,
                     got: inputs,
                 });
             }
@@ -150,17 +156,17 @@ pub(crate) fn read(
         planned.push((weight_name, weight, bias, inputs, outputs));
     }
     if let Some((last, outputs)) = &previous
-        && *outputs != actions.output_dim()
+        && *outputs != output_dim
     {
         return Err(PolicyError::ActMismatch {
             tensor: last.clone(),
             space: actions.space().to_string(),
-            expected: actions.output_dim(),
+            expected: output_dim,
             got: *outputs,
             how: actions.describe(),
         });
     }
-    let normalizer = read_normalizer(mean, std, encoder.dim())?;
+    let normalizer = read_normalizer(mean, std, input_dim)?;
     let activation = match metadata.get(ACTIVATION_KEY) {
         Some(name) => Activation::from_name(name)?,
         None if planned.len() > 1 => {

@@ -221,6 +221,61 @@ fn identity_activation_is_a_product_of_linear_maps() {
 }
 
 #[test]
+fn a_per_row_policy_applies_the_same_weights_to_each_row_of_a_swarm() {
+    // Three robots, two features each, two velocity outputs each: out = (f0, -f1), clipped.
+    let obs = Space::Box(BoxSpace::uniform(vec![3, 2], DType::F32, -10.0, 10.0));
+    let act = Space::Box(BoxSpace::uniform(vec![3, 2], DType::F32, -1.0, 1.0));
+    let bytes = write(&[f32s("0.weight", &[2, 2], &[1.0, 0.0, 0.0, -1.0])], &[]);
+    let mut policy = MlpPolicy::from_safetensors(&bytes, &obs, &act).expect("per-row load");
+    assert_eq!(policy.rows_per_observation(), 3);
+    let mut actions = policy.action_map().blank_actions(2);
+    let block = [
+        0.5, 0.25, 2.0, -3.0, -0.1, 0.0, // env 0
+        0.0, 1.0, 0.3, 0.3, -5.0, -0.5, // env 1
+    ];
+    policy.act(&block, 2, &mut actions).expect("act");
+    let close = |t: &Tensor, want: [f64; 6]| {
+        let got = t.to_f64_vec();
+        assert!(
+            got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-6),
+            "{got:?} != {want:?}"
+        );
+    };
+    close(&actions[0], [0.5, -0.25, 1.0, 1.0, -0.1, 0.0]);
+    close(&actions[1], [0.0, -1.0, 0.3, -0.3, -1.0, 0.5]);
+    assert_eq!(actions[0].shape(), &[3, 2]);
+
+    // A width that fits neither the whole observation nor one row is refused as before.
+    let bytes = write(&[f32s("0.weight", &[2, 5], &[0.0; 10])], &[]);
+    let e = MlpPolicy::from_safetensors(&bytes, &obs, &act).expect_err("refused");
+    assert!(
+        matches!(
+            e,
+            PolicyError::ObsMismatch {
+                expected: 6,
+                got: 5,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // A per-row input with a whole-action output is refused on the output.
+    let bytes = write(&[f32s("0.weight", &[6, 2], &[0.0; 12])], &[]);
+    let e = MlpPolicy::from_safetensors(&bytes, &obs, &act).expect_err("refused");
+    assert!(
+        matches!(
+            e,
+            PolicyError::ActMismatch {
+                expected: 2,
+                got: 6,
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
 fn a_linear_controller_reproduces_a_hand_written_cartpole_policy() {
     // Push right when the pole falls right: theta + 0.5 * theta_dot > 0.
     let hand = |o: &[f32]| i64::from(o[2] + 0.5 * o[3] > 0.0);
