@@ -30,6 +30,9 @@ pub struct AgentLaunch<'a> {
     pub agent_socket: &'a Path,
     /// The agent channel URL for an unsandboxed agent.
     pub unsandboxed_endpoint: &'a str,
+    /// For a batch task: the evaluator's submission folder, the one place the agent may write
+    /// (bind-mounted into a sandbox).
+    pub submission_dir: Option<&'a Path>,
     /// Host folders a sandboxed agent must not see, nor be given a path into (the state dir);
     /// users' homes are hidden too, but a working directory or program may be bound from them.
     pub hidden: &'a [PathBuf],
@@ -65,6 +68,20 @@ fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 /// The launch spec of a sandboxed agent.
+/// A dropped-uid agent must be able to write its submission: the folder becomes its own (it
+/// sits inside the evaluator's private state dir, which nobody else can traverse).
+fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
+    if let (Some(dir), Some(user)) = (&spec.submission_dir, spec.agent_user) {
+        std::os::unix::fs::lchown(dir, Some(user.uid), Some(user.gid)).map_err(|cause| {
+            HarnessError::Records {
+                path: dir.clone(),
+                cause,
+            }
+        })?;
+    }
+    Ok(())
+}
+
 pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
     let (program, _) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
     let options = launch.sandbox;
@@ -105,6 +122,15 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
             socket: launch.agent_socket.to_path_buf(),
             cause,
         })?;
+    let submission_dir = launch
+        .submission_dir
+        .map(|dir| {
+            std::fs::canonicalize(dir).map_err(|cause| HarnessError::Records {
+                path: dir.to_path_buf(),
+                cause,
+            })
+        })
+        .transpose()?;
     let mut hidden = launch.hidden.to_vec();
     hidden.extend(sandbox::default_hidden_folders());
     Ok(LaunchSpec {
@@ -113,11 +139,15 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         env: sandbox::agent_environment(
             &endpoint,
             launch.handle.as_str(),
+            submission_dir
+                .as_ref()
+                .map(|_| sandbox::SANDBOX_SUBMISSION_DIR),
             Some(sandbox::SANDBOX_HOME),
             &options.extra_env,
         ),
         workdir,
         agent_socket,
+        submission_dir,
         hidden,
         parent_pid: std::process::id(),
         agent_user,
@@ -199,6 +229,9 @@ impl Agent {
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
         let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
         let spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
+        if let Some(spec) = &spec {
+            give_submission_dir(spec)?;
+        }
         let mut command = if sandboxed {
             sandbox::launcher_command(launch.ale_exe)
         } else {
@@ -209,6 +242,7 @@ impl Agent {
                 .envs(sandbox::agent_environment(
                     launch.unsandboxed_endpoint,
                     launch.handle.as_str(),
+                    launch.submission_dir.and_then(Path::to_str),
                     std::env::var("HOME").ok().as_deref(),
                     &launch.sandbox.extra_env,
                 ));

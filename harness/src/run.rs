@@ -152,6 +152,7 @@ async fn run_with(
         ale_exe: &options.ale_exe,
         agent_socket: &evaluator.agent_socket,
         unsandboxed_endpoint: &evaluator.agent_endpoint,
+        submission_dir: None,
         hidden: &hidden,
         log,
     };

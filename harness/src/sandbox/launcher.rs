@@ -21,8 +21,8 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Gid, Pid, Uid, fork, pivot_root};
 
 use super::{
-    LaunchSpec, Network, SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME, SETUP_FAILED,
-    UserIds,
+    LaunchSpec, Network, SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME,
+    SANDBOX_SUBMISSION_DIR, SETUP_FAILED, UserIds,
 };
 
 /// A setup step that failed.
@@ -678,6 +678,16 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     let socket_target = in_newroot(socket);
     touch(&socket_target)?;
     bind(&host_path(&spec.agent_socket)?, &socket_target)?;
+
+    // A batch task's submission folder: the one host folder the agent may write to.
+    if let Some(dir) = &spec.submission_dir {
+        let target_path = Path::new(SANDBOX_SUBMISSION_DIR);
+        make_parents(target_path, &masks)?;
+        let target = in_newroot(target_path);
+        mkdir(&target, 0o755)?;
+        bind(&host_path(dir)?, &target)?;
+        set_attributes_recursively(&target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)?;
+    }
 
     // The working directory.
     let workdir = match &spec.workdir {

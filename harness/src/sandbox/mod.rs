@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 
 /// Where the evaluator's agent socket appears inside the sandbox.
 pub const SANDBOX_AGENT_SOCKET: &str = "/run/ale/agent.sock";
+/// Where a batch task's submission folder is bind-mounted, writable, inside the sandbox.
+pub const SANDBOX_SUBMISSION_DIR: &str = "/run/ale/submission";
 /// The agent's `HOME` inside the sandbox: in its private `/tmp`.
 pub const SANDBOX_HOME: &str = "/tmp/home";
 /// The agent's working directory when none is given: in its private `/tmp`.
@@ -88,6 +90,10 @@ pub struct LaunchSpec {
     pub workdir: Option<PathBuf>,
     /// The evaluator's agent socket on the host, bind-mounted at [`SANDBOX_AGENT_SOCKET`].
     pub agent_socket: PathBuf,
+    /// For a batch task: the evaluator's submission folder on the host (canonical),
+    /// bind-mounted writable at [`SANDBOX_SUBMISSION_DIR`]; the only host folder the agent can
+    /// write to.
+    pub submission_dir: Option<PathBuf>,
     /// Host folders (canonical) the agent must not see: each shows as an empty read-only
     /// folder, in which only the paths the sandbox binds (working directory, program) appear.
     pub hidden: Vec<PathBuf>,
@@ -232,6 +238,7 @@ pub fn parse_env_pair(pair: &str) -> Result<(String, String), SandboxError> {
 pub fn agent_environment(
     endpoint: &str,
     handle: &str,
+    submission_dir: Option<&str>,
     home: Option<&str>,
     extra: &[(String, String)],
 ) -> Vec<(String, String)> {
@@ -245,6 +252,12 @@ pub fn agent_environment(
             handle.to_string(),
         ),
     ];
+    if let Some(dir) = submission_dir {
+        env.push((
+            ale_proto::agent_env::SUBMISSION_DIR.to_string(),
+            dir.to_string(),
+        ));
+    }
     if let Some(home) = home {
         env.push(("HOME".into(), home.into()));
     }
@@ -504,6 +517,7 @@ mod tests {
         let env = agent_environment(
             "unix:///run/ale/agent.sock",
             "h",
+            Some(SANDBOX_SUBMISSION_DIR),
             Some(SANDBOX_HOME),
             &[("LANG".into(), "C".into()), ("X".into(), "1".into())],
         );
@@ -513,6 +527,7 @@ mod tests {
                 [
                     "ALE_ENDPOINT",
                     "ALE_ENV_HANDLE",
+                    "ALE_SUBMISSION_DIR",
                     "HOME",
                     "PATH",
                     "LANG",

@@ -405,6 +405,7 @@ fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
         ale_exe: &exe,
         agent_socket: &socket,
         unsandboxed_endpoint: "",
+        submission_dir: None,
         hidden: &hidden,
         log: Path::new(""),
     })?;
