@@ -62,6 +62,9 @@ pub mod agent_env {
     pub const ENDPOINT: &str = "ALE_ENDPOINT";
     /// The handle of the official env the agent is to play.
     pub const ENV_HANDLE: &str = "ALE_ENV_HANDLE";
+    /// For a batch task: the folder the agent writes its submission into, where the task's
+    /// contract (`submission_path`) says it is seen, e.g. `/submission`.
+    pub const SUBMISSION_DIR: &str = "ALE_SUBMISSION_DIR";
 }
 
 /// An error and its chain of causes, joined by ": ". For errors such as tonic's transport
