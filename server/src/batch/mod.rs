@@ -167,3 +167,6 @@ impl Batches {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;
