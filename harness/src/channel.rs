@@ -128,7 +128,10 @@ impl HarnessChannel {
     }
 
     /// A batch run's status, with its result once finished.
-    pub async fn batch_status(&mut self, batch_id: &BatchId) -> Result<BatchProgress, HarnessError> {
+    pub async fn batch_status(
+        &mut self,
+        batch_id: &BatchId,
+    ) -> Result<BatchProgress, HarnessError> {
         let answer = self
             .client
             .get_batch_eval_status(pb::GetBatchEvalStatusRequest {

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
+use ale_proto::keys::SigningKey;
 use ale_proto::layout::{self, AGENT_LOG_FILE, UNIX_SCHEME};
 use ale_proto::private_files::check_private_dir;
 use ale_proto::records::{EvalResultRecord, EvalStatus};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
-use ale_proto::keys::SigningKey;
 use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
 
 use crate::agent::{Agent, AgentLaunch};

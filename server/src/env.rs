@@ -243,9 +243,7 @@ impl Env {
                 *episode = PracticeEpisode::default();
                 Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }
-            Kind::Official(_) if self.task.mode == Mode::Batch => {
-                Err(self.not_interactive())
-            }
+            Kind::Official(_) if self.task.mode == Mode::Batch => Err(self.not_interactive()),
             Kind::Official(official) => {
                 let session = official.session(&self.handle)?;
                 if seed.is_some() {
@@ -266,9 +264,7 @@ impl Env {
                 episode.episode_return += t.reward;
                 Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
-            Kind::Official(_) if self.task.mode == Mode::Batch => {
-                Err(self.not_interactive())
-            }
+            Kind::Official(_) if self.task.mode == Mode::Batch => Err(self.not_interactive()),
             Kind::Official(official) => {
                 let session = official.session(&self.handle)?;
                 let (t, progress) = session.step(self.sim.as_mut(), action, now)?;

@@ -332,7 +332,8 @@ impl Session {
                 seed_commitment: record.seed_commitment.clone(),
             },
         )?;
-        self.trajectory.append(EventKind::RolloutFinished, &record)?;
+        self.trajectory
+            .append(EventKind::RolloutFinished, &record)?;
         self.total_steps = self.total_steps.saturating_add(record.steps);
         self.rollouts[i].record = record;
         self.next += 1;

@@ -149,8 +149,7 @@ pub struct SubmissionConfig {
 /// A batch run reads exactly one file, its entrypoint, inside the submission dir: the name must
 /// be a plain file name, so it can never reach outside that dir.
 pub fn check_entrypoint(name: &str) -> Result<(), String> {
-    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0')
-    {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
         return Err(format!(
             "must be a plain file name inside the submission dir (no '/', not '.' or '..', not empty), got {name:?}"
         ));
@@ -697,7 +696,14 @@ mod tests {
         let text = include_str!("../tasks/nav2d-barn.toml");
         let find = "entrypoint = \"policy.safetensors\"";
         assert!(text.contains(find));
-        for bad in ["", "..", ".", "../policy.safetensors", "sub/policy.safetensors", "/etc/passwd"] {
+        for bad in [
+            "",
+            "..",
+            ".",
+            "../policy.safetensors",
+            "sub/policy.safetensors",
+            "/etc/passwd",
+        ] {
             let text = text.replace(find, &format!("entrypoint = {bad:?}"));
             let err = Task::from_toml("e.toml", &text).unwrap_err().to_string();
             assert!(

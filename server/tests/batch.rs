@@ -66,7 +66,10 @@ fn is_finished(s: &pb::GetBatchEvalStatusResponse) -> bool {
 }
 
 /// Polls until the run has finished; its final status.
-async fn finished(client: &mut AleEnvClient<Channel>, batch_id: &str) -> pb::GetBatchEvalStatusResponse {
+async fn finished(
+    client: &mut AleEnvClient<Channel>,
+    batch_id: &str,
+) -> pb::GetBatchEvalStatusResponse {
     for _ in 0..600 {
         let s = status(client, batch_id).await;
         if is_finished(&s) {
@@ -135,7 +138,11 @@ async fn the_official_batch_env_is_not_played_interactively_but_its_practice_env
     ];
     for status in refusals {
         assert_eq!(status.code(), Code::FailedPrecondition, "{status:?}");
-        assert!(status.message().contains("SubmitBatchEval"), "{}", status.message());
+        assert!(
+            status.message().contains("SubmitBatchEval"),
+            "{}",
+            status.message()
+        );
     }
     practice_round(&server).await;
 }
@@ -158,7 +165,11 @@ async fn misuse_is_refused_and_changes_nothing() {
     let (interactive, _, _) = server.official_env("cartpole-balance").await;
     let err = submit(&mut harness, &interactive).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
-    assert!(err.message().contains("is interactive"), "{}", err.message());
+    assert!(
+        err.message().contains("is interactive"),
+        "{}",
+        err.message()
+    );
 
     let err = submit(&mut harness, "env-nope").await.unwrap_err();
     assert_eq!(err.code(), Code::NotFound);
@@ -176,7 +187,11 @@ async fn misuse_is_refused_and_changes_nothing() {
     let batch = submit(&mut agent, &handle).await.unwrap();
     let err = submit(&mut harness, &handle).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition);
-    assert!(err.message().contains("already submitted"), "{}", err.message());
+    assert!(
+        err.message().contains("already submitted"),
+        "{}",
+        err.message()
+    );
     finished(&mut agent, &batch).await;
 
     // At the cap of runs in flight a submission is refused, and the env can still be submitted
@@ -189,7 +204,11 @@ async fn misuse_is_refused_and_changes_nothing() {
         Ok(_) => assert!(is_finished(&status(&mut harness, &first).await)),
         Err(err) => {
             assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
-            assert!(err.message().contains("--max-batch-runs"), "{}", err.message());
+            assert!(
+                err.message().contains("--max-batch-runs"),
+                "{}",
+                err.message()
+            );
             finished(&mut harness, &first).await;
             submit(&mut harness, &second).await.unwrap();
         }
@@ -208,7 +227,11 @@ async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
     let outside = server.dir.path().join("outside.safetensors");
     std::fs::write(&outside, b"secret").unwrap();
     let cases: Vec<(&str, Box<dyn Fn()>, &str)> = vec![
-        ("missing", Box::new(|| {}), "the submission has no policy.safetensors"),
+        (
+            "missing",
+            Box::new(|| {}),
+            "the submission has no policy.safetensors",
+        ),
         (
             "a link out of the dir",
             Box::new(|| std::os::unix::fs::symlink(&outside, &file).unwrap()),
@@ -227,8 +250,7 @@ async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
         (
             "a FIFO",
             Box::new(|| {
-                nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o600))
-                    .unwrap()
+                nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap()
             }),
             "is a FIFO, not a regular file",
         ),
@@ -269,7 +291,10 @@ async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
     std::fs::write(&file, b"changed after the submission").unwrap();
 
     let on_agent = finished(&mut agent, &batch).await;
-    assert!(on_agent.result.is_none(), "the agent channel never carries the result");
+    assert!(
+        on_agent.result.is_none(),
+        "the agent channel never carries the result"
+    );
     assert!(!on_agent.message.is_empty());
     let mut harness = server.harness().await;
     let on_harness = status(&mut harness, &batch).await;

@@ -147,8 +147,9 @@ impl Batches {
                 match loader(&format, &bytes, &obs, &act) {
                     Ok(policy) => policies.push(policy),
                     Err(e) => {
-                        return run
-                            .fail_before_start(format!("the submitted policy cannot be used: {e}"));
+                        return run.fail_before_start(format!(
+                            "the submitted policy cannot be used: {e}"
+                        ));
                     }
                 }
             }

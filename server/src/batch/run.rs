@@ -115,12 +115,7 @@ pub struct BatchRun {
 
 impl BatchRun {
     /// A queued run over `session` (started: its `session_started` is written).
-    pub fn new(
-        id: BatchId,
-        task: Arc<Task>,
-        session: Session,
-        admission: Admission,
-    ) -> BatchRun {
+    pub fn new(id: BatchId, task: Arc<Task>, session: Session, admission: Admission) -> BatchRun {
         BatchRun {
             id,
             task,

@@ -171,7 +171,11 @@ mod tests {
 
         std::fs::write(d.join("big"), vec![0u8; 11]).unwrap();
         let err = snapshot(d, "big", 10).unwrap_err();
-        assert_eq!(err.to_string().contains("11 bytes, over the cap of 10"), true, "{err}");
+        assert_eq!(
+            err.to_string().contains("11 bytes, over the cap of 10"),
+            true,
+            "{err}"
+        );
 
         std::fs::write(d.join("outside"), b"x").unwrap();
         symlink(d.join("outside"), d.join(NAME)).unwrap();

@@ -149,7 +149,10 @@ impl Setup {
 
     fn wait(&self, batch: &BatchId) -> BatchStatus {
         for _ in 0..3000 {
-            let status = self.evaluator.batch_status(Channel::Harness, batch).unwrap();
+            let status = self
+                .evaluator
+                .batch_status(Channel::Harness, batch)
+                .unwrap();
             if status.state.is_finished() {
                 return status;
             }
@@ -185,9 +188,7 @@ fn interactive_heuristic(seed_start: u64) -> EvalResultRecord {
             break;
         };
         loop {
-            let (next, t, _) = e
-                .step(&created.handle, &heuristic.act(&obs))
-                .unwrap();
+            let (next, t, _) = e.step(&created.handle, &heuristic.act(&obs)).unwrap();
             obs = next;
             if t.is_done() {
                 continue 'episodes;
@@ -226,7 +227,10 @@ fn a_batch_run_scores_what_an_interactive_session_does_on_the_same_seeds() {
     assert_eq!(verified.result.as_ref(), Some(&result));
     assert_eq!(verified.head, result.trajectory_head);
     // The agent channel sees no result.
-    let agent = setup.evaluator.batch_status(Channel::Agent, &batch).unwrap();
+    let agent = setup
+        .evaluator
+        .batch_status(Channel::Agent, &batch)
+        .unwrap();
     assert!(agent.result.is_none());
     assert_eq!(agent.state, BatchState::Succeeded);
 }
@@ -280,7 +284,12 @@ fn budgets_end_a_batch_run_as_they_end_a_session() {
     let (batch, run) = setup.submit(b"slow");
     let status = setup.wait(&batch);
     let result = status.result.unwrap();
-    assert_eq!(result.status, EvalStatus::BudgetExceeded, "{}", result.status_message);
+    assert_eq!(
+        result.status,
+        EvalStatus::BudgetExceeded,
+        "{}",
+        result.status_message
+    );
     assert_eq!(result.status_message, "the time budget of 1 s ran out");
     ale_harness::verify::verify_trajectory(&setup.trajectory(&run)).unwrap();
 }

@@ -89,7 +89,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         args.limits(),
         &args.batch_options(),
     )
-        .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
+    .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {
         let agent_socket = args
