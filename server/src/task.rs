@@ -29,6 +29,7 @@ const EMBEDDED: &[(&str, &str)] = &[
     embed!("nav2d-barn.toml"),
     embed!("pendulum-swingup.toml"),
     embed!("reacher-reach.toml"),
+    embed!("swarm-goals.toml"),
 ];
 
 /// Bounds on a task file's numbers, checked at load. They are far beyond any real task and

@@ -61,7 +61,7 @@ async fn each_interactive_heuristic_meets_its_target_in_an_official_session() {
 
 /// Batch tasks are rolled out by the evaluator itself once batch mode exists; until then the
 /// heuristic is checked over as many practice episodes as the evaluation plans, each measured
-/// with the task's own per-episode metric.
+/// with the task's own per-episode metric, and must leave every safety counter at zero.
 #[tokio::test]
 async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
     let t = TestServer::start_deterministic(2).await;
@@ -76,6 +76,7 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
         let mut env = client.create(&task.id).await.unwrap();
         let mut agent = policy::heuristic(&task.sim).unwrap();
         let mut total = 0.0;
+        let mut safety = vec![0.0; task.safety.len()];
         for seed in 0..u64::from(task.eval.episodes) {
             let s = play_episode(&mut env, agent.as_mut(), Some(seed))
                 .await
@@ -96,6 +97,9 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
                 .metric
                 .episode_metric
                 .measure(s.episode_return, s.steps, &counters);
+            for (sum, metric) in safety.iter_mut().zip(&task.safety) {
+                *sum += ale_server::task::counter(&counters, &metric.counter);
+            }
         }
         let mean = total / f64::from(task.eval.episodes);
         assert!(
@@ -104,6 +108,14 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
             task.id,
             task.metric.target
         );
-        eprintln!("{} {}={mean:.2}", task.id, task.metric.name);
+        assert!(
+            safety.iter().all(|v| *v == 0.0),
+            "{}: safety {safety:?}",
+            task.id
+        );
+        eprintln!(
+            "{} {}={mean:.3} safety {safety:?}",
+            task.id, task.metric.name
+        );
     }
 }

@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use ale_sims::{SIMS, Space, Tensor};
+use ale_sims::{SIMS, Space, Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// A few valid actions for the space, cycled through.
@@ -22,7 +22,8 @@ fn actions(space: &Space) -> Vec<Tensor> {
             [0.3f32, -0.6, 0.9]
                 .iter()
                 .map(|&v| {
-                    Tensor::vector_f32((0..n).map(|i| if i % 2 == 0 { v } else { -v }).collect())
+                    let values = (0..n).map(|i| if i % 2 == 0 { v } else { -v }).collect();
+                    Tensor::new(b.shape.clone(), TensorData::F32(values)).unwrap()
                 })
                 .collect()
         }

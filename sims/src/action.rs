@@ -56,3 +56,35 @@ pub fn box_f32<const N: usize>(space: &Space, action: &Tensor) -> Result<[f32; N
     }
     Ok(out)
 }
+
+/// The `R × C` float32 elements of a 2-D Box action of shape `[R, C]` (one row per agent of a
+/// multi-agent sim), finite but not clipped.
+pub fn box_f32_rows<const R: usize, const C: usize>(
+    space: &Space,
+    action: &Tensor,
+) -> Result<[[f32; C]; R], SpaceError> {
+    let values = match (action.shape(), action.data()) {
+        ([r, c], TensorData::F32(v)) if *r == R && *c == C => v,
+        _ => {
+            return Err(reject(
+                space,
+                format!(
+                    "expected dtype float32 and shape [{R}, {C}], got {} of shape {:?}",
+                    action.dtype(),
+                    action.shape()
+                ),
+            ));
+        }
+    };
+    let mut out = [[0.0f32; C]; R];
+    for (i, (o, v)) in out.iter_mut().flatten().zip(values).enumerate() {
+        if !v.is_finite() {
+            return Err(reject(
+                space,
+                format!("element [{}, {}] is {v}, not a finite number", i / C, i % C),
+            ));
+        }
+        *o = *v;
+    }
+    Ok(out)
+}

@@ -2,10 +2,12 @@
 //! [`Space`] and the [`Sim`] trait. Pure computation: no I/O, no async, no gRPC.
 //!
 //! Classic control, step for step as in Gymnasium 1.x: [`cartpole`], [`pendulum`],
-//! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`]. And two 2-D robotics sims of
-//! this project's own, on rapier2d: [`nav2d`] (a differential-drive robot crossing a random
-//! obstacle field to a goal with a lidar) and [`reacher2d`] (a two-link arm putting its
-//! fingertip on a target).
+//! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`].
+//!
+//! Robotics sims of this evaluator's own: [`nav2d`] (a differential-drive robot crossing a
+//! random obstacle field to a goal with a lidar) and [`reacher2d`] (a two-link arm putting its
+//! fingertip on a target), both on rapier2d, and [`swarm2d`] (sixteen robots to their goals at
+//! once, observed and acted on one robot per row).
 
 pub mod acrobot;
 pub mod action;
@@ -21,6 +23,7 @@ mod registry;
 mod rng;
 mod sim;
 mod space;
+pub mod swarm2d;
 mod tensor;
 
 pub use draw::{Drawing, Role, Shape, Viewport};

@@ -3,7 +3,9 @@
 use crate::draw::Drawing;
 use crate::sim::Sim;
 use crate::tensor::Tensor;
-use crate::{acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d};
+use crate::{
+    acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d, swarm2d,
+};
 
 /// A simulator the registry can build.
 #[derive(Debug, Clone, Copy)]
@@ -87,6 +89,14 @@ pub const SIMS: &[SimInfo] = &[
         counters: reacher2d::COUNTERS,
         build: |n| Box::new(reacher2d::Reacher2d::new(n)),
         draw: reacher2d::draw,
+    },
+    SimInfo {
+        id: swarm2d::ID,
+        default_max_steps: swarm2d::MAX_EPISODE_STEPS,
+        gymnasium_parity: false,
+        counters: swarm2d::COUNTERS,
+        build: |n| Box::new(swarm2d::Swarm2d::new(n)),
+        draw: swarm2d::draw,
     },
 ];
 

@@ -15,9 +15,14 @@ fn bad_actions(space: &Space) -> Vec<(&'static str, Tensor)> {
         ),
     ];
     match space {
-        Space::Box(_) => {
-            bad.push(("NaN", Tensor::vector_f32(vec![f32::NAN; n])));
-            bad.push(("infinite", Tensor::vector_f32(vec![f32::INFINITY; n])));
+        Space::Box(b) => {
+            let filled =
+                |v: f32| Tensor::new(b.shape.clone(), TensorData::F32(vec![v; n])).unwrap();
+            bad.push(("NaN", filled(f32::NAN)));
+            bad.push(("infinite", filled(f32::INFINITY)));
+            if b.shape.len() > 1 {
+                bad.push(("flattened", Tensor::vector_f32(vec![0.0; n])));
+            }
         }
         Space::Discrete(d) => {
             bad.push(("out of range", Tensor::scalar_i64(d.start + d.n as i64)));

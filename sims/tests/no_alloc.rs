@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ale_sims::{SIMS, Space, Tensor};
+use ale_sims::{SIMS, Space, Tensor, TensorData};
 
 struct Counting;
 
@@ -51,10 +51,14 @@ static GLOBAL: Counting = Counting;
 fn action(space: &Space, i: usize) -> Tensor {
     match space {
         Space::Discrete(d) => Tensor::scalar_i64(d.start + (i as u64 % d.n) as i64),
-        Space::Box(b) => Tensor::vector_f32(vec![
-            if i.is_multiple_of(2) { 0.5 } else { -0.5 };
-            b.low.len()
-        ]),
+        Space::Box(b) => Tensor::new(
+            b.shape.clone(),
+            TensorData::F32(vec![
+                if i.is_multiple_of(2) { 0.5 } else { -0.5 };
+                b.low.len()
+            ]),
+        )
+        .unwrap(),
         other => panic!("{other}"),
     }
 }

@@ -63,6 +63,7 @@ fn tasks_lists_every_bundled_task() {
         "reacher-reach",
         "nav2d-barn",
         "mountaincar-sarsa-reproduction",
+        "swarm-goals",
     ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(&format!("{id} "))),

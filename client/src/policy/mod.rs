@@ -7,6 +7,7 @@ mod nav2d;
 mod pendulum;
 mod random;
 mod reacher;
+mod swarm;
 
 pub use acrobot::AcrobotHeuristic;
 pub use cartpole::CartPoleHeuristic;
@@ -15,6 +16,7 @@ pub use nav2d::Nav2dHeuristic;
 pub use pendulum::PendulumHeuristic;
 pub use random::RandomPolicy;
 pub use reacher::ReacherHeuristic;
+pub use swarm::SwarmHeuristic;
 
 use ale_sims::Tensor;
 
@@ -68,6 +70,7 @@ pub fn build(kind: PolicyKind, spec: &EnvSpec, seed: u64) -> Result<Box<dyn Poli
 pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
     use ale_sims::{
         acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d,
+        swarm2d,
     };
     Some(match sim {
         cartpole::ID => Box::new(CartPoleHeuristic::default()),
@@ -77,6 +80,7 @@ pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
         acrobot::ID => Box::new(AcrobotHeuristic),
         nav2d::ID => Box::new(Nav2dHeuristic::default()),
         reacher2d::ID => Box::new(ReacherHeuristic::default()),
+        swarm2d::ID => Box::new(SwarmHeuristic::default()),
         _ => return None,
     })
 }

@@ -243,6 +243,30 @@ async fn practice_matches_a_direct_client_run_and_snapshots() {
     }
 }
 
+/// A multi-robot sim: its observation is [16, 26] and its action [16, 2]. A manual step sends
+/// the sliders in the action's shape, the heuristic plays it, and the view draws at any size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn practice_plays_the_swarm_manually_and_with_its_heuristic() {
+    let mut f = fixture().await;
+    select_task(&mut f, "swarm-goals");
+    f.press(&[KeyCode::Enter]).await;
+    f.press(&[KeyCode::Char('s'), KeyCode::Char('3'), KeyCode::Enter])
+        .await;
+    f.press(&[KeyCode::Char(' ')]).await;
+    assert_eq!(f.console.app.practice.step, 1, "{:?}", f.console.app.note);
+    // Manual, random, heuristic.
+    f.press(&[KeyCode::Char('p'), KeyCode::Char('p'), KeyCode::Char(' ')])
+        .await;
+    let p = &f.console.app.practice;
+    assert_eq!(p.step, 2, "{:?}", f.console.app.note);
+    assert_eq!(p.observation.as_ref().unwrap().shape(), [16, 26]);
+    let screen = f.screen(80, 24);
+    assert!(screen.contains("more values"), "{screen}");
+    for (w, h) in [(160, 48), (30, 8), (12, 3), (1, 1)] {
+        f.screen(w, h);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     let mut f = fixture().await;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ale_client::policy::PolicyKind;
 use ale_client::{EnvSpec, Info, Space};
-use ale_sims::Tensor;
+use ale_sims::{Tensor, TensorData};
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{InputMode, Outcome, View};
@@ -149,7 +149,11 @@ impl Practice {
             (Space::Discrete(d), Command::StepOnce) => {
                 Some(Tensor::scalar_i64(d.start + (d.n as i64 - 1) / 2))
             }
-            (Space::Box(_), Command::StepOnce) => Some(Tensor::vector_f32(self.box_action.clone())),
+            // The sliders hold the elements in order; the action takes the space's shape
+            // (a multi-robot sim's Box is [robots, 2]).
+            (Space::Box(b), Command::StepOnce) => {
+                Tensor::new(b.shape.clone(), TensorData::F32(self.box_action.clone())).ok()
+            }
             _ => None,
         }
     }
