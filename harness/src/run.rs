@@ -254,26 +254,31 @@ fn conclude(
     Ok(report)
 }
 
-/// The result of `session_id` as it stands, `None` until the session has begun; shows it to
-/// `progress`.
-async fn read_progress(
-    channel: &mut HarnessChannel,
-    session_id: &SessionId,
-    end_session: bool,
-    run_id: &RunId,
-    summary: &TaskSummary,
+/// The run a harness follows, as its progress reports name it.
+struct Followed<'a> {
+    run_id: &'a RunId,
+    session_id: &'a SessionId,
+    summary: &'a TaskSummary,
     target: f64,
     started: Instant,
+}
+
+/// The session's result as it stands, `None` until the session has begun; shows it to
+/// `progress`. `end_session` ends it first.
+async fn read_progress(
+    channel: &mut HarnessChannel,
+    run: &Followed<'_>,
+    end_session: bool,
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<Option<EvalResultRecord>, HarnessError> {
-    let record = channel.eval_result(session_id, end_session).await?;
+    let record = channel.eval_result(run.session_id, end_session).await?;
     if let Some(record) = &record {
         progress(Progress {
-            run_id,
-            task: summary,
-            target,
+            run_id: run.run_id,
+            task: run.summary,
+            target: run.target,
             result: record,
-            elapsed: started.elapsed(),
+            elapsed: run.started.elapsed(),
         });
     }
     Ok(record)
@@ -353,6 +358,13 @@ async fn run_with(
     tracing::info!(%run_id, task = %summary.id, "official env created; launching the agent");
 
     let deadline = overrun_deadline(started, summary.time_budget_seconds);
+    let followed = Followed {
+        run_id: &run_id,
+        session_id: &session_id,
+        summary: &summary,
+        target,
+        started,
+    };
     let mut agent = Agent::launch(&launch(&handle, &records.run_dir.join(AGENT_LOG_FILE))).await?;
     let mut harness_reason: Option<String> = None;
     let result = loop {
@@ -360,17 +372,7 @@ async fn run_with(
         let exited = agent.try_exit();
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
         let end_session = exited.is_some() || overdue;
-        let answer = read_progress(
-            &mut prologue.channel,
-            &session_id,
-            end_session,
-            &run_id,
-            &summary,
-            target,
-            started,
-            progress,
-        )
-        .await;
+        let answer = read_progress(&mut prologue.channel, &followed, end_session, progress).await;
         let record = match answer {
             Ok(Some(record)) => record,
             // The agent has not started the session yet.
@@ -509,22 +511,19 @@ async fn run_batch_with(
     tracing::info!(%run_id, %batch_id, task = %summary.id, "batch evaluation submitted");
 
     let deadline = overrun_deadline(started, summary.time_budget_seconds);
+    let followed = Followed {
+        run_id: &run_id,
+        session_id: &session_id,
+        summary: &summary,
+        target,
+        started,
+    };
     let mut ended_by_harness = false;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
         ended_by_harness |= overdue;
-        let record = read_progress(
-            &mut prologue.channel,
-            &session_id,
-            overdue,
-            &run_id,
-            &summary,
-            target,
-            started,
-            progress,
-        )
-        .await?;
+        let record = read_progress(&mut prologue.channel, &followed, overdue, progress).await?;
         if let Some(record) = record.filter(|r| r.status.is_finished()) {
             break record;
         }

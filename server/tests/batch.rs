@@ -215,6 +215,9 @@ async fn misuse_is_refused_and_changes_nothing() {
     }
 }
 
+/// Puts something at the entrypoint's path.
+type Prepare<'a> = Box<dyn Fn() + 'a>;
+
 #[tokio::test]
 async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
     let server = server_with(BatchOptions {
@@ -226,7 +229,7 @@ async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
     let file = dir.join(ENTRYPOINT);
     let outside = server.dir.path().join("outside.safetensors");
     std::fs::write(&outside, b"secret").unwrap();
-    let cases: Vec<(&str, Box<dyn Fn()>, &str)> = vec![
+    let cases: Vec<(&str, Prepare, &str)> = vec![
         (
             "missing",
             Box::new(|| {}),

@@ -183,15 +183,13 @@ fn interactive_heuristic(seed_start: u64) -> EvalResultRecord {
     let (session, _) = created.official.unwrap();
     e.start_eval_session(&created.handle).unwrap();
     let mut heuristic = CartPoleHeuristic::default();
-    'episodes: loop {
-        let Ok((mut obs, _)) = e.reset(&created.handle, None) else {
-            break;
-        };
+    // A Reset after the last rollout is refused: the session is complete.
+    while let Ok((mut obs, _)) = e.reset(&created.handle, None) {
         loop {
             let (next, t, _) = e.step(&created.handle, &heuristic.act(&obs)).unwrap();
             obs = next;
             if t.is_done() {
-                continue 'episodes;
+                break;
             }
         }
     }
