@@ -2,7 +2,7 @@
 //! an agent process (an interactive task) or copy a submission into the evaluator's submission
 //! dir and submit it (a batch task); follow the session, read the authoritative result, verify
 //! the trajectory, score, and leave `report.json` and the harness's own chained log in the run
-//! folder. Both kinds end the same way ([`conclude`]).
+//! folder. Both kinds end the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
