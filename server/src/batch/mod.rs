@@ -1,18 +1,18 @@
 //! The batch pipeline: a submitted policy rolled out by the evaluator itself, in-process, on
 //! hidden seeds.
 //!
-//! - [`submission`]: the snapshot of the submission file, taken once at submit.
-//! - [`policy`]: the policy as the pipeline plays it, and the loader for the contract's format.
-//! - [`run`]: one run's state, progress and trajectory (a reorder buffer keeps its rollout
+//! - `submission`: the snapshot of the submission file, taken once at submit.
+//! - `policy`: the policy as the pipeline plays it, and the loader for the contract's format.
+//! - `run`: one run's state, progress and trajectory (a reorder buffer keeps its rollout
 //!   events in index order).
-//! - [`rollout`]: the vectorised loop over a block of envs.
-//! - [`pool`]: the rayon pool the blocks run on, at a lowered priority, taking turns.
+//! - `rollout`: the vectorised loop over a block of envs.
+//! - `pool`: the rayon pool the blocks run on, at a lowered priority, taking turns.
 
-pub mod policy;
-pub mod pool;
-pub mod rollout;
-pub mod run;
-pub mod submission;
+pub(crate) mod policy;
+pub(crate) mod pool;
+pub(crate) mod rollout;
+pub(crate) mod run;
+pub(crate) mod submission;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub use run::{BatchState, BatchStatus};
 /// How the evaluator runs batch evaluations (`ale serve` flags).
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
-    /// Where submissions are read from (`--submission-dir`) [default: `<state>/submission`].
+    /// Where submissions are read from (`--submission-dir`); `None`: `<state>/submission`.
     pub submission_dir: Option<PathBuf>,
     /// The largest submission file read (`--max-submission-bytes`).
     pub max_submission_bytes: u64,
