@@ -210,6 +210,30 @@ impl Tensor {
         }
     }
 
+    /// Mutable float64 elements, for code that writes a value in place without allocating.
+    pub fn as_f64_mut(&mut self) -> Option<&mut [f64]> {
+        match &mut self.data {
+            TensorData::F64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Mutable int64 elements (how Discrete and MultiDiscrete values travel), written in place.
+    pub fn as_i64_mut(&mut self) -> Option<&mut [i64]> {
+        match &mut self.data {
+            TensorData::I64(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Mutable uint8 elements (how MultiBinary values travel), written in place.
+    pub fn as_u8_mut(&mut self) -> Option<&mut [u8]> {
+        match &mut self.data {
+            TensorData::U8(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Every element widened to f64, in order.
     pub fn to_f64_vec(&self) -> Vec<f64> {
         (0..self.len())

@@ -19,14 +19,38 @@ pub trait Policy: Send {
 /// error is the message a FAILED run reports.
 pub type Loader = fn(&str, &[u8], &Space, &Space) -> Result<Box<dyn Policy>, String>;
 
-/// The evaluator's policy reader.
+/// The evaluator's policy reader: `ale_policy::load` for the contract's format. Its
+/// `PolicyError` message is what a FAILED run reports.
 pub fn load(
     format: &str,
-    _bytes: &[u8],
-    _obs: &Space,
-    _act: &Space,
+    bytes: &[u8],
+    obs: &Space,
+    act: &Space,
 ) -> Result<Box<dyn Policy>, String> {
-    Err(format!(
-        "policy format {format:?} cannot be read by this evaluator build"
-    ))
+    let policy = ale_policy::load(format, bytes, obs, act).map_err(|e| e.to_string())?;
+    Ok(Box::new(Loaded(policy)))
+}
+
+/// A policy `ale-policy` read.
+struct Loaded(Box<dyn ale_policy::BatchPolicy + Send>);
+
+impl Policy for Loaded {
+    fn obs_dim(&self) -> usize {
+        self.0.obs_dim()
+    }
+
+    fn encode(&self, obs: &Tensor, row: &mut [f32]) -> Result<(), String> {
+        self.0
+            .obs_encoder()
+            .encode(obs, row)
+            .map_err(|e| e.to_string())
+    }
+
+    fn blank_actions(&self, n: usize) -> Vec<Tensor> {
+        self.0.action_map().blank_actions(n)
+    }
+
+    fn act(&mut self, obs: &[f32], n: usize, actions: &mut [Tensor]) -> Result<(), String> {
+        self.0.act(obs, n, actions).map_err(|e| e.to_string())
+    }
 }
