@@ -286,14 +286,21 @@ async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
 async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
     let server = server_with(BatchOptions::default()).await;
     let file = server.submission_dir().join(ENTRYPOINT);
-    let original = b"the bytes submitted".to_vec();
+    let original = linear_cartpole(ale_client::policy::CartPoleHeuristic::default().gains);
     std::fs::write(&file, &original).unwrap();
     let (handle, session, run_id) = server.official_env(TASK).await;
     let mut agent = server.agent().await;
     let batch = submit(&mut agent, &handle).await.unwrap();
+    // Had the run read this, its policy could not be loaded and it would fail.
     std::fs::write(&file, b"changed after the submission").unwrap();
 
     let on_agent = finished(&mut agent, &batch).await;
+    assert_eq!(
+        on_agent.state(),
+        pb::BatchState::Succeeded,
+        "{}",
+        on_agent.message
+    );
     assert!(
         on_agent.result.is_none(),
         "the agent channel never carries the result"
@@ -305,6 +312,15 @@ async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
     assert_eq!(on_harness.progress, 1.0);
     let result = on_harness.result.unwrap();
     assert_eq!(result.session_id, session);
+    // The original policy's result: the heuristic's returns on the seeds drawn.
+    let heuristic = ale_client::policy::CartPoleHeuristic::default();
+    let expected: Vec<f64> = server
+        .drawn_seeds()
+        .iter()
+        .map(|s| cartpole_return(*s, &mut heuristic.clone()))
+        .collect();
+    let got: Vec<f64> = result.episodes.iter().map(|e| e.episode_return).collect();
+    assert_eq!(got, expected);
     let err = agent
         .get_eval_result(pb::GetEvalResultRequest {
             session_id: session.clone(),
@@ -327,4 +343,204 @@ async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
     );
     let verified = ale_harness::verify::verify_trajectory(&text).unwrap();
     assert_eq!(verified.submission, received.into_iter().next());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real policy files (mlp-safetensors), written here with the safetensors crate.
+
+/// A safetensors file of float32 tensors `(name, shape, values)` with `metadata`.
+fn safetensors_file(
+    tensors: &[(&str, Vec<usize>, Vec<f32>)],
+    metadata: &[(&str, &str)],
+) -> Vec<u8> {
+    let bytes: Vec<Vec<u8>> = tensors
+        .iter()
+        .map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect())
+        .collect();
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((name, shape, _), b)| {
+            let view =
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
+                    .unwrap();
+            (name.to_string(), view)
+        })
+        .collect();
+    let metadata = (!metadata.is_empty()).then(|| {
+        metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    });
+    safetensors::serialize(views, metadata).unwrap()
+}
+
+/// A linear controller for cartpole (an MLP with no hidden layer): output 1 minus output 0 is
+/// `gains · observation`, so the argmax pushes right exactly when the gains say so.
+fn linear_cartpole(gains: [f32; 4]) -> Vec<u8> {
+    let mut weight = vec![0.0; 4];
+    weight.extend(gains);
+    safetensors_file(
+        &[
+            ("0.weight", vec![2, 4], weight),
+            ("0.bias", vec![2], vec![0.0, 0.0]),
+        ],
+        &[],
+    )
+}
+
+/// The episode return of `policy` on cartpole from `seed`, played in-process.
+fn cartpole_return(seed: u64, policy: &mut dyn ale_client::policy::Policy) -> f64 {
+    let mut sim = ale_sims::find("CartPole-v1").unwrap().build(500);
+    sim.reset(seed);
+    let mut total = 0.0;
+    loop {
+        let action = policy.act(sim.observation());
+        let t = sim.step(&action).unwrap();
+        total += t.reward;
+        if t.is_done() {
+            return total;
+        }
+    }
+}
+
+/// Submits `policy` on a new official env; (final status, run id).
+async fn run_policy(
+    server: &TestServer,
+    policy: &[u8],
+) -> (pb::GetBatchEvalStatusResponse, String) {
+    std::fs::write(server.submission_dir().join(ENTRYPOINT), policy).unwrap();
+    let (handle, _, run_id) = server.official_env(TASK).await;
+    let mut harness = server.harness().await;
+    let batch = submit(&mut harness, &handle).await.unwrap();
+    (finished(&mut harness, &batch).await, run_id)
+}
+
+#[tokio::test]
+async fn a_linear_controller_scores_what_the_heuristic_scores_on_the_same_seeds() {
+    let server = server_with(BatchOptions::default()).await;
+    let heuristic = ale_client::policy::CartPoleHeuristic::default();
+    let file = linear_cartpole(heuristic.gains);
+    let (status, run_id) = run_policy(&server, &file).await;
+    assert_eq!(
+        status.state(),
+        pb::BatchState::Succeeded,
+        "{}",
+        status.message
+    );
+    let result = status.result.unwrap();
+    assert_eq!(result.status(), pb::EvalStatus::Completed);
+
+    // The same controller as the client's heuristic, on the hidden seeds the run drew.
+    let seeds = server.drawn_seeds();
+    assert_eq!(seeds.len(), 8);
+    let expected: Vec<f64> = seeds
+        .iter()
+        .map(|s| cartpole_return(*s, &mut heuristic.clone()))
+        .collect();
+    let got: Vec<f64> = result.episodes.iter().map(|e| e.episode_return).collect();
+    assert_eq!(got, expected);
+    let mean = expected.iter().sum::<f64>() / expected.len() as f64;
+    assert!(
+        (result.value - mean).abs() < 1e-9,
+        "{} vs {mean}",
+        result.value
+    );
+
+    // Its records verify; an altered rollout is caught.
+    let text = read(&server.trajectory_path(&run_id));
+    let verified = ale_harness::verify::verify_trajectory(&text).unwrap();
+    assert_eq!(verified.result.unwrap().value, result.value);
+    let received = verified.submission.unwrap();
+    assert_eq!(received.sha256, hex::encode(Sha256::digest(&file)));
+    let lines: Vec<&str> = text.lines().collect();
+    let finished_line = lines
+        .iter()
+        .position(|l| l.contains("\"kind\":\"rollout_finished\""))
+        .unwrap();
+    let mut altered = lines.clone();
+    let edited = lines[finished_line].replacen("\"steps\":", "\"steps\":1", 1);
+    assert_ne!(edited, lines[finished_line]);
+    altered[finished_line] = &edited;
+    let err = ale_harness::verify::verify_trajectory(&(altered.join("\n") + "\n")).unwrap_err();
+    assert_eq!(err.line, finished_line + 1, "{err}");
+
+    // A controller with arbitrary weights balances far worse.
+    let (status, _) = run_policy(&server, &linear_cartpole([0.7, -1.3, -2.1, 0.4])).await;
+    let worse = status.result.unwrap();
+    assert_eq!(worse.status(), pb::EvalStatus::Completed);
+    assert!(
+        worse.value < result.value / 4.0,
+        "{} vs {}",
+        worse.value,
+        result.value
+    );
+}
+
+#[tokio::test]
+async fn each_bad_policy_file_fails_its_run_naming_the_problem() {
+    let server = server_with(BatchOptions::default()).await;
+    let good = linear_cartpole([0.5, 1.0, 10.0, 2.0]);
+    let hidden = |activation: &str| {
+        safetensors_file(
+            &[
+                ("0.weight", vec![3, 4], vec![0.1; 12]),
+                ("1.weight", vec![2, 3], vec![0.1; 6]),
+            ],
+            &[("activation", activation)],
+        )
+    };
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        ("truncated", good[..good.len() - 8].to_vec(), "truncated"),
+        (
+            "wrong shapes",
+            safetensors_file(&[("0.weight", vec![2, 3], vec![0.0; 6])], &[]),
+            "flattens to 4",
+        ),
+        (
+            "a NaN weight",
+            safetensors_file(
+                &[("0.weight", vec![2, 4], {
+                    let mut w = vec![0.0; 8];
+                    w[5] = f32::NAN;
+                    w
+                })],
+                &[],
+            ),
+            "every value must be finite",
+        ),
+        (
+            "an unknown activation",
+            hidden("swish"),
+            "unknown activation \"swish\"",
+        ),
+        ("not a policy at all", b"hello".to_vec(), "cannot be used"),
+    ];
+    for (what, file, expected) in cases {
+        let (status, run_id) = run_policy(&server, &file).await;
+        assert_eq!(status.state(), pb::BatchState::Failed, "{what}");
+        assert!(
+            status
+                .message
+                .starts_with("the submitted policy cannot be used: "),
+            "{what}: {}",
+            status.message
+        );
+        assert!(
+            status.message.contains(expected),
+            "{what}: {}",
+            status.message
+        );
+        ale_harness::verify::verify_trajectory(&read(&server.trajectory_path(&run_id))).unwrap();
+        practice_round(&server).await;
+    }
+    // A well-formed hidden layer runs.
+    let (status, _) = run_policy(&server, &hidden("tanh")).await;
+    assert_eq!(
+        status.state(),
+        pb::BatchState::Succeeded,
+        "{}",
+        status.message
+    );
 }
