@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
 use ale_proto::records::EvalResultRecord;
-use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
+use ale_proto::{BatchId, EnvHandle, RunId, SessionId, TaskSpec};
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Channel, Endpoint};
 
@@ -39,6 +39,37 @@ pub struct OfficialEnv {
     pub session_id: SessionId,
     pub run_id: RunId,
     pub task: TaskSpec,
+}
+
+/// Where a batch run stands, as `GetBatchEvalStatus` says on the harness channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchRunState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// A batch run's status; the result is there once the run has finished.
+#[derive(Debug, Clone)]
+pub struct BatchProgress {
+    pub state: BatchRunState,
+    /// 0..=1.
+    pub progress: f64,
+    pub message: String,
+    pub result: Option<EvalResultRecord>,
+}
+
+/// `queued`, `running (40%)`, `succeeded: all 50 rollouts played`, `failed: …`.
+impl std::fmt::Display for BatchProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.state {
+            BatchRunState::Queued => write!(f, "queued"),
+            BatchRunState::Running => write!(f, "running ({:.0}%)", self.progress * 100.0),
+            BatchRunState::Succeeded => write!(f, "succeeded: {}", self.message),
+            BatchRunState::Failed => write!(f, "failed: {}", self.message),
+        }
+    }
 }
 
 /// The harness's typed view of the calls it makes on its channel.
@@ -80,6 +111,60 @@ impl HarnessChannel {
             session_id: SessionId::from_wire(created.session_id),
             run_id: RunId::from_wire(created.run_id),
             task: TaskSpec::try_from(task).map_err(HarnessError::wire("GetSpec"))?,
+        })
+    }
+
+    /// Submits the official batch env `handle`'s submission; the id of its run.
+    pub async fn submit_batch(&mut self, handle: &EnvHandle) -> Result<BatchId, HarnessError> {
+        let answer = self
+            .client
+            .submit_batch_eval(pb::SubmitBatchEvalRequest {
+                handle: handle.to_string(),
+            })
+            .await
+            .map_err(HarnessError::rpc("SubmitBatchEval"))?
+            .into_inner();
+        Ok(BatchId::from_wire(answer.batch_id))
+    }
+
+    /// A batch run's status, with its result once finished.
+    pub async fn batch_status(
+        &mut self,
+        batch_id: &BatchId,
+    ) -> Result<BatchProgress, HarnessError> {
+        let answer = self
+            .client
+            .get_batch_eval_status(pb::GetBatchEvalStatusRequest {
+                batch_id: batch_id.to_string(),
+            })
+            .await
+            .map_err(HarnessError::rpc("GetBatchEvalStatus"))?
+            .into_inner();
+        let state = match pb::BatchState::try_from(answer.state) {
+            Ok(pb::BatchState::Queued) => BatchRunState::Queued,
+            Ok(pb::BatchState::Running) => BatchRunState::Running,
+            Ok(pb::BatchState::Succeeded) => BatchRunState::Succeeded,
+            Ok(pb::BatchState::Failed) => BatchRunState::Failed,
+            _ => {
+                return Err(HarnessError::wire("GetBatchEvalStatus")(
+                    ale_proto::records::UnknownEnum {
+                        field: "state",
+                        value: answer.state,
+                    }
+                    .into(),
+                ));
+            }
+        };
+        let result = answer
+            .result
+            .map(EvalResultRecord::try_from)
+            .transpose()
+            .map_err(|e| HarnessError::wire("GetBatchEvalStatus")(e.into()))?;
+        Ok(BatchProgress {
+            state,
+            progress: answer.progress,
+            message: answer.message,
+            result,
         })
     }
 

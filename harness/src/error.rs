@@ -33,6 +33,30 @@ pub enum HarnessError {
     #[error("no agent command given: pass it after `--`")]
     NoAgent,
     #[error(
+        "a batch run takes a submission folder (--submission DIR) and no agent; an agent that \
+         submits from inside the sandbox is not supported yet"
+    )]
+    SubmissionWithAgent,
+    #[error("no submission folder given: a batch run needs --submission DIR")]
+    NoSubmission,
+    #[error(
+        "task {task} is {mode}: {}",
+        if *.mode == ale_proto::task_spec::TaskMode::Batch {
+            "give its submission folder with --submission DIR"
+        } else {
+            "run it with an agent (--policy or a command after `--`), not --submission"
+        }
+    )]
+    WrongMode {
+        task: String,
+        mode: ale_proto::task_spec::TaskMode,
+    },
+    #[error("cannot copy the submission {} into the evaluator's submission dir: {cause}", .path.display())]
+    Submission {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
         "--endpoint is for --sandbox none: a sandboxed agent always reaches the evaluator \
          through the agent socket bind-mounted into its sandbox"
     )]

@@ -3,7 +3,7 @@
 //! authoritative result over that same private channel — never through the agent — then
 //! verifies the evaluator's trajectory, scores the run and leaves a report.
 //!
-//! - [`run::run_interactive`]: one official run, end to end.
+//! - [`run::run_interactive`], [`run::run_batch`]: one official run, end to end.
 //! - [`scoring`]: the scoring rules, with a breakdown of every factor.
 //! - [`verify`]: checking a trajectory and the harness's own log.
 //! - [`score_file`]: scoring whatever file `ale harness score` is given.
@@ -27,4 +27,4 @@ pub mod verify;
 
 pub use error::HarnessError;
 pub use report::Report;
-pub use run::{Progress, RunOptions, run_interactive};
+pub use run::{Progress, RunOptions, run_batch, run_interactive};

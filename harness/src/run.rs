@@ -1,16 +1,19 @@
-//! An official interactive run: create the official env over the harness channel, hand it to
-//! an agent process, follow the session, read the authoritative result, verify the trajectory,
-//! score, and leave `report.json` and the harness's own chained log in the run folder.
+//! An official run: create the official env over the harness channel, then either hand it to
+//! an agent process (an interactive task) or copy a submission into the evaluator's submission
+//! dir and submit it (a batch task); follow the session, read the authoritative result, verify
+//! the trajectory, score, and leave `report.json` and the harness's own chained log in the run
+//! folder. Both kinds end the same way.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
+use ale_proto::keys::SigningKey;
 use ale_proto::layout::{self, AGENT_LOG_FILE, UNIX_SCHEME};
 use ale_proto::private_files::check_private_dir;
 use ale_proto::records::{EvalResultRecord, EvalStatus};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
-use ale_proto::{EnvHandle, RunId, TaskSpec};
+use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
 
 use crate::agent::{Agent, AgentLaunch};
 use crate::channel::{HarnessChannel, OfficialEnv};
@@ -38,8 +41,10 @@ pub struct RunOptions {
     pub ale_exe: PathBuf,
     /// The agent channel URL handed to the agent; by default the one the evaluator recorded.
     pub endpoint: Option<String>,
-    /// Program and arguments of the agent.
+    /// Program and arguments of the agent (an interactive task).
     pub agent_command: Vec<String>,
+    /// The folder holding a batch task's submission (its contract's entrypoint file).
+    pub submission: Option<PathBuf>,
     pub poll_interval: Duration,
     /// A faithfulness verdict file, for reproduction-genre tasks.
     pub faithfulness: Option<PathBuf>,
@@ -119,14 +124,23 @@ fn task_summary(task: &TaskSpec) -> TaskSummary {
     }
 }
 
-async fn run_with(
+/// What every official run starts with: the harness channel, the keys its records are signed
+/// and checked with, and the clock.
+struct Prologue {
+    channel: HarnessChannel,
+    harness_key: SigningKey,
+    keys: RecordKeys,
+    started: Instant,
+    started_unix_ms: u64,
+}
+
+async fn prologue(
     options: &RunOptions,
     evaluator: &EvaluatorHandle,
-    progress: &mut impl FnMut(Progress<'_>),
-) -> Result<Report, HarnessError> {
+) -> Result<Prologue, HarnessError> {
     let started = Instant::now();
     let started_unix_ms = ale_proto::now_unix_ms();
-    let mut channel = HarnessChannel::connect(&evaluator.harness_socket).await?;
+    let channel = HarnessChannel::connect(&evaluator.harness_socket).await?;
     // The harness signs its log with its own key; the evaluator's public key checks the
     // trajectory's signature. Both live in the state dir, which no agent can reach.
     check_private_dir(&options.state_dir).map_err(HarnessError::NotPrivate)?;
@@ -135,6 +149,148 @@ async fn run_with(
         evaluator: read_public_key(&options.state_dir.join(KeyRole::Evaluator.public_key_file()))?,
         harness: harness_key.verifying_key(),
     };
+    Ok(Prologue {
+        channel,
+        harness_key,
+        keys,
+        started,
+        started_unix_ms,
+    })
+}
+
+/// The harness's own log in a run's folder, begun with `harness_started`.
+struct RunRecords {
+    run_dir: PathBuf,
+    log: ChainWriter,
+}
+
+/// Opens the harness's log in the run folder of `started.run_id` and writes `started` to it.
+fn open_records(state_dir: &Path, started: &HarnessStarted) -> Result<RunRecords, HarnessError> {
+    let run_dir = layout::run_dir(state_dir, &started.run_id);
+    // The harness writes into the evaluator's run folder only when the whole way there is
+    // private to this user and goes through no link.
+    for dir in [
+        state_dir.to_path_buf(),
+        layout::runs_dir(state_dir),
+        run_dir.clone(),
+    ] {
+        check_private_dir(&dir).map_err(HarnessError::NotPrivate)?;
+    }
+    let records_err = |cause| HarnessError::Records {
+        path: run_dir.clone(),
+        cause,
+    };
+    let mut log = ChainWriter::create(&run_dir.join(HARNESS_LOG_FILE), Level::Harness)
+        .map_err(records_err)?;
+    log.append(EventKind::HarnessStarted, started)
+        .map_err(records_err)?;
+    Ok(RunRecords { run_dir, log })
+}
+
+/// How every run ends once the authoritative `result` is read: `result_read` in the log, the
+/// trajectory verified and checked against `result`, the score signed, the report and plots.
+fn conclude(
+    options: &RunOptions,
+    prologue: &Prologue,
+    mut records: RunRecords,
+    result: &EvalResultRecord,
+    read: ResultRead,
+) -> Result<Report, HarnessError> {
+    let run_dir = records.run_dir.clone();
+    let records_err = |cause| HarnessError::Records {
+        path: run_dir.clone(),
+        cause,
+    };
+    records
+        .log
+        .append(EventKind::ResultRead, &read)
+        .map_err(records_err)?;
+
+    // The record on disk must say what the evaluator said over the wire.
+    let trajectory_text =
+        std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).map_err(records_err)?;
+    let verified = verify_trajectory(&trajectory_text).map_err(Unverified::Trajectory)?;
+    verified
+        .check_signature(&prologue.keys.evaluator)
+        .map_err(Unverified::from)?;
+    match &verified.result {
+        Some(on_disk) if on_disk == result => {}
+        Some(_) => return Err(Unverified::DiffersFromWire.into()),
+        None => return Err(Unverified::Unfinished.into()),
+    }
+    let faithfulness = options
+        .faithfulness
+        .as_deref()
+        .map_or(Faithfulness::Missing, Faithfulness::read);
+    let breakdown = score(
+        &verified.rules(),
+        Some(result.value),
+        &result.safety,
+        &faithfulness,
+    );
+    records
+        .log
+        .append_signed(EventKind::RunScored, &breakdown, &prologue.harness_key)
+        .map_err(records_err)?;
+    records.log.sync().map_err(records_err)?;
+    // The log as written must verify against the trajectory it read, as any checker will do.
+    let log_text = std::fs::read_to_string(run_dir.join(HARNESS_LOG_FILE)).map_err(records_err)?;
+    let verified_log =
+        verify_harness_log(&log_text, &verified.head).map_err(Unverified::HarnessLog)?;
+    verified_log
+        .check_signature(&prologue.keys.harness)
+        .map_err(Unverified::from)?;
+
+    // The report says exactly what the two signed records say, as `verify` will rebuild it.
+    let timings = Timings {
+        started_unix_ms: prologue.started_unix_ms,
+        finished_unix_ms: ale_proto::now_unix_ms(),
+        duration_seconds: prologue.started.elapsed().as_secs_f64(),
+    };
+    let report = Report::from_records(&verified, &verified_log, &prologue.keys, timings)
+        .map_err(Unverified::from)?;
+    report.write(&run_dir).map_err(records_err)?;
+    crate::plot::write_run_plots(&run_dir, &report)?;
+    Ok(report)
+}
+
+/// The run a harness follows, as its progress reports name it.
+struct Followed<'a> {
+    run_id: &'a RunId,
+    session_id: &'a SessionId,
+    summary: &'a TaskSummary,
+    target: f64,
+    started: Instant,
+}
+
+/// The session's result as it stands, `None` until the session has begun; shows it to
+/// `progress`. `end_session` ends it first.
+async fn read_progress(
+    channel: &mut HarnessChannel,
+    run: &Followed<'_>,
+    end_session: bool,
+    progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Option<EvalResultRecord>, HarnessError> {
+    let record = channel.eval_result(run.session_id, end_session).await?;
+    if let Some(record) = &record {
+        progress(Progress {
+            run_id: run.run_id,
+            task: run.summary,
+            target: run.target,
+            result: record,
+            elapsed: run.started.elapsed(),
+        });
+    }
+    Ok(record)
+}
+
+async fn run_with(
+    options: &RunOptions,
+    evaluator: &EvaluatorHandle,
+    progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
+    let mut prologue = prologue(options, evaluator).await?;
+    let started = prologue.started;
     // The state dir is what the agent must never see; the sandbox is tried before any official
     // env exists, so a machine without namespaces refuses cleanly.
     let hidden =
@@ -145,19 +301,25 @@ async fn run_with(
             })?,
         ];
     let probe_handle = EnvHandle::from_wire(String::new());
-    let launch = |handle, log| AgentLaunch {
+    let submission_dir = layout::submission_dir(&options.state_dir);
+    let launch = |handle, log, submission_dir| AgentLaunch {
         command: &options.agent_command,
         handle,
         sandbox: &options.sandbox,
         ale_exe: &options.ale_exe,
         agent_socket: &evaluator.agent_socket,
         unsandboxed_endpoint: &evaluator.agent_endpoint,
-        submission_dir: None,
+        submission_dir,
         hidden: &hidden,
         log,
     };
     let sandbox_record = if options.sandbox.mode.is_sandboxed() {
-        let spec = crate::agent::launch_spec(&launch(&probe_handle, Path::new("")))?;
+        // Probed with every mount a run may need, the submission folder's included.
+        let spec = crate::agent::launch_spec(&launch(
+            &probe_handle,
+            Path::new(""),
+            Some(&submission_dir),
+        ))?;
         sandbox::probe(&options.ale_exe, &spec).await?;
         SandboxRecord {
             mode: options.sandbox.mode,
@@ -176,27 +338,17 @@ async fn run_with(
         session_id,
         run_id,
         task,
-    } = channel.create_official(&options.task_id).await?;
+    } = prologue.channel.create_official(&options.task_id).await?;
+    // A batch task's agent writes its policy into the submission folder, the only host
+    // folder it may write; it starts empty, so no agent sees what an earlier one left.
+    let batch = task.is_batch();
+    if batch {
+        clear_submission_dir(&submission_dir)?;
+    }
     let summary = task_summary(&task);
     let target = task.metric.target;
-    let run_dir = layout::run_dir(&options.state_dir, &run_id);
-    // The harness writes into the evaluator's run folder only when the whole way there is
-    // private to this user and goes through no link.
-    for dir in [
-        options.state_dir.clone(),
-        layout::runs_dir(&options.state_dir),
-        run_dir.clone(),
-    ] {
-        check_private_dir(&dir).map_err(HarnessError::NotPrivate)?;
-    }
-    let records_err = |cause| HarnessError::Records {
-        path: run_dir.clone(),
-        cause,
-    };
-    let mut log = ChainWriter::create(&run_dir.join(HARNESS_LOG_FILE), Level::Harness)
-        .map_err(records_err)?;
-    log.append(
-        EventKind::HarnessStarted,
+    let records = open_records(
+        &options.state_dir,
         &HarnessStarted {
             run_id: run_id.clone(),
             task: summary.clone(),
@@ -209,21 +361,38 @@ async fn run_with(
             sandbox: sandbox_record,
             harness_version: env!("CARGO_PKG_VERSION").into(),
         },
-    )
-    .map_err(records_err)?;
+    )?;
     tracing::info!(%run_id, task = %summary.id, "official env created; launching the agent");
 
     let deadline = overrun_deadline(started, summary.time_budget_seconds);
-    let mut agent = Agent::launch(&launch(&handle, &run_dir.join(AGENT_LOG_FILE))).await?;
+    let followed = Followed {
+        run_id: &run_id,
+        session_id: &session_id,
+        summary: &summary,
+        target,
+        started,
+    };
+    let mut agent = Agent::launch(&launch(
+        &handle,
+        &records.run_dir.join(AGENT_LOG_FILE),
+        batch.then_some(submission_dir.as_path()),
+    ))
+    .await?;
+    // For a batch task: whether the agent has submitted (its session has begun). The batch run
+    // then goes on without it; the agent's part ends at `SubmitBatchEval`.
+    let mut submitted = false;
     let mut harness_reason: Option<String> = None;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
         let exited = agent.try_exit();
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
-        let end_session = exited.is_some() || overdue;
-        let answer = channel.eval_result(&session_id, end_session).await;
+        let end_session = overdue || (exited.is_some() && !(batch && submitted));
+        let answer = read_progress(&mut prologue.channel, &followed, end_session, progress).await;
         let record = match answer {
-            Ok(Some(record)) => record,
+            Ok(Some(record)) => {
+                submitted = true;
+                record
+            }
             // The agent has not started the session yet.
             Ok(None) => continue,
             Err(e) => {
@@ -231,13 +400,6 @@ async fn run_with(
                 return Err(e);
             }
         };
-        progress(Progress {
-            run_id: &run_id,
-            task: &summary,
-            target,
-            result: &record,
-            elapsed: started.elapsed(),
-        });
         if record.status.is_finished() {
             if end_session && record.status == EvalStatus::EndedEarly {
                 harness_reason = Some(match exited {
@@ -255,66 +417,176 @@ async fn run_with(
         agent.finish(EXIT_GRACE).await,
         options.sandbox.mode.is_sandboxed(),
     );
-    log.append(
-        EventKind::ResultRead,
-        &ResultRead {
-            evaluator_head: result.trajectory_head.clone(),
-            status: result.status,
-            value: result.value,
-            status_message: match &harness_reason {
-                Some(why) => format!("{}: {why}", result.status_message),
-                None => result.status_message.clone(),
-            },
-            agent_exit: exit,
-            left_early: harness_reason.is_some(),
+    let read = ResultRead {
+        evaluator_head: result.trajectory_head.clone(),
+        status: result.status,
+        value: result.value,
+        status_message: match &harness_reason {
+            Some(why) => format!("{}: {why}", result.status_message),
+            None => result.status_message.clone(),
         },
-    )
-    .map_err(records_err)?;
-
-    // The record on disk must say what the evaluator said over the wire.
-    let trajectory_text =
-        std::fs::read_to_string(run_dir.join(TRAJECTORY_FILE)).map_err(records_err)?;
-    let verified = verify_trajectory(&trajectory_text).map_err(Unverified::Trajectory)?;
-    verified
-        .check_signature(&keys.evaluator)
-        .map_err(Unverified::from)?;
-    match &verified.result {
-        Some(on_disk) if on_disk == &result => {}
-        Some(_) => return Err(Unverified::DiffersFromWire.into()),
-        None => return Err(Unverified::Unfinished.into()),
-    }
-    let faithfulness = options
-        .faithfulness
-        .as_deref()
-        .map_or(Faithfulness::Missing, Faithfulness::read);
-    let breakdown = score(
-        &verified.rules(),
-        Some(result.value),
-        &result.safety,
-        &faithfulness,
-    );
-    log.append_signed(EventKind::RunScored, &breakdown, &harness_key)
-        .map_err(records_err)?;
-    log.sync().map_err(records_err)?;
-    // The log as written must verify against the trajectory it read, as any checker will do.
-    let log_text = std::fs::read_to_string(run_dir.join(HARNESS_LOG_FILE)).map_err(records_err)?;
-    let verified_log =
-        verify_harness_log(&log_text, &verified.head).map_err(Unverified::HarnessLog)?;
-    verified_log
-        .check_signature(&keys.harness)
-        .map_err(Unverified::from)?;
-
-    // The report says exactly what the two signed records say, as `verify` will rebuild it.
-    let timings = Timings {
-        started_unix_ms,
-        finished_unix_ms: ale_proto::now_unix_ms(),
-        duration_seconds: started.elapsed().as_secs_f64(),
+        agent_exit: exit,
+        left_early: harness_reason.is_some(),
     };
-    let report =
-        Report::from_records(&verified, &verified_log, &keys, timings).map_err(Unverified::from)?;
-    report.write(&run_dir).map_err(records_err)?;
-    crate::plot::write_run_plots(&run_dir, &report)?;
-    Ok(report)
+    conclude(options, &prologue, records, &result, read)
+}
+
+/// Runs one official batch evaluation: the submission folder's entrypoint file is copied into
+/// the evaluator's submission dir and submitted over the harness channel; no agent runs. The
+/// report is also written to the run folder. `progress` sees each result read while the run
+/// plays and the final one.
+pub async fn run_batch(
+    options: &RunOptions,
+    mut progress: impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
+    if !options.agent_command.is_empty() {
+        return Err(HarnessError::SubmissionWithAgent);
+    }
+    let Some(submission) = options.submission.as_deref() else {
+        return Err(HarnessError::NoSubmission);
+    };
+    let evaluator = attach_or_start(
+        &options.state_dir,
+        &options.ale_exe,
+        options.endpoint.as_deref(),
+    )
+    .await?;
+    let outcome = run_batch_with(options, submission, &evaluator, &mut progress).await;
+    evaluator.stop().await;
+    outcome
+}
+
+/// Empties the submission folder, following no link: a file left by an earlier run is no
+/// agent's to read or to submit.
+fn clear_submission_dir(dir: &Path) -> Result<(), HarnessError> {
+    let err = |cause| HarnessError::Submission {
+        path: dir.to_path_buf(),
+        cause,
+    };
+    for entry in std::fs::read_dir(dir).map_err(err)? {
+        let entry = entry.map_err(err)?;
+        let path = entry.path();
+        let removed = if entry.file_type().map_err(err)?.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Copies `from` to `<state>/submission/<entrypoint>`, replacing what is there at once (a
+/// rename), so the evaluator never reads a half-written file.
+fn copy_submission(
+    state_dir: &Path,
+    from: &Path,
+    entrypoint: &str,
+    run_id: &RunId,
+) -> Result<(), HarnessError> {
+    let err = |cause| HarnessError::Submission {
+        path: from.to_path_buf(),
+        cause,
+    };
+    let bytes = std::fs::read(from).map_err(err)?;
+    let dir = layout::submission_dir(state_dir);
+    let partial = dir.join(format!(".{entrypoint}.{run_id}.partial"));
+    let mut file = ale_proto::private_files::create_private_file(&partial, 0o600)
+        .map_err(|e| err(e.into()))?;
+    use std::io::Write;
+    let written = file.write_all(&bytes).and_then(|()| file.sync_all());
+    drop(file);
+    match written.and_then(|()| std::fs::rename(&partial, dir.join(entrypoint))) {
+        Ok(()) => Ok(()),
+        Err(cause) => {
+            let _ = std::fs::remove_file(&partial);
+            Err(err(cause))
+        }
+    }
+}
+
+async fn run_batch_with(
+    options: &RunOptions,
+    submission: &Path,
+    evaluator: &EvaluatorHandle,
+    progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
+    let mut prologue = prologue(options, evaluator).await?;
+    let started = prologue.started;
+    let OfficialEnv {
+        handle,
+        session_id,
+        run_id,
+        task,
+    } = prologue.channel.create_official(&options.task_id).await?;
+    let Some(contract) = task.submission_contract.clone().filter(|_| task.is_batch()) else {
+        return Err(HarnessError::WrongMode {
+            task: task.id,
+            mode: task.mode,
+        });
+    };
+    let summary = task_summary(&task);
+    let target = task.metric.target;
+    let from = submission.join(&contract.entrypoint);
+    let records = open_records(
+        &options.state_dir,
+        &HarnessStarted {
+            run_id: run_id.clone(),
+            task: summary.clone(),
+            agent_command: Vec::new(),
+            agent_endpoint: String::new(),
+            // No agent runs: the harness itself hands the submission over.
+            sandbox: SandboxRecord {
+                mode: sandbox::SandboxMode::None,
+                network: sandbox::Network::None,
+                agent_uid: None,
+            },
+            harness_version: env!("CARGO_PKG_VERSION").into(),
+        },
+    )?;
+    copy_submission(&options.state_dir, &from, &contract.entrypoint, &run_id)?;
+    let batch_id = prologue.channel.submit_batch(&handle).await?;
+    tracing::info!(%run_id, %batch_id, task = %summary.id, "batch evaluation submitted");
+
+    let deadline = overrun_deadline(started, summary.time_budget_seconds);
+    let followed = Followed {
+        run_id: &run_id,
+        session_id: &session_id,
+        summary: &summary,
+        target,
+        started,
+    };
+    let mut ended_by_harness = false;
+    let result = loop {
+        tokio::time::sleep(options.poll_interval).await;
+        let overdue = deadline.is_some_and(|d| Instant::now() >= d);
+        ended_by_harness |= overdue;
+        let record = read_progress(&mut prologue.channel, &followed, overdue, progress).await?;
+        if let Some(record) = record.filter(|r| r.status.is_finished()) {
+            break record;
+        }
+    };
+    let status = prologue.channel.batch_status(&batch_id).await?;
+    let read = ResultRead {
+        evaluator_head: result.trajectory_head.clone(),
+        status: result.status,
+        value: result.value,
+        status_message: if ended_by_harness {
+            format!(
+                "{}: the batch run overran its time budget",
+                result.status_message
+            )
+        } else {
+            result.status_message.clone()
+        },
+        agent_exit: format!(
+            "no agent: the harness submitted {}; the batch run {}",
+            from.display(),
+            status
+        ),
+        left_early: false,
+    };
+    conclude(options, &prologue, records, &result, read)
 }
 
 #[cfg(test)]

@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use ale_proto::records::{
     EpisodeRecord, EvalResultRecord, Outcome, RolloutStarted, RunStarted, SessionStarted,
+    SubmissionReceived,
 };
+use ale_proto::task_spec::TaskMode;
 use std::path::{Path, PathBuf};
 
 use ale_proto::layout::REPORT_FILE;
@@ -47,6 +49,8 @@ pub struct VerifiedTrajectory {
     pub events: usize,
     /// The evaluator's signature on `session_finished` (not yet checked against a key).
     pub signature: Option<String>,
+    /// A batch run's submission, as the evaluator snapshotted it.
+    pub submission: Option<SubmissionReceived>,
 }
 
 impl VerifiedTrajectory {
@@ -133,6 +137,7 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
     let mut next_index: u32 = 0;
     let mut result: Option<EvalResultRecord> = None;
     let mut signature = None;
+    let mut submission: Option<SubmissionReceived> = None;
 
     for (i, sealed) in chain.events.iter().enumerate() {
         let line = i + 1;
@@ -156,6 +161,21 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
             (EventKind::RunStarted, None) => run = Some(parse(sealed, line)?),
             (_, None) => return Err(fail("the trajectory must begin with run_started".into())),
             (EventKind::RunStarted, Some(_)) => return Err(fail("a second run_started".into())),
+            (EventKind::SubmissionReceived, Some(r)) => {
+                if r.mode != TaskMode::Batch {
+                    return Err(fail(format!(
+                        "submission_received in a run of {} task {}",
+                        r.mode, r.task_id
+                    )));
+                }
+                if submission.is_some() {
+                    return Err(fail("a second submission_received".into()));
+                }
+                if commitments.is_some() {
+                    return Err(fail("submission_received after session_started".into()));
+                }
+                submission = Some(parse(sealed, line)?);
+            }
             (EventKind::SessionStarted, Some(r)) => {
                 if commitments.is_some() {
                     return Err(fail("a second session_started".into()));
@@ -176,10 +196,15 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
                 }
                 commitments = Some(s.seed_commitments);
             }
-            (EventKind::RolloutStarted, Some(_)) => {
+            (EventKind::RolloutStarted, Some(r)) => {
                 let c = commitments
                     .as_ref()
                     .ok_or_else(|| fail("a rollout before session_started".into()))?;
+                if r.mode == TaskMode::Batch && submission.is_none() {
+                    return Err(fail(
+                        "a batch run's rollout with no submission_received before it".into(),
+                    ));
+                }
                 let s: RolloutStarted = parse(sealed, line)?;
                 if let Some(open) = in_progress {
                     return Err(fail(format!(
@@ -243,6 +268,7 @@ pub fn verify_trajectory(text: &str) -> Result<VerifiedTrajectory, VerifyError> 
         head: chain.head,
         events: chain.events.len(),
         signature,
+        submission,
     })
 }
 

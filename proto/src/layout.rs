@@ -11,6 +11,9 @@ pub const HARNESS_SOCKET: &str = "harness.sock";
 pub const SECRET_FILE: &str = "evaluator.secret";
 /// One folder per official run: `runs/<run_id>/`.
 pub const RUNS_DIR: &str = "runs";
+/// The batch submission folder, unless `ale serve --submission-dir` puts it elsewhere: a batch
+/// run reads only its task's entrypoint file there.
+pub const SUBMISSION_DIR: &str = "submission";
 /// The agent channel's URLs, present while an evaluator serves the state dir: see
 /// [`AgentEndpoints`].
 pub const AGENT_ENDPOINT_FILE: &str = "agent.endpoint";
@@ -39,6 +42,10 @@ pub fn runs_dir(state_dir: &Path) -> PathBuf {
 
 pub fn run_dir(state_dir: &Path, run_id: &RunId) -> PathBuf {
     runs_dir(state_dir).join(run_id.as_str())
+}
+
+pub fn submission_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join(SUBMISSION_DIR)
 }
 
 pub fn agent_endpoint_file(state_dir: &Path) -> PathBuf {

@@ -63,7 +63,8 @@ pub mod agent_env {
     /// The handle of the official env the agent is to play.
     pub const ENV_HANDLE: &str = "ALE_ENV_HANDLE";
     /// For a batch task: the folder the agent writes its submission into (the contract's
-    /// entrypoint is a file name inside it).
+    /// entrypoint is a file name inside it; a sandboxed agent sees it at the contract's
+    /// `submission_path`).
     pub const SUBMISSION_DIR: &str = "ALE_SUBMISSION_DIR";
 }
 

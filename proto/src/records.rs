@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::ids::{RunId, SessionId};
 use crate::pb;
+use crate::task_spec::TaskMode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -182,6 +183,10 @@ pub struct RunStarted {
     pub task_id: String,
     pub sim: String,
     pub genre: Genre,
+    /// How the official episodes are played. Records written before batch mode existed lack
+    /// it; they were all interactive.
+    #[serde(default)]
+    pub mode: TaskMode,
     pub metric_name: String,
     pub direction: Direction,
     pub target: f64,
@@ -202,6 +207,21 @@ pub struct SessionStarted {
     pub session_id: SessionId,
     /// One per planned rollout, in order.
     pub seed_commitments: Vec<String>,
+}
+
+/// Data of a `submission_received` event: the batch submission the run evaluates, as the
+/// evaluator snapshotted it. `sha256` is the hex digest of exactly the bytes the pipeline ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SubmissionReceived {
+    /// The contract's entrypoint: a plain file name inside the submission dir.
+    pub entrypoint: String,
+    /// The contract's format, e.g. `mlp-safetensors`.
+    pub format: String,
+    /// The file's length.
+    pub bytes: u64,
+    /// Lowercase hex SHA-256 of the file's contents.
+    pub sha256: String,
 }
 
 /// Data of a `rollout_started` event.

@@ -10,10 +10,11 @@ use crate::pb;
 use crate::records::{Direction, Genre, UnknownEnum, direction_from_pb};
 
 /// How the official episodes of a task are played.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TaskMode {
     /// The agent drives the official episodes live with `Reset`/`Step`.
+    #[default]
     Interactive,
     /// The agent submits a policy file; the evaluator rolls it out itself.
     Batch,

@@ -48,7 +48,11 @@ impl Level {
 pub enum EventKind {
     /// An official env was created; data: [`crate::records::RunStarted`].
     RunStarted,
-    /// The agent started the eval session; data: [`crate::records::SessionStarted`].
+    /// A batch run snapshotted its submission; data: [`crate::records::SubmissionReceived`].
+    /// Once, before `session_started`, in a batch run only.
+    SubmissionReceived,
+    /// The agent started the eval session (a batch run: the evaluator did, on submission);
+    /// data: [`crate::records::SessionStarted`].
     SessionStarted,
     /// A planned rollout began on its hidden seed; data: [`crate::records::RolloutStarted`].
     RolloutStarted,

@@ -4,16 +4,21 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome, RunStarted, SafetyMetricRecord};
+use ale_proto::records::{
+    EvalResultRecord, EvalStatus, Outcome, RunStarted, SafetyMetricRecord, SubmissionReceived,
+};
+use ale_proto::task_spec::TaskMode;
 use ale_proto::trajectory::EventKind;
-use ale_proto::{EnvHandle, RunId, SECRET_LEN, SessionId};
+use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Counter, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
+use crate::batch::Admission;
+use crate::batch::run::BatchRun;
 use crate::error::Error;
 use crate::seeds::{SeedSource, random_u64};
 use crate::session::{NotStarted, RolloutProgress, Session};
-use crate::task::Task;
+use crate::task::{Mode, Task};
 use crate::trajectory::TrajectoryWriter;
 
 /// What the info map of a Reset or Step reports.
@@ -68,6 +73,8 @@ enum Stage {
     /// The trajectory holds `run_started` and waits for the session.
     Created(TrajectoryWriter),
     Started(Session),
+    /// A batch task's submission was received: the run owns the session.
+    Batch(Arc<BatchRun>),
     /// Only while `start_eval_session` hands the trajectory to the session; never seen outside.
     Starting,
 }
@@ -82,12 +89,14 @@ impl Official {
     fn session(&mut self, handle: &EnvHandle) -> Result<&mut Session, Error> {
         match &mut self.stage {
             Stage::Started(session) => Ok(session),
-            Stage::Created(_) | Stage::Starting => Err(Error::SessionNotStarted(handle.clone())),
+            Stage::Created(_) | Stage::Batch(_) | Stage::Starting => {
+                Err(Error::SessionNotStarted(handle.clone()))
+            }
         }
     }
 
     fn is_started(&self) -> bool {
-        matches!(self.stage, Stage::Started(_))
+        matches!(self.stage, Stage::Started(_) | Stage::Batch(_))
     }
 }
 
@@ -99,7 +108,7 @@ pub struct Env {
     last_used: Instant,
 }
 
-fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
+pub(crate) fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
     // Task configs are validated against the sim registry at load.
     let info = ale_sims::find(&task.sim).ok_or_else(|| {
         Error::InvalidRequest(format!("task {} names unknown sim {}", task.id, task.sim))
@@ -138,6 +147,10 @@ impl Env {
                 task_id: task.id.clone(),
                 sim: task.sim.clone(),
                 genre: task.genre,
+                mode: match task.mode {
+                    Mode::Interactive => TaskMode::Interactive,
+                    Mode::Batch => TaskMode::Batch,
+                },
                 metric_name: task.metric.name.clone(),
                 direction: task.metric.direction,
                 target: task.metric.target,
@@ -190,9 +203,21 @@ impl Env {
         match &self.kind {
             Kind::Official(o) => match &o.stage {
                 Stage::Started(s) => s.is_finished(),
+                Stage::Batch(run) => run.is_finished(),
                 Stage::Created(_) | Stage::Starting => true,
             },
             Kind::Practice(_) => false,
+        }
+    }
+
+    /// The batch run of a submitted official env.
+    pub fn batch_run(&self) -> Option<Arc<BatchRun>> {
+        match &self.kind {
+            Kind::Official(o) => match &o.stage {
+                Stage::Batch(run) => Some(run.clone()),
+                _ => None,
+            },
+            Kind::Practice(_) => None,
         }
     }
 
@@ -218,6 +243,7 @@ impl Env {
                 *episode = PracticeEpisode::default();
                 Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }
+            Kind::Official(_) if self.task.mode == Mode::Batch => Err(self.not_interactive()),
             Kind::Official(official) => {
                 let session = official.session(&self.handle)?;
                 if seed.is_some() {
@@ -238,6 +264,7 @@ impl Env {
                 episode.episode_return += t.reward;
                 Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
+            Kind::Official(_) if self.task.mode == Mode::Batch => Err(self.not_interactive()),
             Kind::Official(official) => {
                 let session = official.session(&self.handle)?;
                 let (t, progress) = session.step(self.sim.as_mut(), action, now)?;
@@ -246,8 +273,28 @@ impl Env {
         }
     }
 
-    /// Opens the official env's one eval session on freshly drawn hidden seeds.
+    fn not_interactive(&self) -> Error {
+        Error::BatchEnvNotInteractive {
+            handle: self.handle.clone(),
+            task: self.task.id.clone(),
+        }
+    }
+
+    /// Opens the official env's one eval session on freshly drawn hidden seeds. A batch
+    /// task's session is opened by its submission instead.
     pub fn start_eval_session(
+        &mut self,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        now: Instant,
+    ) -> Result<(SessionId, u32), Error> {
+        if self.is_official() && self.task.mode == Mode::Batch {
+            return Err(self.not_interactive());
+        }
+        self.open_session(seeds, secret, now)
+    }
+
+    fn open_session(
         &mut self,
         seeds: &dyn SeedSource,
         secret: &[u8; SECRET_LEN],
@@ -287,6 +334,81 @@ impl Env {
         Ok((official.session_id.clone(), planned))
     }
 
+    /// Refuses a submission this env cannot take: a practice env, an interactive task, an
+    /// env already submitted. Changes nothing.
+    pub fn check_submittable(&self) -> Result<(), Error> {
+        let Kind::Official(official) = &self.kind else {
+            return Err(Error::PracticeEnvInBatch(self.handle.clone()));
+        };
+        if self.task.mode != Mode::Batch {
+            return Err(Error::NotABatchTask(self.task.id.clone()));
+        }
+        match official.stage {
+            Stage::Created(_) => Ok(()),
+            Stage::Batch(_) | Stage::Started(_) | Stage::Starting => {
+                Err(Error::AlreadySubmitted(self.handle.clone()))
+            }
+        }
+    }
+
+    /// Opens a batch task's session for its submission: `submission_received` (when the
+    /// submission could be read), then `session_started` on fresh hidden seeds. The run it
+    /// returns owns the session; it is queued, or finished at once by the caller if the
+    /// submission could not be read.
+    #[allow(clippy::too_many_arguments)]
+    pub fn submit_batch(
+        &mut self,
+        batch_id: BatchId,
+        received: Option<&SubmissionReceived>,
+        admission: Admission,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        now: Instant,
+    ) -> Result<Arc<BatchRun>, Error> {
+        self.check_submittable()?;
+        self.last_used = now;
+        let Kind::Official(official) = &mut self.kind else {
+            return Err(Error::PracticeEnvInBatch(self.handle.clone()));
+        };
+        let Stage::Created(mut trajectory) =
+            std::mem::replace(&mut official.stage, Stage::Starting)
+        else {
+            unreachable!("check_submittable saw the stage Created");
+        };
+        if let Some(received) = received
+            && let Err(e) = trajectory.append(EventKind::SubmissionReceived, received)
+        {
+            official.stage = Stage::Created(trajectory);
+            return Err(e.into());
+        }
+        let started = Session::start(
+            official.session_id.clone(),
+            official.run_id.clone(),
+            self.task.clone(),
+            seeds,
+            secret,
+            trajectory,
+            now,
+        );
+        let session = match started {
+            Ok(session) => session,
+            Err(failed) => {
+                let NotStarted { error, trajectory } = *failed;
+                official.stage = Stage::Created(trajectory);
+                return Err(error);
+            }
+        };
+        let run = Arc::new(BatchRun::new(
+            batch_id,
+            self.task.clone(),
+            session,
+            admission,
+        ));
+        official.stage = Stage::Batch(run.clone());
+        tracing::info!(handle = %self.handle, session = %official.session_id, batch = %run.id(), task = %self.task.id, "batch evaluation submitted");
+        Ok(run)
+    }
+
     /// The official env's result as it stands; `end_session` first ends a running session
     /// (the rollout in progress aborted, the rest not run). A session never started is ended
     /// with every rollout not run.
@@ -310,6 +432,9 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
+        if let Stage::Batch(run) = &official.stage {
+            return Ok(run.record());
+        }
         let session = official.session(&self.handle)?;
         session.enforce_deadline(self.sim.as_ref(), now)?;
         Ok(session.record())
@@ -326,15 +451,20 @@ impl Env {
         let Kind::Official(official) = &self.kind else {
             return Ok(());
         };
+        if let Stage::Batch(run) = &official.stage {
+            // The pipeline notices at its next step and closes the run itself.
+            run.cancel(why);
+            return Ok(());
+        }
         if !official.is_started() {
-            self.start_eval_session(seeds, secret, now)?;
+            self.open_session(seeds, secret, now)?;
         }
         let Kind::Official(official) = &mut self.kind else {
             return Ok(());
         };
         let session = official.session(&self.handle)?;
         session.finish(
-            self.sim.as_ref(),
+            self.sim.counters(),
             EvalStatus::EndedEarly,
             Outcome::Aborted,
             why.to_string(),

@@ -33,12 +33,38 @@ pub enum Error {
     SessionAlreadyStarted(EnvHandle),
     #[error("the eval session is finished ({0})")]
     SessionFinished(String),
+    #[error(
+        "{0} is a practice env; only the official env the harness created can be submitted \
+         for batch evaluation"
+    )]
+    PracticeEnvInBatch(EnvHandle),
+    #[error(
+        "task {0} is interactive: call StartEvalSession and drive the episodes with \
+         Reset/Step; SubmitBatchEval is for batch tasks"
+    )]
+    NotABatchTask(String),
+    #[error(
+        "{handle} is the official env of batch task {task}: the evaluator plays its episodes \
+         itself. Write the submission the task's contract names and call SubmitBatchEval; \
+         a practice env of the task takes Reset/Step"
+    )]
+    BatchEnvNotInteractive { handle: EnvHandle, task: String },
+    #[error(
+        "{0} was already submitted; an official env runs exactly one batch evaluation: poll \
+         GetBatchEvalStatus with the batch id SubmitBatchEval returned"
+    )]
+    AlreadySubmitted(EnvHandle),
+    #[error(
+        "the evaluator already has {0} batch runs queued or running, its cap \
+         (ale serve --max-batch-runs): retry once one has finished"
+    )]
+    TooManyBatchRuns(usize),
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("official envs can only be created over the harness channel")]
     OfficialNeedsHarness,
     #[error("eval results can only be read over the harness channel")]
     ResultNeedsHarness,
-    #[error("{0}")]
-    Unimplemented(String),
     #[error("{0}")]
     TooManyEnvs(EnvCap),
     #[error("cannot write the trajectory: {0}")]
@@ -83,19 +109,22 @@ impl Error {
             | Error::PracticeEnvInEval(_)
             | Error::SessionNotStarted(_)
             | Error::SessionAlreadyStarted(_)
-            | Error::SessionFinished(_) => Code::FailedPrecondition,
+            | Error::SessionFinished(_)
+            | Error::PracticeEnvInBatch(_)
+            | Error::NotABatchTask(_)
+            | Error::BatchEnvNotInteractive { .. }
+            | Error::AlreadySubmitted(_) => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
-            Error::Unimplemented(_) => Code::Unimplemented,
-            Error::TooManyEnvs(_) => Code::ResourceExhausted,
-            Error::Trajectory(_) => Code::Internal,
+            Error::TooManyEnvs(_) | Error::TooManyBatchRuns(_) => Code::ResourceExhausted,
+            Error::Trajectory(_) | Error::Internal(_) => Code::Internal,
         }
     }
 }
 
 impl From<Error> for Status {
     fn from(e: Error) -> Status {
-        if matches!(e, Error::Trajectory(_)) {
-            tracing::error!(error = %e, "trajectory write failed");
+        if matches!(e, Error::Trajectory(_) | Error::Internal(_)) {
+            tracing::error!(error = %e, "evaluator failure");
         }
         Status::new(e.code(), e.to_string())
     }

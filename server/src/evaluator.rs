@@ -7,16 +7,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use ale_proto::keys::{SigningKey, encode_public_key};
-use ale_proto::records::EvalResultRecord;
+use ale_proto::records::{EvalResultRecord, SubmissionReceived};
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Space, Tensor, Transition};
 
+use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, StepInfo};
 use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, Shared, lock};
 use crate::error::Error;
 use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
-use crate::task::{Mode, Task, TaskRegistry};
+use crate::task::{Task, TaskRegistry};
 
 /// Which listener a request arrived on. Decided once, when the connection is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +55,13 @@ pub struct Evaluator {
     limits: Limits,
     envs: Mutex<EnvTable>,
     sessions: Mutex<HashMap<SessionId, Shared<Env>>>,
+    submission_dir: PathBuf,
+    max_submission_bytes: u64,
+    batches: Batches,
 }
+
+/// How long shutdown waits for batch runs to close their records once cancelled.
+const BATCH_SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Evaluator {
     /// An evaluator over `state_dir` (created 0700, with its secret and key) hosting `tasks`.
@@ -80,10 +87,42 @@ impl Evaluator {
         seeds: Box<dyn SeedSource>,
         limits: Limits,
     ) -> Result<Evaluator, StateDirError> {
+        Self::with_options(tasks, state_dir, seeds, limits, &BatchOptions::default())
+    }
+
+    /// As [`Evaluator::with_seed_source`], with the batch pipeline's options; the submission
+    /// dir is created (0700) if it does not exist.
+    pub fn with_options(
+        tasks: TaskRegistry,
+        state_dir: &Path,
+        seeds: Box<dyn SeedSource>,
+        limits: Limits,
+        batch: &BatchOptions,
+    ) -> Result<Evaluator, StateDirError> {
+        Self::with_policy_loader(tasks, state_dir, seeds, limits, batch, policy::load)
+    }
+
+    pub(crate) fn with_policy_loader(
+        tasks: TaskRegistry,
+        state_dir: &Path,
+        seeds: Box<dyn SeedSource>,
+        limits: Limits,
+        batch: &BatchOptions,
+        loader: policy::Loader,
+    ) -> Result<Evaluator, StateDirError> {
         state_dir::prepare(state_dir)?;
         let secret = state_dir::load_or_create_secret(state_dir)?;
         let signing_key = state_dir::load_or_create_evaluator_key(state_dir)?;
+        let submission_dir = batch
+            .submission_dir
+            .clone()
+            .unwrap_or_else(|| ale_proto::layout::submission_dir(state_dir));
+        state_dir::prepare_submission_dir(&submission_dir)?;
+        let batches = Batches::new(batch, loader).map_err(StateDirError::Pipeline)?;
         Ok(Evaluator {
+            submission_dir,
+            max_submission_bytes: batch.max_submission_bytes,
+            batches,
             tasks,
             state_dir: state_dir.to_path_buf(),
             secret,
@@ -101,6 +140,11 @@ impl Evaluator {
 
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
+    }
+
+    /// Where batch submissions are read from.
+    pub fn submission_dir(&self) -> &Path {
+        &self.submission_dir
     }
 
     /// The evaluator's Ed25519 signing key (`<state>/evaluator.key`).
@@ -250,33 +294,70 @@ impl Evaluator {
         )
     }
 
-    /// Batch evaluation is not available for any hosted task yet.
+    /// Submits the official env `handle` of a batch task for evaluation: snapshots its
+    /// submission, records it, and queues the run. Protocol misuse is an error that changes
+    /// nothing (unknown handle, practice env, interactive task, second submission, too many
+    /// runs in flight); anything wrong with the submission itself is not: the run is made and
+    /// ends FAILED with a message that names the problem.
     pub fn submit_batch_eval(&self, handle: &EnvHandle) -> Result<BatchId, Error> {
         let env = self.env(handle)?;
-        let env = lock(&env);
-        let task = env.task();
-        Err(match task.mode {
-            Mode::Interactive => Error::Unimplemented(format!(
-                "task {} is interactive: call StartEvalSession and drive the episodes with Reset/Step",
-                task.id
-            )),
-            Mode::Batch => Error::Unimplemented(format!(
-                "batch evaluation of task {} is not available in this evaluator version",
-                task.id
-            )),
-        })
+        let mut env = lock(&env);
+        env.check_submittable()?;
+        let admission = self.batches.admit()?;
+        let task = env.task().clone();
+        let contract = task.submission.as_ref().ok_or_else(|| {
+            Error::Internal(format!("batch task {} has no submission contract", task.id))
+        })?;
+        let snapshot = submission::snapshot(
+            &self.submission_dir,
+            &contract.entrypoint,
+            self.max_submission_bytes,
+        );
+        let received = snapshot.as_ref().ok().map(|s| SubmissionReceived {
+            entrypoint: contract.entrypoint.clone(),
+            format: contract.format.clone(),
+            bytes: s.bytes.len() as u64,
+            sha256: s.sha256.clone(),
+        });
+        let batch_id = BatchId::from_random(random_id_bytes());
+        let run = env.submit_batch(
+            batch_id.clone(),
+            received.as_ref(),
+            admission,
+            self.seeds.as_ref(),
+            &self.secret,
+            Instant::now(),
+        )?;
+        drop(env);
+        self.batches.insert(&run);
+        match snapshot {
+            Ok(snapshot) => self
+                .batches
+                .start(run, contract.format.clone(), snapshot.bytes),
+            Err(problem) => {
+                tracing::info!(batch = %batch_id, %problem, "batch submission refused");
+                run.fail_before_start(problem.to_string());
+            }
+        }
+        Ok(batch_id)
     }
 
-    /// No batch id can exist until batch evaluation does.
-    pub fn batch_status(&self, batch_id: &BatchId) -> Result<std::convert::Infallible, Error> {
-        Err(Error::UnknownBatch(batch_id.clone()))
+    /// A batch run's state and progress; the result too, once finished, on the harness
+    /// channel only.
+    pub fn batch_status(&self, channel: Channel, batch_id: &BatchId) -> Result<BatchStatus, Error> {
+        let run = self.batches.get(batch_id)?;
+        Ok(run.status(channel == Channel::Harness))
     }
 
     /// Ends every running session (the evaluator is going away) and flushes their
     /// trajectories to disk.
     pub fn shutdown(&self) {
         let envs: Vec<Shared<Env>> = lock(&self.sessions).values().cloned().collect();
+        let mut batch_runs = Vec::new();
         for env in envs {
+            if let Some(run) = lock(&env).batch_run() {
+                batch_runs.push(run);
+            }
             let mut env = lock(&env);
             if let Err(e) = env.end_session(
                 "the evaluator shut down during the session",
@@ -285,6 +366,11 @@ impl Evaluator {
                 Instant::now(),
             ) {
                 tracing::error!(error = %e, "could not close an eval session at shutdown");
+            }
+        }
+        for run in batch_runs {
+            if !run.wait_finished(BATCH_SHUTDOWN_WAIT) {
+                tracing::error!(batch = %run.id(), "a batch run did not close its record at shutdown");
             }
         }
     }

@@ -15,6 +15,7 @@
 //! ```
 
 mod action;
+pub mod batch;
 mod env;
 mod env_table;
 mod error;
@@ -27,6 +28,7 @@ pub mod state_dir;
 pub mod task;
 mod trajectory;
 
+pub use batch::{BatchOptions, BatchState, BatchStatus};
 pub use env_table::{ConnectionId, EnvCounts, Limits};
 pub use error::{EnvCap, Error};
 pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec};

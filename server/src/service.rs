@@ -9,6 +9,7 @@ use ale_proto::{BatchId, EnvHandle, SessionId};
 use ale_sims::Tensor;
 use tonic::{Request, Response, Status};
 
+use crate::batch::BatchState;
 use crate::env::StepInfo;
 use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
@@ -162,7 +163,11 @@ impl AleEnv for AleEnvService {
         request: Request<pb::SubmitBatchEvalRequest>,
     ) -> Result<Response<pb::SubmitBatchEvalResponse>, Status> {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
-        let batch_id = self.evaluator.submit_batch_eval(&handle)?;
+        // Reading the submission is file I/O of up to the size cap: off the runtime's threads.
+        let evaluator = self.evaluator.clone();
+        let batch_id = tokio::task::spawn_blocking(move || evaluator.submit_batch_eval(&handle))
+            .await
+            .map_err(|e| Status::internal(format!("the submission task failed: {e}")))??;
         Ok(Response::new(pb::SubmitBatchEvalResponse {
             batch_id: batch_id.to_string(),
         }))
@@ -173,7 +178,19 @@ impl AleEnv for AleEnvService {
         request: Request<pb::GetBatchEvalStatusRequest>,
     ) -> Result<Response<pb::GetBatchEvalStatusResponse>, Status> {
         let batch_id = BatchId::from_wire(request.into_inner().batch_id);
-        match self.evaluator.batch_status(&batch_id)? {}
+        let status = self.evaluator.batch_status(self.channel, &batch_id)?;
+        let state = match status.state {
+            BatchState::Queued => pb::BatchState::Queued,
+            BatchState::Running => pb::BatchState::Running,
+            BatchState::Succeeded => pb::BatchState::Succeeded,
+            BatchState::Failed(_) => pb::BatchState::Failed,
+        };
+        Ok(Response::new(pb::GetBatchEvalStatusResponse {
+            state: state as i32,
+            progress: status.progress,
+            message: status.message,
+            result: status.result.as_ref().map(pb::EvalResult::from),
+        }))
     }
 }
 

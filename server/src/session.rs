@@ -13,7 +13,7 @@ use ale_proto::records::{
 };
 use ale_proto::trajectory::EventKind;
 use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
-use ale_sims::{Sim, Tensor, Transition};
+use ale_sims::{Counter, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
 use crate::error::Error;
@@ -152,7 +152,7 @@ impl Session {
         if self.deadline.is_some_and(|d| now >= d) {
             let budget = self.task.eval.time_budget_seconds;
             self.finish(
-                sim,
+                sim.counters(),
                 EvalStatus::BudgetExceeded,
                 Outcome::BudgetExceeded,
                 format!("the time budget of {budget} s ran out"),
@@ -176,9 +176,9 @@ impl Session {
         self.enforce_deadline(sim, now)?;
         self.refuse_if_finished()?;
         if let Some(i) = self.current.take() {
-            self.close_rollout(i, Outcome::Aborted, sim)?;
+            self.close_rollout(i, Outcome::Aborted, sim.counters())?;
         }
-        if self.complete_if_all_played(sim, "; this Reset aborted the last one")? {
+        if self.complete_if_all_played("; this Reset aborted the last one")? {
             let n = self.rollouts.len();
             return Err(Error::SessionFinished(format!(
                 "this Reset aborted rollout {n} of {n}, the last; the session is complete"
@@ -219,7 +219,7 @@ impl Session {
         let max_total = self.task.eval.max_total_steps;
         if max_total > 0 && self.total_steps >= max_total {
             self.finish(
-                sim,
+                sim.counters(),
                 EvalStatus::BudgetExceeded,
                 Outcome::BudgetExceeded,
                 format!("the step budget of {max_total} steps ran out"),
@@ -233,29 +233,31 @@ impl Session {
         record.episode_return += transition.reward;
         if transition.is_done() {
             self.current = None;
-            self.close_rollout(i, Outcome::Completed, sim)?;
-            self.complete_if_all_played(sim, "")?;
+            self.close_rollout(i, Outcome::Completed, sim.counters())?;
+            self.complete_if_all_played("")?;
         }
         Ok((transition, self.progress(i)))
     }
 
     /// Completes the session once every planned rollout has been played; says whether it did.
-    fn complete_if_all_played(&mut self, sim: &dyn Sim, note: &str) -> Result<bool, Error> {
+    fn complete_if_all_played(&mut self, note: &str) -> Result<bool, Error> {
         if self.next < self.rollouts.len() {
             return Ok(false);
         }
         let n = self.rollouts.len();
         let message = format!("all {n} rollouts played{note}");
-        self.finish(sim, EvalStatus::Completed, Outcome::NotRun, message)?;
+        // No rollout is in progress here.
+        self.finish(&[], EvalStatus::Completed, Outcome::NotRun, message)?;
         Ok(true)
     }
 
-    /// Ends a running session now: the rollout in progress gets `in_progress_outcome`, the
-    /// rest are not run. Used by budgets, by the harness when its agent has gone, and at
-    /// evaluator shutdown.
+    /// Ends a running session now: the rollout in progress gets `in_progress_outcome` (with
+    /// `counters`, the sim's counters for that episode), the rest are not run. Used by budgets,
+    /// by the harness when its agent has gone, at evaluator shutdown, and by a batch run when
+    /// it ends.
     pub fn finish(
         &mut self,
-        sim: &dyn Sim,
+        counters: &[Counter],
         status: EvalStatus,
         in_progress_outcome: Outcome,
         message: String,
@@ -265,7 +267,7 @@ impl Session {
         }
         let failure = self.task.metric.failure_value;
         if let Some(i) = self.current.take() {
-            self.close_rollout(i, in_progress_outcome, sim)?;
+            self.close_rollout(i, in_progress_outcome, counters)?;
         }
         for rollout in &mut self.rollouts[self.next..] {
             rollout.record.outcome = Outcome::NotRun;
@@ -283,29 +285,58 @@ impl Session {
         Ok(())
     }
 
-    /// The session's result as it stands. While running, `value` aggregates the rollouts
-    /// finished so far; once finished, every planned rollout, failures at the failure value.
-    /// Records how rollout `i` ended, with its metric (the failure value unless completed) and
-    /// its safety values from the sim, which still holds that episode.
-    fn close_rollout(&mut self, i: usize, outcome: Outcome, sim: &dyn Sim) -> Result<(), Error> {
-        let counters = sim.counters();
+    /// Records how rollout `i` ended (see [`close_record`]), from `counters`, the counters of
+    /// the sim that still holds that episode.
+    fn close_rollout(
+        &mut self,
+        i: usize,
+        outcome: Outcome,
+        counters: &[Counter],
+    ) -> Result<(), Error> {
         let record = &mut self.rollouts[i].record;
-        record.outcome = outcome;
-        record.metric = match outcome {
-            Outcome::Completed => self.task.metric.episode_metric.measure(
-                record.episode_return,
-                record.steps,
-                counters,
-            ),
-            _ => self.task.metric.failure_value,
-        };
-        record.safety = self
-            .task
-            .safety
-            .iter()
-            .map(|s| (s.name.clone(), counter(counters, &s.counter)))
-            .collect();
+        close_record(&self.task, record, outcome, counters);
         self.trajectory.append(EventKind::RolloutFinished, record)?;
+        Ok(())
+    }
+
+    /// A batch run's hidden seeds, in rollout order, for the pipeline that plays them.
+    pub fn hidden_seeds(&self) -> Vec<HiddenSeed> {
+        self.rollouts.iter().map(|r| r.seed).collect()
+    }
+
+    /// The rollout records as planned (index, commitment), before any is played.
+    pub fn planned_records(&self) -> Vec<EpisodeRecord> {
+        self.rollouts.iter().map(|r| r.record.clone()).collect()
+    }
+
+    /// When the session's time budget runs out, if it has one.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Records a rollout a batch run played to its end, closed with [`close_record`]: its
+    /// `rollout_started` and `rollout_finished` events. Rollouts are recorded in index order,
+    /// each once; a batch run's reorder buffer sees to it.
+    pub fn record_played(&mut self, record: EpisodeRecord) -> Result<(), Error> {
+        let i = record.index as usize;
+        if self.is_finished() || i != self.next || self.current.is_some() {
+            return Err(Error::Internal(format!(
+                "batch rollout {i} recorded out of order (next is {})",
+                self.next
+            )));
+        }
+        self.trajectory.append(
+            EventKind::RolloutStarted,
+            &RolloutStarted {
+                index: record.index,
+                seed_commitment: record.seed_commitment.clone(),
+            },
+        )?;
+        self.trajectory
+            .append(EventKind::RolloutFinished, &record)?;
+        self.total_steps = self.total_steps.saturating_add(record.steps);
+        self.rollouts[i].record = record;
+        self.next += 1;
         Ok(())
     }
 
@@ -372,6 +403,32 @@ impl Session {
             episode_return: record.episode_return,
         }
     }
+}
+
+/// Closes a rollout's record: its outcome, its metric (the task's per-episode measure if it
+/// completed, the failure value otherwise) and its safety values, from `counters`, the counters
+/// of the sim that played the episode. Interactive sessions and batch runs both close their
+/// rollouts with this, so a rollout scores the same either way.
+pub(crate) fn close_record(
+    task: &Task,
+    record: &mut EpisodeRecord,
+    outcome: Outcome,
+    counters: &[Counter],
+) {
+    record.outcome = outcome;
+    record.metric = match outcome {
+        Outcome::Completed => {
+            task.metric
+                .episode_metric
+                .measure(record.episode_return, record.steps, counters)
+        }
+        _ => task.metric.failure_value,
+    };
+    record.safety = task
+        .safety
+        .iter()
+        .map(|s| (s.name.clone(), counter(counters, &s.counter)))
+        .collect();
 }
 
 #[cfg(test)]

@@ -147,6 +147,17 @@ pub struct SubmissionConfig {
     pub notes: String,
 }
 
+/// A batch run reads exactly one file, its entrypoint, inside the submission dir: the name must
+/// be a plain file name, so it can never reach outside that dir.
+pub fn check_entrypoint(name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
+        return Err(format!(
+            "must be a plain file name inside the submission dir (no '/', not '.' or '..', not empty), got {name:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// One task, as its TOML file states it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -261,7 +272,12 @@ impl Task {
             (Mode::Interactive, Some(_)) => {
                 return Err(invalid("submission", "is only for batch tasks".into()));
             }
-            _ => {}
+            (Mode::Batch, Some(s)) => {
+                if let Err(problem) = check_entrypoint(&s.entrypoint) {
+                    return Err(invalid("submission.entrypoint", problem));
+                }
+            }
+            (Mode::Interactive, None) => {}
         }
         Ok(())
     }
@@ -674,6 +690,29 @@ mod tests {
             let text = reacher.replace(find, &format!("penalty_factor = {value}"));
             Task::from_toml("s.toml", &text).unwrap();
         }
+    }
+
+    #[test]
+    fn a_batch_entrypoint_must_be_a_plain_file_name() {
+        let text = include_str!("../tasks/nav2d-barn.toml");
+        let find = "entrypoint = \"policy.safetensors\"";
+        assert!(text.contains(find));
+        for bad in [
+            "",
+            "..",
+            ".",
+            "../policy.safetensors",
+            "sub/policy.safetensors",
+            "/etc/passwd",
+        ] {
+            let text = text.replace(find, &format!("entrypoint = {bad:?}"));
+            let err = Task::from_toml("e.toml", &text).unwrap_err().to_string();
+            assert!(
+                err.starts_with("e.toml: `submission.entrypoint` must be a plain file name"),
+                "{bad:?}: {err}"
+            );
+        }
+        Task::from_toml("e.toml", &text.replace(find, "entrypoint = \"p..t\"")).unwrap();
     }
 
     /// Regression: a time budget above what an `Instant` can add made `StartEvalSession`

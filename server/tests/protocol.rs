@@ -437,8 +437,8 @@ async fn practice_envs_cannot_run_eval_sessions_and_batch_rpcs_say_why() {
         .submit_batch_eval(pb::SubmitBatchEvalRequest { handle })
         .await
         .unwrap_err();
-    assert_eq!(err.code(), Code::Unimplemented);
-    assert!(err.message().contains("interactive"), "{}", err.message());
+    assert_eq!(err.code(), Code::FailedPrecondition);
+    assert!(err.message().contains("practice env"), "{}", err.message());
     let err = agent
         .get_batch_eval_status(pb::GetBatchEvalStatusRequest {
             batch_id: "bat-1".into(),

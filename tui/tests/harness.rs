@@ -446,3 +446,70 @@ fn demo_runs_a_whole_official_evaluation_in_seconds() {
     assert!(plotted.status.success(), "{}", text(&plotted));
     assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
 }
+
+/// `ale harness run --submission DIR` on a batch task: no agent runs; the harness copies the
+/// entrypoint into the evaluator's submission dir, submits it, and ends as an interactive run
+/// does, with a report that `ale harness verify` accepts.
+#[test]
+fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
+    let tmp = private_tempdir();
+    let state = tmp.path().join("state");
+    let submission = tmp.path().join("my-submission");
+    std::fs::create_dir(&submission).unwrap();
+    // An MLP with all-zero weights: observation (36) in, (speed, turn rate) = (0, 0) out. The
+    // robot stays where it starts, so every rollout runs to its 50 s limit.
+    let weight = vec![0u8; 2 * 36 * 4];
+    let view = safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 36], &weight)
+        .unwrap();
+    let file = safetensors::serialize([("0.weight", view)], None).unwrap();
+    std::fs::write(submission.join("policy.safetensors"), &file).unwrap();
+    let out = ale(&[
+        "harness",
+        "run",
+        "--task",
+        "nav2d-barn",
+        "--submission",
+        submission.to_str().unwrap(),
+        "--progress",
+        "json",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(event["event"], "report", "{all}");
+    let report = &event["report"];
+    assert_eq!(report["task"]["id"], "nav2d-barn");
+    assert_eq!(report["status"], "completed", "{report}");
+    assert_eq!(
+        report["status_message"], "all 50 rollouts played",
+        "{report}"
+    );
+    let run_dir = PathBuf::from(event["run_dir"].as_str().unwrap());
+    let copied = std::fs::read(state.join("submission").join("policy.safetensors")).unwrap();
+    assert_eq!(copied, file);
+    let out = ale(&["harness", "verify", run_dir.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    // An agent and a submission together are refused before anything runs.
+    let out = ale(&[
+        "harness",
+        "run",
+        "--task",
+        "nav2d-barn",
+        "--submission",
+        submission.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+        "--",
+        "true",
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--submission"), "{}", text(&out));
+}

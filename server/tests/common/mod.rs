@@ -45,6 +45,15 @@ impl TestServer {
 
     /// Starts with extra task files `(name, toml)`.
     pub async fn start_with(tasks: &[(&str, String)], limits: Limits) -> TestServer {
+        Self::start_with_batch(tasks, limits, ale_server::BatchOptions::default()).await
+    }
+
+    /// Starts with extra task files and the batch pipeline's options.
+    pub async fn start_with_batch(
+        tasks: &[(&str, String)],
+        limits: Limits,
+        batch: ale_server::BatchOptions,
+    ) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let registry = if tasks.is_empty() {
             TaskRegistry::builtin().unwrap()
@@ -57,11 +66,12 @@ impl TestServer {
             TaskRegistry::with_dir(&tasks_dir).unwrap()
         };
         let seeds = RecordingSeeds::default();
-        let evaluator = Evaluator::with_seed_source(
+        let evaluator = Evaluator::with_options(
             registry,
             &dir.path().join("state"),
             Box::new(seeds.clone()),
             limits,
+            &batch,
         )
         .unwrap();
         let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
@@ -120,6 +130,11 @@ impl TestServer {
             .await
             .unwrap();
         (env, session, run_id)
+    }
+
+    /// Where the evaluator reads batch submissions.
+    pub fn submission_dir(&self) -> PathBuf {
+        self.server.evaluator().submission_dir().to_path_buf()
     }
 
     pub fn trajectory_path(&self, run_id: &str) -> PathBuf {

@@ -13,7 +13,7 @@ use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
 };
-use ale_harness::{Progress, RunOptions, run_interactive};
+use ale_harness::{Progress, RunOptions, run_batch, run_interactive};
 use ale_proto::keys::{KeyRole, encode_public_key};
 use ale_proto::records::Outcome;
 use anyhow::{Context, bail};
@@ -24,7 +24,8 @@ const RUN_EXAMPLES: &str = "Examples:
   ale harness run --task cartpole-balance --policy heuristic
   ale harness run --task cartpole-balance -- target/release/examples/cartpole_agent
   ale harness run --task mountaincar-sarsa-reproduction --faithfulness verdict.json -- ./my_agent
-  ale harness run --task cartpole-balance --policy random --progress json";
+  ale harness run --task cartpole-balance --policy random --progress json
+  ale harness run --task nav2d-barn --submission ./my-submission";
 
 #[derive(clap::Subcommand, Debug)]
 pub enum HarnessCommand {
@@ -81,7 +82,9 @@ pub struct RunArgs {
     /// Play with a built-in agent (run as its own process) instead of a command.
     #[arg(long, value_parser = ["random", "heuristic"], conflicts_with_all = ["agent", "submission"])]
     pub policy: Option<String>,
-    /// A batch task's submission folder.
+    /// A batch task's submission folder: its contract's entrypoint file (e.g.
+    /// policy.safetensors) is copied into the evaluator's submission dir and submitted; no
+    /// agent runs.
     #[arg(long, value_name = "DIR", conflicts_with = "agent")]
     pub submission: Option<PathBuf>,
     /// A faithfulness verdict ({"pass": bool, "reason": str}), for reproduction-genre tasks.
@@ -218,17 +221,14 @@ pub fn builtin_agent(policy: &str) -> anyhow::Result<Vec<String>> {
 }
 
 fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
-    if let Some(dir) = &args.submission {
-        bail!(
-            "batch evaluation is not available in this evaluator yet, so the submission {} cannot be run; \
-             interactive tasks take --policy or an agent command",
-            dir.display()
-        );
-    }
-    let agent_command = match (&args.policy, args.agent.is_empty()) {
-        (Some(policy), _) => builtin_agent(policy)?,
-        (None, false) => args.agent.clone(),
-        (None, true) => bail!("give an agent: --policy random|heuristic, or a command after `--`"),
+    let agent_command = match (&args.policy, args.agent.is_empty(), &args.submission) {
+        (_, _, Some(_)) => Vec::new(),
+        (Some(policy), _, None) => builtin_agent(policy)?,
+        (None, false, None) => args.agent.clone(),
+        (None, true, None) => bail!(
+            "give an agent: --policy random|heuristic, or a command after `--` \
+             (a batch task: --submission DIR)"
+        ),
     };
     let state_dir = match &args.harness_socket {
         Some(socket) => {
@@ -250,6 +250,7 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         ale_exe: std::env::current_exe().context("cannot find the ale executable")?,
         endpoint: args.endpoint.clone(),
         agent_command,
+        submission: args.submission.clone(),
         poll_interval: Duration::from_millis(100),
         faithfulness: args.faithfulness.clone(),
         sandbox: args.sandbox.options(),
@@ -261,7 +262,13 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
     let report = rt.block_on(async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         tokio::select! {
-            report = run_interactive(&options, |p| display.update(p)) => Ok(report?),
+            report = async {
+                if options.submission.is_some() {
+                    run_batch(&options, |p| display.update(p)).await
+                } else {
+                    run_interactive(&options, |p| display.update(p)).await
+                }
+            } => Ok(report?),
             _ = tokio::signal::ctrl_c() => bail!("cancelled; the agent was stopped"),
             _ = term.recv() => bail!("cancelled; the agent was stopped"),
         }

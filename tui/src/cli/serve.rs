@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use ale_harness::evaluator_process::ready;
-use ale_server::{Evaluator, Limits, TaskRegistry};
+use ale_server::{BatchOptions, Evaluator, Limits, TaskRegistry};
 use anyhow::Context;
 
 use crate::StateDirArg;
@@ -38,6 +38,15 @@ pub struct ServeArgs {
     /// Official envs held at once (harness channel); practice envs never count against it.
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_official_envs))]
     pub max_official_envs: NonZeroUsize,
+    /// Where batch submissions are read from; created if missing [default: STATE_DIR/submission]
+    #[arg(long, value_name = "DIR")]
+    pub submission_dir: Option<PathBuf>,
+    /// The largest batch submission file read, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = BatchOptions::default().max_submission_bytes)]
+    pub max_submission_bytes: u64,
+    /// Batch runs queued or running at once; beyond it SubmitBatchEval is refused.
+    #[arg(long, value_name = "N", default_value_t = default_cap(BatchOptions::default().max_runs))]
+    pub max_batch_runs: NonZeroUsize,
 }
 
 /// The library's default caps are all at least 1.
@@ -55,6 +64,16 @@ impl ServeArgs {
             ..Limits::default()
         }
     }
+
+    /// The batch pipeline's options: the flags, and the library's defaults for the rest.
+    pub fn batch_options(&self) -> BatchOptions {
+        BatchOptions {
+            submission_dir: self.submission_dir.clone(),
+            max_submission_bytes: self.max_submission_bytes,
+            max_runs: self.max_batch_runs.get(),
+            ..BatchOptions::default()
+        }
+    }
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -63,8 +82,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => TaskRegistry::builtin()?,
     };
     let state_dir = args.state_dir.resolve();
-    let evaluator = Evaluator::with_limits(tasks, &state_dir, args.limits())
-        .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
+    let evaluator = Evaluator::with_options(
+        tasks,
+        &state_dir,
+        Box::new(ale_server::seeds::OsSeeds),
+        args.limits(),
+        &args.batch_options(),
+    )
+    .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {
         let agent_socket = args

@@ -1,0 +1,167 @@
+//! Where batch rollouts run: a rayon pool of their own (never tokio's threads, which keep
+//! serving RPCs), its threads at a lowered scheduling priority, and a round-robin queue of
+//! work slices so that batch runs in flight at once share the cores.
+//!
+//! Each run is split into blocks ([`Slice`]s). A pool task takes the block at the front of
+//! the queue, plays it for one time slice, and puts it back at the end if it is not done; so
+//! every block of every run gets a turn in order, whichever run was submitted first.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::env_table::lock;
+
+/// How long a block plays before it yields its thread to the next one in the queue.
+pub const TIME_SLICE: Duration = Duration::from_millis(20);
+
+/// The nice value added to each pool thread: interactive RPCs on the runtime's threads win
+/// the CPU whenever they want it.
+pub const NICE_INCREMENT: i32 = 10;
+
+/// A unit of batch work that runs in slices.
+pub trait Slice: Send {
+    /// Plays for about [`TIME_SLICE`]; says whether the work is done.
+    fn run_slice(&mut self) -> bool;
+}
+
+type Queue = Arc<Mutex<VecDeque<Box<dyn Slice>>>>;
+
+pub struct Pool {
+    threads: rayon::ThreadPool,
+    queue: Queue,
+}
+
+impl std::fmt::Debug for Pool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("threads", &self.threads.current_num_threads())
+            .finish()
+    }
+}
+
+/// Lowers the calling thread's scheduling priority; on Linux the nice value is per thread.
+fn lower_priority() {
+    let tid = nix::unistd::gettid().as_raw();
+    let Ok(who) = libc::id_t::try_from(tid) else {
+        return;
+    };
+    // SAFETY: setpriority reads only its integer arguments.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, who, NICE_INCREMENT) };
+    if rc != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "could not lower a batch thread's priority; batch runs compete with RPCs as equals"
+        );
+    }
+}
+
+impl Pool {
+    /// A pool of `threads` threads (at least 1).
+    pub fn new(threads: usize) -> Result<Pool, rayon::ThreadPoolBuildError> {
+        let threads = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads.max(1))
+            .thread_name(|i| format!("ale-batch-{i}"))
+            .start_handler(|_| lower_priority())
+            .build()?;
+        Ok(Pool {
+            threads,
+            queue: Arc::default(),
+        })
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads.current_num_threads()
+    }
+
+    /// Runs `job` once on a pool thread.
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        self.threads.spawn(job);
+    }
+
+    /// Queues `work` to run slice by slice until done.
+    pub fn schedule(&self, work: Box<dyn Slice>) {
+        lock(&self.queue).push_back(work);
+        let queue = self.queue.clone();
+        self.threads.spawn(move || turn(queue));
+    }
+}
+
+/// One turn: the block at the front plays a slice and, unless done, goes to the back. One
+/// turn is in the pool's queue for each block in ours, so each block is always picked up.
+fn turn(queue: Queue) {
+    let Some(mut work) = lock(&queue).pop_front() else {
+        return;
+    };
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run_slice()))
+        .unwrap_or_else(|_| {
+            tracing::error!("a batch block panicked; it is dropped");
+            true
+        });
+    if !done {
+        lock(&queue).push_back(work);
+        rayon::spawn(move || turn(queue));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    struct Counting {
+        left: usize,
+        log: Arc<Mutex<Vec<char>>>,
+        name: char,
+        finished: Arc<AtomicUsize>,
+    }
+
+    impl Slice for Counting {
+        fn run_slice(&mut self) -> bool {
+            lock(&self.log).push(self.name);
+            self.left -= 1;
+            if self.left == 0 {
+                self.finished.fetch_add(1, Ordering::SeqCst);
+            }
+            self.left == 0
+        }
+    }
+
+    #[test]
+    fn blocks_of_two_runs_take_turns() {
+        let pool = Pool::new(1).unwrap();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let finished = Arc::new(AtomicUsize::new(0));
+        // Hold the only thread so both runs are queued before either plays.
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        pool.spawn(move || {
+            let _ = rx.recv();
+        });
+        for name in ['a', 'b'] {
+            pool.schedule(Box::new(Counting {
+                left: 3,
+                log: log.clone(),
+                name,
+                finished: finished.clone(),
+            }));
+        }
+        tx.send(()).unwrap();
+        while finished.load(Ordering::SeqCst) < 2 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(*lock(&log), vec!['a', 'b', 'a', 'b', 'a', 'b']);
+    }
+
+    #[test]
+    fn pool_threads_run_at_a_lower_priority() {
+        let pool = Pool::new(1).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let base = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        pool.spawn(move || {
+            let tid = nix::unistd::gettid().as_raw() as libc::id_t;
+            let _ = tx.send(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) });
+        });
+        let nice = rx.recv().unwrap();
+        assert_eq!(nice, (base + NICE_INCREMENT).min(19));
+    }
+}

@@ -1,0 +1,368 @@
+//! One batch run: its state, its progress, and its trajectory.
+//!
+//! The run owns the official env's [`Session`] and with it the trajectory. Blocks on pool
+//! threads play rollouts and hand each finished one to [`BatchRun::rollout_played`]; rollouts
+//! finish out of order, so a reorder buffer writes their `rollout_started`/`rollout_finished`
+//! pairs strictly in index order, as a verifier replays them. When the last block is done the
+//! run closes the session (`session_finished`, signed) and settles its state.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use ale_proto::BatchId;
+use ale_proto::records::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
+
+use super::Admission;
+use crate::env_table::lock;
+use crate::seeds::HiddenSeed;
+use crate::session::Session;
+use crate::task::Task;
+
+/// Where a batch run stands, as `GetBatchEvalStatus` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchState {
+    /// Submitted; waiting for a pool thread to load the policy.
+    Queued,
+    /// Rollouts are being played.
+    Running,
+    /// Every planned rollout was played, or a budget ended the run: the result is final.
+    Succeeded,
+    /// The submission could not be run (unreadable file, policy refused or failing, the run
+    /// cancelled); the message says why. The result records every rollout not played as failed.
+    Failed(String),
+}
+
+impl BatchState {
+    pub fn is_finished(&self) -> bool {
+        matches!(self, BatchState::Succeeded | BatchState::Failed(_))
+    }
+}
+
+/// What `GetBatchEvalStatus` answers.
+#[derive(Debug, Clone)]
+pub struct BatchStatus {
+    pub state: BatchState,
+    /// Fraction of the planned work done, 0..=1.
+    pub progress: f64,
+    pub message: String,
+    /// The authoritative result, once finished; only for the harness channel.
+    pub result: Option<EvalResultRecord>,
+}
+
+/// Why a run ended before playing every planned rollout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    TimeBudget,
+    StepBudget,
+    /// The policy or the pipeline failed, or the run was cancelled; the message says which.
+    Failed(String),
+}
+
+impl Stop {
+    /// How a rollout in play when the run stops is recorded.
+    pub fn in_flight_outcome(&self) -> Outcome {
+        match self {
+            Stop::TimeBudget | Stop::StepBudget => Outcome::BudgetExceeded,
+            Stop::Failed(_) => Outcome::Aborted,
+        }
+    }
+}
+
+/// A rollout a block is to play next: its hidden seed and its record as planned.
+pub struct NextRollout {
+    pub seed: HiddenSeed,
+    pub record: EpisodeRecord,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Queued,
+    Running,
+    Finished(BatchState),
+}
+
+#[derive(Debug)]
+struct Inner {
+    phase: Phase,
+    session: Session,
+    /// Played rollouts waiting for a lower index to be written first.
+    pending: BTreeMap<u32, EpisodeRecord>,
+    next_to_write: u32,
+    blocks_left: usize,
+    /// Held while the run counts against the cap on runs in flight.
+    admission: Option<Admission>,
+}
+
+#[derive(Debug)]
+pub struct BatchRun {
+    id: BatchId,
+    task: Arc<Task>,
+    seeds: Vec<HiddenSeed>,
+    planned: Vec<EpisodeRecord>,
+    deadline: Option<Instant>,
+    /// The next rollout index a block takes: rollouts start in index order.
+    next_index: AtomicU32,
+    /// Rollouts played to their end (or closed when the run stopped).
+    done: AtomicU32,
+    /// Steps taken, all blocks together.
+    steps: AtomicU64,
+    stop: OnceLock<Stop>,
+    inner: Mutex<Inner>,
+    finished: Condvar,
+}
+
+impl BatchRun {
+    /// A queued run over `session` (started: its `session_started` is written).
+    pub fn new(id: BatchId, task: Arc<Task>, session: Session, admission: Admission) -> BatchRun {
+        BatchRun {
+            id,
+            task,
+            seeds: session.hidden_seeds(),
+            planned: session.planned_records(),
+            deadline: session.deadline(),
+            next_index: AtomicU32::new(0),
+            done: AtomicU32::new(0),
+            steps: AtomicU64::new(0),
+            stop: OnceLock::new(),
+            inner: Mutex::new(Inner {
+                phase: Phase::Queued,
+                session,
+                pending: BTreeMap::new(),
+                next_to_write: 0,
+                blocks_left: 0,
+                admission: Some(admission),
+            }),
+            finished: Condvar::new(),
+        }
+    }
+
+    pub fn id(&self) -> &BatchId {
+        &self.id
+    }
+
+    pub fn task(&self) -> &Arc<Task> {
+        &self.task
+    }
+
+    pub fn planned(&self) -> u32 {
+        self.planned.len() as u32
+    }
+
+    /// Ends the run early for `stop`, unless it already stopped; the first reason wins.
+    pub fn stop(&self, stop: Stop) {
+        if self.stop.set(stop).is_ok() {
+            tracing::info!(batch = %self.id, stop = ?self.stop.get(), "batch run stopping");
+        }
+    }
+
+    /// Cancels the run: rollouts in play are aborted, the rest not run; the run ends FAILED.
+    pub fn cancel(&self, why: &str) {
+        self.stop(Stop::Failed(why.to_string()));
+    }
+
+    /// Why the run must stop now, if it must: a reason already given, or the time budget.
+    pub fn check_stop(&self, now: Instant) -> Option<&Stop> {
+        if self.stop.get().is_none() && self.deadline.is_some_and(|d| now >= d) {
+            self.stop(Stop::TimeBudget);
+        }
+        self.stop.get()
+    }
+
+    /// The next planned rollout to play, unless all are taken or the run is stopping.
+    pub fn next_rollout(&self) -> Option<NextRollout> {
+        if self.stop.get().is_some() {
+            return None;
+        }
+        let planned = self.planned();
+        let i = self
+            .next_index
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |i| {
+                (i < planned).then_some(i + 1)
+            })
+            .ok()?;
+        let mut record = self.planned[i as usize].clone();
+        record.outcome = Outcome::InProgress;
+        Some(NextRollout {
+            seed: self.seeds[i as usize],
+            record,
+        })
+    }
+
+    /// Takes up to `want` steps from the step budget; returns how many may be taken. Fewer
+    /// than asked: the budget is spent and the run stops.
+    pub fn take_steps(&self, want: u64) -> u64 {
+        let max = self.task.eval.max_total_steps;
+        if max == 0 {
+            self.steps.fetch_add(want, Ordering::Relaxed);
+            return want;
+        }
+        let granted = match self
+            .steps
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |taken| {
+                (taken < max).then(|| taken + want.min(max - taken))
+            }) {
+            Ok(taken) => want.min(max - taken),
+            Err(_) => 0,
+        };
+        if granted < want {
+            self.stop(Stop::StepBudget);
+        }
+        granted
+    }
+
+    /// Records a rollout played to its end (closed with [`crate::session::close_record`]).
+    /// Its events are written once every rollout before it has been.
+    pub fn rollout_played(&self, record: EpisodeRecord) {
+        self.done.fetch_add(1, Ordering::Relaxed);
+        let mut inner = lock(&self.inner);
+        inner.pending.insert(record.index, record);
+        if let Err(e) = Self::flush(&mut inner) {
+            drop(inner);
+            self.stop(Stop::Failed(format!("the evaluator failed: {e}")));
+        }
+    }
+
+    fn flush(inner: &mut Inner) -> Result<(), crate::Error> {
+        while let Some(record) = inner.pending.remove(&inner.next_to_write) {
+            inner.session.record_played(record)?;
+            inner.next_to_write += 1;
+        }
+        Ok(())
+    }
+
+    /// The policy loaded and `blocks` blocks were queued.
+    pub fn set_running(&self, blocks: usize) {
+        let mut inner = lock(&self.inner);
+        inner.blocks_left = blocks;
+        inner.phase = Phase::Running;
+    }
+
+    /// One block has closed its last rollout; the last one finishes the run.
+    pub fn block_done(&self) {
+        let mut inner = lock(&self.inner);
+        inner.blocks_left = inner.blocks_left.saturating_sub(1);
+        if inner.blocks_left == 0 {
+            self.finish(&mut inner);
+        }
+    }
+
+    /// Finishes a run that cannot start (its submission or policy is refused) with `message`.
+    pub fn fail_before_start(&self, message: String) {
+        self.stop(Stop::Failed(message));
+        let mut inner = lock(&self.inner);
+        self.finish(&mut inner);
+    }
+
+    fn finish(&self, inner: &mut Inner) {
+        if matches!(inner.phase, Phase::Finished(_)) {
+            return;
+        }
+        let n = self.planned();
+        let (status, message, state) = match self.stop.get() {
+            None => (
+                EvalStatus::Completed,
+                format!("all {n} rollouts played"),
+                BatchState::Succeeded,
+            ),
+            Some(Stop::TimeBudget) => (
+                EvalStatus::BudgetExceeded,
+                format!(
+                    "the time budget of {} s ran out",
+                    self.task.eval.time_budget_seconds
+                ),
+                BatchState::Succeeded,
+            ),
+            Some(Stop::StepBudget) => (
+                EvalStatus::BudgetExceeded,
+                format!(
+                    "the step budget of {} steps ran out",
+                    self.task.eval.max_total_steps
+                ),
+                BatchState::Succeeded,
+            ),
+            Some(Stop::Failed(why)) => (
+                EvalStatus::EndedEarly,
+                why.clone(),
+                BatchState::Failed(why.clone()),
+            ),
+        };
+        let written = Self::flush(inner).and_then(|()| {
+            // Every rollout in play was closed by its block: none is in progress here.
+            inner.session.finish(&[], status, Outcome::NotRun, message)
+        });
+        let state = match written {
+            Ok(()) => state,
+            Err(e) => {
+                tracing::error!(batch = %self.id, error = %e, "could not close a batch run's trajectory");
+                BatchState::Failed(format!("the evaluator failed: {e}"))
+            }
+        };
+        tracing::info!(batch = %self.id, ?state, "batch run finished");
+        inner.phase = Phase::Finished(state);
+        inner.admission = None;
+        self.finished.notify_all();
+    }
+
+    pub fn is_finished(&self) -> bool {
+        matches!(lock(&self.inner).phase, Phase::Finished(_))
+    }
+
+    /// Waits up to `timeout` for the run to finish; says whether it did.
+    pub fn wait_finished(&self, timeout: Duration) -> bool {
+        let inner = lock(&self.inner);
+        let (inner, _) = self
+            .finished
+            .wait_timeout_while(inner, timeout, |i| !matches!(i.phase, Phase::Finished(_)))
+            .unwrap_or_else(|p| p.into_inner());
+        matches!(inner.phase, Phase::Finished(_))
+    }
+
+    /// The run's session result as it stands (RUNNING until the run finishes).
+    pub fn record(&self) -> EvalResultRecord {
+        lock(&self.inner).session.record()
+    }
+
+    /// The run's status; `with_result` adds the result once finished (harness channel).
+    pub fn status(&self, with_result: bool) -> BatchStatus {
+        let inner = lock(&self.inner);
+        let planned = self.planned().max(1);
+        let done = self.done.load(Ordering::Relaxed).min(planned);
+        let (state, message) = match &inner.phase {
+            Phase::Queued => (
+                BatchState::Queued,
+                "queued: waiting for a pipeline thread".to_string(),
+            ),
+            Phase::Running => (
+                BatchState::Running,
+                format!("running: {done} of {planned} rollouts played"),
+            ),
+            Phase::Finished(state) => {
+                let record = inner.session.record();
+                let message = match state {
+                    BatchState::Failed(why) => why.clone(),
+                    _ => record.status_message.clone(),
+                };
+                (state.clone(), message)
+            }
+        };
+        let progress = if state.is_finished() {
+            1.0
+        } else {
+            // A rollout may be long: steps taken count too, against the most a run can take.
+            let by_rollouts = f64::from(done) / f64::from(planned);
+            let most_steps =
+                f64::from(planned) * f64::from(self.task.eval.max_steps_per_episode.max(1));
+            let by_steps = self.steps.load(Ordering::Relaxed) as f64 / most_steps;
+            by_rollouts.max(by_steps).min(0.999)
+        };
+        let result = (with_result && state.is_finished()).then(|| inner.session.record());
+        BatchStatus {
+            state,
+            progress,
+            message,
+            result,
+        }
+    }
+}
