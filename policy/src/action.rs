@@ -70,10 +70,17 @@ impl ActionMap {
                     return Err(too_wide());
                 }
                 let kind = match b.dtype {
-                    DType::F32 => Kind::BoxF32 {
-                        low: b.low.iter().map(|v| f32_at_least(*v)).collect(),
-                        high: b.high.iter().map(|v| f32_at_most(*v)).collect(),
-                    },
+                    DType::F32 => {
+                        let low: Vec<f32> = b.low.iter().map(|v| f32_at_least(*v)).collect();
+                        let high: Vec<f32> = b.high.iter().map(|v| f32_at_most(*v)).collect();
+                        // Bounds such as [0.1, 0.1] hold no float32: clipping would leave them.
+                        if low.iter().zip(&high).any(|(lo, hi)| lo > hi) {
+                            return Err(unsupported(
+                                "an element's bounds hold no float32 value; use a float64 Box",
+                            ));
+                        }
+                        Kind::BoxF32 { low, high }
+                    }
                     DType::F64 => Kind::BoxF64 {
                         low: b.low.clone(),
                         high: b.high.clone(),
@@ -112,6 +119,18 @@ impl ActionMap {
         };
         if output_dim == 0 {
             return Err(unsupported("it has no elements"));
+        }
+        // `start + argmax` must not overflow: the largest action of each element fits in i64.
+        let last_fits = |start: i64, n: usize| start.checked_add(n as i64 - 1).is_some();
+        let fits_i64 = match &kind {
+            Kind::Discrete { start } => last_fits(*start, output_dim),
+            Kind::MultiDiscrete { nvec, start } => {
+                nvec.iter().zip(start).all(|(n, s)| last_fits(*s, *n))
+            }
+            _ => true,
+        };
+        if !fits_i64 {
+            return Err(unsupported("start + n - 1 overflows int64"));
         }
         Ok(ActionMap {
             space: space.clone(),

@@ -219,10 +219,15 @@ impl Layer {
     fn forward(&self, src: &[f32], n: usize, dst: &mut [f32]) {
         debug_assert_eq!(src.len(), n * self.inputs);
         debug_assert_eq!(dst.len(), n * self.outputs);
+        // A hidden layer of width 0 is a valid file (its output is empty); `chunks_exact_mut(0)`
+        // would panic.
+        if self.outputs == 0 {
+            return;
+        }
         for row in dst.chunks_exact_mut(self.outputs) {
             row.copy_from_slice(&self.bias);
         }
-        if self.inputs == 0 || self.outputs == 0 {
+        if self.inputs == 0 {
             return;
         }
         // SAFETY: `src` holds n × inputs elements (row stride `inputs`), `weight` holds
