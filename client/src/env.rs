@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogClient};
-use ale_proto::{EnvHandle, SessionId, TaskSpec, agent_env};
+use ale_proto::{BatchId, EnvHandle, SessionId, TaskSpec, agent_env};
 use ale_sims::{Space, Tensor};
 use tonic::transport::{Channel, Endpoint};
 
@@ -67,6 +67,31 @@ impl StepResult {
     pub fn is_done(&self) -> bool {
         self.terminated || self.truncated
     }
+}
+
+/// Where a batch run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchState {
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl BatchState {
+    pub fn is_finished(self) -> bool {
+        matches!(self, BatchState::Succeeded | BatchState::Failed)
+    }
+}
+
+/// A batch run's status as the agent channel shows it: no result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchStatus {
+    pub state: BatchState,
+    /// Fraction of the planned rollouts played, 0 to 1.
+    pub progress: f64,
+    /// Why it failed, or what it is doing.
+    pub message: String,
 }
 
 /// A started eval session, as the agent sees it (no result: the harness reads that).
@@ -261,6 +286,60 @@ impl Env {
     /// The raw generated client this env talks through, for RPCs this wrapper does not cover.
     pub fn raw_client(&self) -> AleEnvClient<Channel> {
         self.client.clone()
+    }
+
+    /// Submits the policy file this (official, batch-task) env's contract names, written into
+    /// the submission folder beforehand (see [`Env::submission_path`]): the evaluator reads it
+    /// once, now, and rolls it out on hidden seeds. The answer is the batch run's id; the
+    /// result is the harness's to read.
+    pub async fn submit_batch(&mut self) -> Result<BatchId, ClientError> {
+        let resp = self
+            .client
+            .submit_batch_eval(pb::SubmitBatchEvalRequest {
+                handle: self.handle.to_string(),
+            })
+            .await?
+            .into_inner();
+        Ok(BatchId::from_wire(resp.batch_id))
+    }
+
+    /// Where this batch-task env's submission goes: the contract's entrypoint inside the
+    /// folder `ALE_SUBMISSION_DIR` names (set by the harness; inside its sandbox, the
+    /// contract's `submission_path`).
+    pub fn submission_path(&self) -> Result<std::path::PathBuf, ClientError> {
+        let contract = self
+            .spec
+            .task
+            .submission_contract
+            .as_ref()
+            .ok_or(ClientError::NotBatch)?;
+        let dir = std::env::var_os(agent_env::SUBMISSION_DIR)
+            .ok_or(ClientError::MissingEnvVar(agent_env::SUBMISSION_DIR))?;
+        Ok(std::path::Path::new(&dir).join(&contract.entrypoint))
+    }
+
+    /// A batch run's state as this channel may see it (the agent channel never gets the
+    /// result).
+    pub async fn batch_status(&mut self, batch_id: &BatchId) -> Result<BatchStatus, ClientError> {
+        let resp = self
+            .client
+            .get_batch_eval_status(pb::GetBatchEvalStatusRequest {
+                batch_id: batch_id.to_string(),
+            })
+            .await?
+            .into_inner();
+        let state = match resp.state() {
+            pb::BatchState::Queued => BatchState::Queued,
+            pb::BatchState::Running => BatchState::Running,
+            pb::BatchState::Succeeded => BatchState::Succeeded,
+            pb::BatchState::Failed => BatchState::Failed,
+            pb::BatchState::Unspecified => return Err(ClientError::Missing("batch state")),
+        };
+        Ok(BatchStatus {
+            state,
+            progress: resp.progress,
+            message: resp.message,
+        })
     }
 
     /// Starts the official eval session on this (official) env.

@@ -26,6 +26,8 @@ pub enum ClientError {
         "environment variable {0} is not set; run this agent under `ale harness run` or set it yourself"
     )]
     MissingEnvVar(&'static str),
+    #[error("this env's task is not a batch task: it has no submission contract")]
+    NotBatch,
     #[error("cannot start a runtime for the blocking client: {0}")]
     Runtime(std::io::Error),
 }

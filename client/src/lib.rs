@@ -29,9 +29,12 @@ mod transport;
 pub use ale_proto::task_spec::{
     Budgets, MetricSpec, SafetyMetricSpec, SubmissionContract, TaskMode,
 };
-pub use ale_proto::{EnvHandle, SessionId, TaskSpec};
+pub use ale_proto::{BatchId, EnvHandle, SessionId, TaskSpec};
 pub use ale_sims::{Rng, Space, Tensor};
-pub use env::{Client, Env, EnvSpec, EvalSession, Info, InfoValue, ResetResult, StepResult};
+pub use env::{
+    BatchState, BatchStatus, Client, Env, EnvSpec, EvalSession, Info, InfoValue, ResetResult,
+    StepResult,
+};
 pub use error::ClientError;
 
 /// What one episode amounted to.

@@ -91,8 +91,38 @@ fn tasks_dir(root: &Path) -> PathBuf {
     let text = include_str!("../../server/tasks/cartpole-balance.toml")
         .replace("episodes = 20", "episodes = 3");
     assert!(text.contains("episodes = 3"));
-    std::fs::write(dir.join("cartpole.toml"), text).unwrap();
+    std::fs::write(dir.join("cartpole.toml"), text.clone()).unwrap();
+    let batch = text
+        .replace(
+            "id = \"cartpole-balance\"",
+            &format!("id = \"{BATCH_TASK}\""),
+        )
+        .replace("mode = \"interactive\"", "mode = \"batch\"")
+        + "\n[submission]\nsubmission_path = \"/run/ale/submission\"\nentrypoint = \"policy.safetensors\"\nformat = \"mlp-safetensors\"\n";
+    assert!(
+        batch.contains(&format!("id = \"{BATCH_TASK}\"")) && batch.contains("mode = \"batch\"")
+    );
+    std::fs::write(dir.join("cartpole-batch.toml"), batch).unwrap();
     dir
+}
+
+/// CartPole as a batch task, three rollouts.
+const BATCH_TASK: &str = "cartpole-batch";
+
+/// A linear controller in the `mlp-safetensors` format, written by hand: output 1 (push right)
+/// scores `gains · observation`, output 0 scores 0.
+fn linear_policy_file(gains: [f32; 4]) -> Vec<u8> {
+    let mut weights = [0.0f32; 4].to_vec();
+    weights.extend(gains);
+    let mut header =
+        r#"{"0.weight":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}"#.to_string();
+    while header.len() % 8 != 0 {
+        header.push(' ');
+    }
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header.as_bytes());
+    file.extend(weights.iter().flat_map(|w| w.to_le_bytes()));
+    file
 }
 
 /// An evaluator on a fresh state dir, stopped (and its sessions ended) when dropped. The state
@@ -717,4 +747,70 @@ fn a_state_dir_reachable_at_a_second_path_is_hidden_there_too() {
     );
     assert_attack_failed(&run, "read-secrets");
     assert_scored_honestly(&run);
+}
+
+#[test]
+fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
+    let evaluator = Evaluator::start();
+    let kit = kit();
+    let policy = kit.dir.join("linear.safetensors");
+    let gains = ale_client::policy::CartPoleHeuristic::default().gains;
+    std::fs::write(&policy, linear_policy_file(gains)).unwrap();
+    // A file an earlier run left in the submission folder is gone before the agent starts.
+    let leftover = ale_proto::layout::submission_dir(&evaluator.state).join("left-behind");
+    std::fs::write(&leftover, b"an earlier agent's").unwrap();
+    let output = Command::new(ALE)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            BATCH_TASK,
+            "--progress",
+            "json",
+            "--state-dir",
+        ])
+        .arg(&evaluator.state)
+        .arg("--")
+        .arg(&kit.ale)
+        .args(["agent", "--submit"])
+        .arg(&policy)
+        .arg("--try-reading-result")
+        .output()
+        .unwrap();
+    let run = finished_run("batch submission", &output);
+    assert!(!leftover.exists(), "the submission folder was not emptied");
+    // The evaluator rolled the linear copy of the heuristic out itself: every rollout balanced.
+    assert_eq!(run.report["status"], "completed", "{:?}", run.report);
+    assert_eq!(
+        run.report["value"].as_f64(),
+        Some(500.0),
+        "{:?}",
+        run.report
+    );
+    assert!(
+        run.agent_log
+            .contains("agent: submitted /run/ale/submission/policy.safetensors"),
+        "{}",
+        run.agent_log
+    );
+    assert!(
+        run.agent_log
+            .contains("GetBatchEvalStatus answered with no result"),
+        "{}",
+        run.agent_log
+    );
+    // The trajectory names the bytes the agent wrote.
+    let trajectory = std::fs::read_to_string(run.run_dir.join("trajectory.jsonl")).unwrap();
+    let digest = {
+        use sha2::Digest;
+        let bytes = std::fs::read(&policy).unwrap();
+        format!("{:x}", sha2::Sha256::digest(&bytes))
+    };
+    assert!(
+        trajectory.contains(&digest),
+        "no submission_received with {digest}"
+    );
+    let (ok, text) = verify_output(&run.run_dir);
+    assert!(ok, "{text}");
+    assert!(text.contains("sandboxed (offline"), "{text}");
 }

@@ -1,7 +1,8 @@
 //! `ale agent`: a built-in agent as its own process, for `ale harness run --policy`.
 //!
 //! Launched by a harness (ALE_ENDPOINT and ALE_ENV_HANDLE set) it starts the official session
-//! and plays every planned rollout with a built-in policy.
+//! and plays every planned rollout with a built-in policy; for a batch task, `--submit FILE`
+//! hands a policy file over instead (into ALE_SUBMISSION_DIR, then SubmitBatchEval).
 
 use std::process::ExitCode;
 
@@ -17,6 +18,10 @@ pub struct AgentArgs {
     /// Seed of the random policy.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// For a batch task: copy this policy file to the task's entrypoint in the submission
+    /// folder, submit it, and follow the run until it ends (the agent never sees the result).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["policy", "crash_after_steps"])]
+    pub submit: Option<std::path::PathBuf>,
     /// After playing, try to read the session's result itself, as a cheating agent would, and
     /// report the evaluator's answer on stderr.
     #[arg(long, hide = true)]
@@ -33,6 +38,9 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
 
 async fn play(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let mut env = Env::from_agent_env().await?;
+    if let Some(file) = &args.submit {
+        return submit(&mut env, file, args.try_reading_result).await;
+    }
     let kind = PolicyKind::from_name(&args.policy).context("unknown policy")?;
     let mut agent = policy::build(kind, env.spec(), args.seed)?;
     let session = env.start_eval_session().await?;
@@ -65,21 +73,72 @@ async fn play(args: AgentArgs) -> anyhow::Result<ExitCode> {
         play_episode(&mut env, agent.as_mut(), None).await?;
     }
     if args.try_reading_result {
+        try_reading_result(&env, &session.session_id).await;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Tries to read the session's result, as a cheating agent would, and reports the answer.
+async fn try_reading_result(env: &Env, session_id: &ale_client::SessionId) {
+    let answer = env
+        .raw_client()
+        .get_eval_result(ale_proto::pb::GetEvalResultRequest {
+            session_id: session_id.to_string(),
+            end_session: false,
+        })
+        .await;
+    match answer {
+        Ok(_) => eprintln!("agent: GetEvalResult answered with the result"),
+        Err(status) => eprintln!(
+            "agent: GetEvalResult refused: {:?}: {}",
+            status.code(),
+            status.message()
+        ),
+    }
+}
+
+async fn submit(
+    env: &mut Env,
+    file: &std::path::Path,
+    try_reading_result: bool,
+) -> anyhow::Result<ExitCode> {
+    let target = env.submission_path()?;
+    std::fs::copy(file, &target)
+        .with_context(|| format!("cannot copy {} to {}", file.display(), target.display()))?;
+    let batch_id = env.submit_batch().await?;
+    eprintln!(
+        "agent: submitted {} for {} as batch run {batch_id}",
+        target.display(),
+        env.spec().task.id
+    );
+    let status = loop {
+        let status = env.batch_status(&batch_id).await?;
+        if status.state.is_finished() {
+            break status;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    eprintln!(
+        "agent: batch run {:?} ({}), progress {:.2}",
+        status.state, status.message, status.progress
+    );
+    if try_reading_result {
+        // The agent holds the batch id; the status it may read must not carry the result.
         let answer = env
             .raw_client()
-            .get_eval_result(ale_proto::pb::GetEvalResultRequest {
-                session_id: session.session_id.to_string(),
-                end_session: false,
+            .get_batch_eval_status(ale_proto::pb::GetBatchEvalStatusRequest {
+                batch_id: batch_id.to_string(),
             })
-            .await;
-        match answer {
-            Ok(_) => eprintln!("agent: GetEvalResult answered with the result"),
-            Err(status) => eprintln!(
-                "agent: GetEvalResult refused: {:?}: {}",
-                status.code(),
-                status.message()
-            ),
-        }
+            .await?
+            .into_inner();
+        eprintln!(
+            "agent: GetBatchEvalStatus answered {} result",
+            if answer.result.is_some() {
+                "with the"
+            } else {
+                "with no"
+            }
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
