@@ -62,6 +62,8 @@ pub enum InputMode {
     Seed,
     /// The eval view's agent command line ([`Eval::command`]).
     AgentCommand,
+    /// The eval view's submission folder ([`Eval::submission`]).
+    SubmissionDir,
 }
 
 /// A transient note for the status line.
@@ -269,6 +271,7 @@ impl App {
             }
             InputMode::Seed => self.practice.on_seed_key(key),
             InputMode::AgentCommand => self.eval.on_command_line_key(key),
+            InputMode::SubmissionDir => self.eval.on_submission_key(key),
         };
         self.apply(outcomes)
     }

@@ -54,6 +54,9 @@ pub fn start(
             }
             command.args(["--", "sh", "-c", line]);
         }
+        Agent::Submission(dir) => {
+            command.arg("--submission").arg(dir);
+        }
     }
     let mut child = command
         .stdin(Stdio::null())

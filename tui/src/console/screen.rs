@@ -43,7 +43,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
             frame,
             &app.eval,
             app.tasks.selected(),
-            app.input == InputMode::AgentCommand,
+            app.input,
             theme,
             body,
         ),
@@ -138,6 +138,10 @@ fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
         InputMode::AgentCommand => {
             typing(&[("type", "the agent's command line"), ("Enter", "done")])
         }
+        InputMode::SubmissionDir => typing(&[
+            ("type", "the folder holding the policy file"),
+            ("Enter", "done"),
+        ]),
         InputMode::Commands => app.keymap.footer(app.view.context()),
     };
     let mut spans = vec![Span::raw(" ")];

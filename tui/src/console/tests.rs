@@ -332,11 +332,60 @@ async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_run_from_the_eval_view_submits_a_policy_folder() {
+    let mut f = fixture().await;
+    select_task(&mut f, "nav2d-barn");
+    f.press(&[KeyCode::Char('3')]).await;
+    // A batch task offers a policy folder (and an agent command), not the built-in players.
+    let screen = f.screen(120, 24);
+    assert!(
+        screen.contains("policy folder: (s to type one)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("built-in heuristic"), "{screen}");
+    // Enter with no folder typed asks for one.
+    f.press(&[KeyCode::Enter]).await;
+    assert!(f.console.app.eval.run.is_none());
+
+    // A zero-weight MLP: 36 lidar and goal values in, speed and turn rate out.
+    let dir = tempfile::tempdir().unwrap();
+    let zeros = vec![0u8; 36 * 2 * 4];
+    let view =
+        safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![2, 36], &zeros).unwrap();
+    let bytes = safetensors::serialize([("0.weight", view)], None).unwrap();
+    std::fs::write(dir.path().join("policy.safetensors"), bytes).unwrap();
+    let mut keys = vec![KeyCode::Char('s')];
+    keys.extend(dir.path().to_str().unwrap().chars().map(KeyCode::Char));
+    keys.extend([KeyCode::Enter, KeyCode::Enter]);
+    f.press(&keys).await;
+    let finished = f
+        .console
+        .settle(Duration::from_secs(120), |a| {
+            a.eval.run.as_ref().is_some_and(|r| r.finished.is_some())
+        })
+        .await;
+    assert!(finished, "the harness did not finish");
+    let run = f.console.app.eval.run.as_ref().unwrap();
+    assert_eq!(run.agent, Agent::Submission(dir.path().to_path_buf()));
+    let report = run
+        .report
+        .as_ref()
+        .unwrap_or_else(|| panic!("no report; harness said: {:?}", run.output));
+    // A robot that never moves never reaches the goal: every rollout counts the 50 s limit.
+    assert_eq!(report.status, ale_proto::records::EvalStatus::Completed);
+    assert!((report.value - 50.0).abs() < 1e-3, "{}", report.value);
+    assert!(report.trajectory.verified);
+    let screen = f.screen(120, 24);
+    assert!(screen.contains("nav2d-barn · submission"), "{screen}");
+    assert!(screen.contains("trajectory verified"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_overlay_lists_every_key_and_any_key_closes_it() {
     let mut f = fixture().await;
     f.press(&[KeyCode::Char('?')]).await;
     assert!(f.console.app.help);
-    let screen = f.screen(80, 48);
+    let screen = f.screen(80, 52);
     for entry in f.console.app.keymap.help() {
         assert!(
             screen.contains(&entry.keys) && screen.contains(entry.help),
@@ -345,7 +394,7 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
             entry.help
         );
     }
-    insta::assert_snapshot!("help_80x48", screen);
+    insta::assert_snapshot!("help_80x52", screen);
     f.press(&[KeyCode::Char('x')]).await;
     assert!(!f.console.app.help);
 }

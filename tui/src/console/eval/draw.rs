@@ -1,5 +1,6 @@
 //! Draws the eval view: the task and agent chosen, and the run's progress or report.
 
+use ale_client::TaskMode;
 use ale_client::policy::PolicyKind;
 use ale_proto::TaskSpec;
 use ratatui::Frame;
@@ -9,23 +10,23 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, List, ListItem, ListState, Paragraph, Wrap};
 
 use super::{Agent, AgentChoice, Eval, EvalRun};
+use crate::console::app::InputMode;
 use crate::console::theme::Theme;
 use crate::console::widgets::{block, draw_metrics_chart, report_lines};
 
-/// Draws `eval` for `task` (the tasks view's selection); `editing` while the agent's command
-/// line is typed.
+/// Draws `eval` for `task` (the tasks view's selection); `input` says what is being typed.
 pub fn draw(
     frame: &mut Frame,
     eval: &Eval,
     task: Option<&TaskSpec>,
-    editing: bool,
+    input: InputMode,
     theme: &Theme,
     area: Rect,
 ) {
     let left_width = (area.width / 3).clamp(28, 44);
     let [left, right] =
         Layout::horizontal([Constraint::Length(left_width), Constraint::Min(0)]).areas(area);
-    draw_setup(frame, eval, task, editing, theme, left);
+    draw_setup(frame, eval, task, input, theme, left);
     match &eval.run {
         None => frame.render_widget(
             Paragraph::new(vec![
@@ -47,10 +48,11 @@ fn draw_setup(
     frame: &mut Frame,
     eval: &Eval,
     task: Option<&TaskSpec>,
-    editing: bool,
+    input: InputMode,
     theme: &Theme,
     area: Rect,
 ) {
+    let mode = task.map_or(TaskMode::Interactive, |t| t.mode);
     let task = task.map_or("(none: pick one in Tasks)".to_string(), |t| t.id.clone());
     let [task_area, agents] =
         Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(area);
@@ -58,30 +60,41 @@ fn draw_setup(
         Paragraph::new(Line::styled(task, theme.accent())).block(block(" Task ←→ ", theme, false)),
         task_area,
     );
-    let command = if eval.command.is_empty() && !editing {
-        "command: (c to type one)".to_string()
-    } else {
-        format!(
-            "command: {}{}",
-            eval.command,
-            if editing { "▏" } else { "" }
-        )
+    let typed = |label: &str, text: &str, key: char, editing: bool| {
+        if text.is_empty() && !editing {
+            format!("{label}: ({key} to type one)")
+        } else {
+            format!("{label}: {text}{}", if editing { "▏" } else { "" })
+        }
     };
-    let items: Vec<ListItem> = AgentChoice::ALL
+    let offered = AgentChoice::offered(mode);
+    let items: Vec<ListItem> = offered
         .iter()
         .map(|choice| match choice {
             AgentChoice::Policy(PolicyKind::Heuristic) => {
                 ListItem::new("built-in heuristic policy")
             }
             AgentChoice::Policy(PolicyKind::Random) => ListItem::new("built-in random policy"),
-            AgentChoice::Command => ListItem::new(command.clone()),
+            AgentChoice::Command => ListItem::new(typed(
+                "command",
+                &eval.command,
+                'c',
+                input == InputMode::AgentCommand,
+            )),
+            AgentChoice::Submission => ListItem::new(typed(
+                "policy folder",
+                &eval.submission,
+                's',
+                input == InputMode::SubmissionDir,
+            )),
         })
         .collect();
     let list = List::new(items)
         .block(block(" Agent ", theme, true))
         .highlight_style(theme.selected())
         .highlight_symbol("▸ ");
-    let selected = AgentChoice::ALL.iter().position(|c| *c == eval.choice);
+    let choice = eval.choice_for(mode);
+    let selected = offered.iter().position(|c| *c == choice);
     let mut state = ListState::default().with_selected(selected);
     frame.render_stateful_widget(list, agents, &mut state);
 }
@@ -100,6 +113,7 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
     let agent = match &run.agent {
         Agent::Policy(kind) => kind.name().to_string(),
         Agent::Command(c) => c.split_whitespace().next().unwrap_or("command").to_string(),
+        Agent::Submission(dir) => format!("submission {}", dir.display()),
     };
     let elapsed = match &run.report {
         Some(r) => r.timings.duration_seconds,

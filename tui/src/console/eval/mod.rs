@@ -8,6 +8,7 @@ pub use draw::draw;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use ale_client::TaskMode;
 use ale_client::policy::PolicyKind;
 use ale_harness::progress::RunProgress;
 use ale_harness::report::Report;
@@ -27,27 +28,34 @@ pub enum AgentChoice {
     Policy(PolicyKind),
     /// The command line typed in the view.
     Command,
+    /// For a batch task: the policy file in the folder typed in the view, submitted by the
+    /// harness itself.
+    Submission,
 }
 
 impl AgentChoice {
-    /// The choices, in the order the view lists them.
-    pub const ALL: [AgentChoice; 3] = [
+    /// The choices for an interactive task, in the order the view lists them.
+    pub const INTERACTIVE: [AgentChoice; 3] = [
         AgentChoice::Policy(PolicyKind::Heuristic),
         AgentChoice::Policy(PolicyKind::Random),
         AgentChoice::Command,
     ];
+    /// The choices for a batch task: a policy file already written, or an agent that writes
+    /// and submits one.
+    pub const BATCH: [AgentChoice; 2] = [AgentChoice::Submission, AgentChoice::Command];
 
-    fn position(self) -> usize {
-        AgentChoice::ALL
-            .iter()
-            .position(|c| *c == self)
-            .unwrap_or(0)
+    /// What the view offers for a task of `mode`.
+    pub fn offered(mode: TaskMode) -> &'static [AgentChoice] {
+        match mode {
+            TaskMode::Interactive => &AgentChoice::INTERACTIVE,
+            TaskMode::Batch => &AgentChoice::BATCH,
+        }
     }
 }
 
 impl Default for AgentChoice {
     fn default() -> AgentChoice {
-        AgentChoice::ALL[0]
+        AgentChoice::INTERACTIVE[0]
     }
 }
 
@@ -57,6 +65,8 @@ pub enum Agent {
     Policy(PolicyKind),
     /// A command line, run with `sh -c`.
     Command(String),
+    /// A batch task's submission folder (`ale harness run --submission`).
+    Submission(PathBuf),
 }
 
 #[derive(Debug, Default)]
@@ -64,6 +74,8 @@ pub struct Eval {
     pub choice: AgentChoice,
     /// The command line for [`AgentChoice::Command`], kept while another agent is chosen.
     pub command: String,
+    /// The folder for [`AgentChoice::Submission`], kept likewise.
+    pub submission: String,
     pub run: Option<EvalRun>,
 }
 
@@ -92,6 +104,17 @@ impl Eval {
         match self.choice {
             AgentChoice::Policy(kind) => Agent::Policy(kind),
             AgentChoice::Command => Agent::Command(self.command.clone()),
+            AgentChoice::Submission => Agent::Submission(PathBuf::from(self.submission.trim())),
+        }
+    }
+
+    /// The choice for a task of `mode`: the one made, if that task offers it, else its first.
+    pub fn choice_for(&self, mode: TaskMode) -> AgentChoice {
+        let offered = AgentChoice::offered(mode);
+        if offered.contains(&self.choice) {
+            self.choice
+        } else {
+            offered[0]
         }
     }
 
@@ -103,17 +126,27 @@ impl Eval {
     /// from here while no run is going.
     pub fn on_command(&mut self, command: Command, tasks: &mut Tasks) -> Vec<Outcome> {
         let running = self.is_running();
-        let choice = self.choice.position();
+        let mode = tasks.selected().map_or(TaskMode::Interactive, |t| t.mode);
+        let offered = AgentChoice::offered(mode);
+        let choice = self.choice_for(mode);
+        let position = offered.iter().position(|c| *c == choice).unwrap_or(0);
         match command {
             Command::Left if !running => tasks.select_previous(),
             Command::Right if !running => tasks.select_next(),
-            Command::Up => self.choice = AgentChoice::ALL[choice.saturating_sub(1)],
-            Command::Down => {
-                self.choice = AgentChoice::ALL[(choice + 1).min(AgentChoice::ALL.len() - 1)]
-            }
+            Command::Up => self.choice = offered[position.saturating_sub(1)],
+            Command::Down => self.choice = offered[(position + 1).min(offered.len() - 1)],
             Command::TypeAgent => {
                 self.choice = AgentChoice::Command;
                 return vec![Outcome::Input(InputMode::AgentCommand)];
+            }
+            Command::TypeSubmission if mode == TaskMode::Batch => {
+                self.choice = AgentChoice::Submission;
+                return vec![Outcome::Input(InputMode::SubmissionDir)];
+            }
+            Command::TypeSubmission => {
+                return vec![Outcome::say(
+                    "only a batch task takes a submission folder; pick one with ← →",
+                )];
             }
             Command::Start if running => {
                 return vec![Outcome::say("a run is in progress: x cancels it")];
@@ -122,11 +155,18 @@ impl Eval {
                 let Some(task) = tasks.selected() else {
                     return vec![Outcome::say("pick a task in the tasks view first")];
                 };
+                self.choice = self.choice_for(task.mode);
                 let agent = self.agent();
-                if let Agent::Command(c) = &agent
-                    && c.trim().is_empty()
-                {
-                    return vec![Outcome::warn("type the agent's command first (c)")];
+                match &agent {
+                    Agent::Command(c) if c.trim().is_empty() => {
+                        return vec![Outcome::warn("type the agent's command first (c)")];
+                    }
+                    Agent::Submission(dir) if dir.as_os_str().is_empty() => {
+                        return vec![Outcome::warn(
+                            "type the folder holding the policy file first (s)",
+                        )];
+                    }
+                    _ => {}
                 }
                 self.run = Some(EvalRun {
                     task_id: task.id.clone(),
@@ -160,15 +200,12 @@ impl Eval {
 
     /// A key while the agent's command line is typed.
     pub fn on_command_line_key(&mut self, key: KeyEvent) -> Vec<Outcome> {
-        match key.code {
-            KeyCode::Esc | KeyCode::Enter => return vec![Outcome::Input(InputMode::Commands)],
-            KeyCode::Backspace => {
-                self.command.pop();
-            }
-            KeyCode::Char(c) => self.command.push(c),
-            _ => {}
-        }
-        Vec::new()
+        type_into(&mut self.command, key)
+    }
+
+    /// A key while the submission folder is typed.
+    pub fn on_submission_key(&mut self, key: KeyEvent) -> Vec<Outcome> {
+        type_into(&mut self.submission, key)
     }
 
     /// What the harness child reported about the current run.
@@ -195,4 +232,17 @@ impl Eval {
         }
         Vec::new()
     }
+}
+
+/// One key of text typed into `text`; Enter or Esc ends the typing.
+fn type_into(text: &mut String, key: KeyEvent) -> Vec<Outcome> {
+    match key.code {
+        KeyCode::Esc | KeyCode::Enter => return vec![Outcome::Input(InputMode::Commands)],
+        KeyCode::Backspace => {
+            text.pop();
+        }
+        KeyCode::Char(c) => text.push(c),
+        _ => {}
+    }
+    Vec::new()
 }
