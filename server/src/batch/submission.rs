@@ -123,6 +123,17 @@ pub fn snapshot(dir: &Path, entrypoint: &str, cap: u64) -> Result<Snapshot, Subm
             found,
         });
     }
+    // A second name for the file could be a hard link to something the agent may not read
+    // but the evaluator may; what the agent wrote itself has one name.
+    {
+        use std::os::unix::fs::MetadataExt;
+        if metadata.nlink() != 1 {
+            return Err(SubmissionError::NotAFile {
+                entrypoint: name(),
+                found: "a hard link to another file (it has more than one name)",
+            });
+        }
+    }
     let too_large = |size| SubmissionError::TooLarge {
         entrypoint: name(),
         size,
@@ -188,6 +199,11 @@ mod tests {
         nix::unistd::mkfifo(&d.join("fifo"), Mode::from_bits_truncate(0o600)).unwrap();
         let err = snapshot(d, "fifo", 10).unwrap_err();
         assert!(err.to_string().contains("is a FIFO"), "{err}");
+
+        std::fs::write(d.join("secret"), b"not the agent's").unwrap();
+        std::fs::hard_link(d.join("secret"), d.join("linked")).unwrap();
+        let err = snapshot(d, "linked", 100).unwrap_err();
+        assert!(err.to_string().contains("hard link"), "{err}");
 
         let link_dir = tempfile::tempdir().unwrap();
         let linked = link_dir.path().join("sub");
