@@ -544,3 +544,72 @@ async fn each_bad_policy_file_fails_its_run_naming_the_problem() {
         status.message
     );
 }
+
+/// Two long runs at once both finish, sharing the pool, and a practice client on the agent
+/// channel is served all the while.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_at_once_both_finish_while_practice_is_served() {
+    const LONG: &str = "cartpole-batch-long";
+    let mut long = cartpole_variant(
+        LONG,
+        &[
+            ("mode = \"interactive\"", "mode = \"batch\""),
+            ("episodes = 20", "episodes = 300"),
+            ("max_total_steps = 10000", "max_total_steps = 0"),
+        ],
+    );
+    long.push_str(
+        "\n[submission]\nsubmission_path = \"/run/ale/submission\"\nentrypoint = \"policy.safetensors\"\nformat = \"mlp-safetensors\"\n",
+    );
+    let server = TestServer::start_with_batch(
+        &[batch_task(), ("long.toml", long)],
+        ale_server::Limits::default(),
+        BatchOptions::default(),
+    )
+    .await;
+    let heuristic = ale_client::policy::CartPoleHeuristic::default();
+    std::fs::write(
+        server.submission_dir().join(ENTRYPOINT),
+        linear_cartpole(heuristic.gains),
+    )
+    .unwrap();
+    let mut harness = server.harness().await;
+    let (first, _, _) = server.official_env(LONG).await;
+    let (second, _, _) = server.official_env(LONG).await;
+    let runs = [
+        submit(&mut harness, &first).await.unwrap(),
+        submit(&mut harness, &second).await.unwrap(),
+    ];
+    // Practice rounds while both runs are in flight.
+    let mut served_during = 0;
+    loop {
+        let states: Vec<pb::BatchState> = {
+            let mut states = Vec::new();
+            for run in &runs {
+                states.push(status(&mut harness, run).await.state());
+            }
+            states
+        };
+        if states
+            .iter()
+            .all(|s| matches!(s, pb::BatchState::Succeeded | pb::BatchState::Failed))
+        {
+            break;
+        }
+        practice_round(&server).await;
+        if states.iter().all(|s| *s == pb::BatchState::Running) {
+            served_during += 1;
+        }
+    }
+    for run in &runs {
+        let s = status(&mut harness, run).await;
+        assert_eq!(s.state(), pb::BatchState::Succeeded, "{}", s.message);
+        let result = s.result.unwrap();
+        assert_eq!(result.episodes.len(), 300);
+        assert_eq!(result.status(), pb::EvalStatus::Completed);
+    }
+    assert!(
+        served_during > 0,
+        "no practice round was served while both runs were running"
+    );
+}
