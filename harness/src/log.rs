@@ -16,9 +16,10 @@ use crate::sandbox::SandboxRecord;
 pub struct HarnessStarted {
     pub run_id: RunId,
     pub task: TaskSummary,
+    /// Empty when no agent ran (a batch run the harness submitted itself).
     pub agent_command: Vec<String>,
-    /// The agent channel the agent was given.
-    pub agent_endpoint: String,
+    /// The agent channel the agent was given; `None` when no agent ran.
+    pub agent_endpoint: Option<String>,
     pub sandbox: SandboxRecord,
     pub harness_version: String,
 }

@@ -353,11 +353,11 @@ async fn run_with(
             run_id: run_id.clone(),
             task: summary.clone(),
             agent_command: options.agent_command.clone(),
-            agent_endpoint: if sandbox_record.mode.is_sandboxed() {
+            agent_endpoint: Some(if sandbox_record.mode.is_sandboxed() {
                 format!("{UNIX_SCHEME}{}", sandbox::SANDBOX_AGENT_SOCKET)
             } else {
                 evaluator.agent_endpoint.clone()
-            },
+            }),
             sandbox: sandbox_record,
             harness_version: env!("CARGO_PKG_VERSION").into(),
         },
@@ -534,7 +534,7 @@ async fn run_batch_with(
             run_id: run_id.clone(),
             task: summary.clone(),
             agent_command: Vec::new(),
-            agent_endpoint: String::new(),
+            agent_endpoint: None,
             // No agent runs: the harness itself hands the submission over.
             sandbox: SandboxRecord {
                 mode: sandbox::SandboxMode::None,
