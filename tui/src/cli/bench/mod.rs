@@ -1,5 +1,6 @@
 //! `ale bench`: measurements recorded in docs/performance.md, one module per bench.
 
+mod batch;
 mod console;
 mod sandbox;
 mod step;
@@ -7,6 +8,7 @@ mod step;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
+pub use batch::BatchArgs;
 pub use step::{Placement, StepArgs};
 
 #[derive(clap::Subcommand, Debug)]
@@ -27,6 +29,9 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 50)]
         runs: usize,
     },
+    /// Env-steps per second of the batch pipeline on all cores (CartPole with a random and an
+    /// MLP policy, nav2d and swarm-goals with MLPs), beside interactive Step round trips.
+    Batch(BatchArgs),
     /// A 1-byte TCP echo server (the floor's far end); prints its port, serves one client.
     #[command(hide = true)]
     Pong {
@@ -41,5 +46,6 @@ pub fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Pong { listen } => step::pong(listen),
         BenchCommand::Console { seconds } => console::bench_console(seconds),
         BenchCommand::Sandbox { runs } => sandbox::bench_sandbox(runs),
+        BenchCommand::Batch(args) => batch::bench_batch(args),
     }
 }
