@@ -102,7 +102,11 @@ impl Evaluator {
         Self::with_policy_loader(tasks, state_dir, seeds, limits, batch, policy::load)
     }
 
-    pub(crate) fn with_policy_loader(
+    /// As [`Evaluator::with_options`], reading policies with `loader` instead of
+    /// [`policy::load`]: for tests and benchmarks (`ale bench batch`), which play policies no
+    /// file format describes.
+    #[doc(hidden)]
+    pub fn with_policy_loader(
         tasks: TaskRegistry,
         state_dir: &Path,
         seeds: Box<dyn SeedSource>,

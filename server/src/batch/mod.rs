@@ -8,7 +8,10 @@
 //! - `rollout`: the vectorised loop over a block of envs.
 //! - `pool`: the rayon pool the blocks run on, at a lowered priority, taking turns.
 
-pub(crate) mod policy;
+/// The policy trait and loader hook are public for benchmarks (`ale bench batch` plays a
+/// uniform-random policy through them); `ale serve` always loads with [`policy::load`].
+#[doc(hidden)]
+pub mod policy;
 pub(crate) mod pool;
 pub(crate) mod rollout;
 pub(crate) mod run;

@@ -1,5 +1,3 @@
-//! `ale bench`: measurements recorded in docs/performance.md.
-//!
 //! `ale bench step` runs a real `ale serve` child process and drives sequential CartPole Step
 //! round trips at it through the client crate, then measures the floor those round trips sit
 //! on: a 1-byte TCP ping-pong between two processes. Each is run with both processes pinned to
@@ -8,39 +6,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use ale_client::policy::{CartPoleHeuristic, Policy};
 use ale_sims::Tensor;
 use anyhow::{Context, bail};
-
-#[derive(clap::Subcommand, Debug)]
-pub enum BenchCommand {
-    /// Sequential Step round trips on CartPole over loopback, next to the raw TCP floor.
-    Step(StepArgs),
-    /// Console auto-play: steps per second through the real gRPC client while the event loop
-    /// redraws the practice view.
-    Console {
-        /// How long to play.
-        #[arg(long, default_value_t = 5.0)]
-        seconds: f64,
-    },
-    /// Agent start-up with and without the sandbox: from spawning a trivial agent (`true`) to
-    /// its exit, and the harness's pre-run sandbox probe.
-    Sandbox {
-        /// Measured starts of each kind.
-        #[arg(long, default_value_t = 50)]
-        runs: usize,
-    },
-    /// A 1-byte TCP echo server (the floor's far end); prints its port, serves one client.
-    #[command(hide = true)]
-    Pong {
-        #[arg(long, default_value = "127.0.0.1:0")]
-        listen: SocketAddr,
-    },
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Placement {
@@ -87,18 +59,9 @@ pub struct StepArgs {
     pub server_threads: usize,
 }
 
-pub fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
-    match command {
-        BenchCommand::Step(args) => bench_step(args),
-        BenchCommand::Pong { listen } => pong(listen),
-        BenchCommand::Console { seconds } => bench_console(seconds),
-        BenchCommand::Sandbox { runs } => bench_sandbox(runs),
-    }
-}
-
 /// Latencies of one measurement.
-struct Stats {
-    rate: f64,
+pub(super) struct Stats {
+    pub(super) rate: f64,
     p50: Duration,
     p99: Duration,
 }
@@ -142,7 +105,11 @@ fn pin_current_thread(cpu: Option<usize>) -> std::io::Result<()> {
 
 /// Starts `ale ARGS…` pinned to `cpu` and returns it with the first stdout line that starts
 /// with `marker` (minus the marker).
-fn spawn_self(args: &[&str], cpu: Option<usize>, marker: &str) -> anyhow::Result<(Child, String)> {
+pub(super) fn spawn_self(
+    args: &[&str],
+    cpu: Option<usize>,
+    marker: &str,
+) -> anyhow::Result<(Child, String)> {
     let exe = std::env::current_exe()?;
     let mut command = Command::new(exe);
     command
@@ -171,7 +138,7 @@ fn spawn_self(args: &[&str], cpu: Option<usize>, marker: &str) -> anyhow::Result
     )
 }
 
-fn stop(mut child: Child) {
+pub(super) fn stop(mut child: Child) {
     // SAFETY: signalling our own child by pid.
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
@@ -181,7 +148,7 @@ fn stop(mut child: Child) {
     }
 }
 
-fn measure_steps(endpoint: &str, steps: usize, warmup: usize) -> anyhow::Result<Stats> {
+pub(super) fn measure_steps(endpoint: &str, steps: usize, warmup: usize) -> anyhow::Result<Stats> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
@@ -233,7 +200,7 @@ fn measure_floor(addr: &str, steps: usize, warmup: usize) -> anyhow::Result<Stat
     Ok(Stats::from(latencies, wall.elapsed()))
 }
 
-fn pong(listen: SocketAddr) -> anyhow::Result<ExitCode> {
+pub(super) fn pong(listen: SocketAddr) -> anyhow::Result<ExitCode> {
     let listener = TcpListener::bind(listen)?;
     println!("pong: {}", listener.local_addr()?);
     std::io::stdout().flush()?;
@@ -250,7 +217,7 @@ fn us(d: Duration) -> String {
     format!("{:.0} µs", d.as_secs_f64() * 1e6)
 }
 
-fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
     let placements = if args.placement.is_empty() {
         vec![Placement::SameCpu, Placement::CrossCpu, Placement::Unpinned]
     } else {
@@ -310,151 +277,4 @@ fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
     }
     let _ = std::fs::remove_dir_all(&state_dir);
     Ok(ExitCode::SUCCESS)
-}
-
-fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
-    use crate::console::app::App;
-    use crate::console::message::Msg;
-    use crate::console::practice::{Player, SPEEDS};
-    use crate::console::seeds::Seeds;
-    use crate::console::{Console, event_loop, theme};
-    use ratatui::Terminal;
-    use ratatui::backend::TestBackend;
-
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    rt.block_on(async {
-        let dir = std::env::temp_dir().join(format!("ale-bench-console-{}", std::process::id()));
-        let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin()?, &dir)?;
-        let server = ale_server::serve::start(std::sync::Arc::new(evaluator), "127.0.0.1:0".parse()?).await?;
-        let app = App::new(theme::load_all(None)?, 0, crate::console::keys::KeyMap::bundled(), "bench".into(), Seeds::from_clock());
-        let mut console = Console::new(app, server.agent_endpoint(), dir.clone(), std::env::current_exe()?);
-        // Tasks view → cartpole-balance → practice.
-        let cartpole = loop {
-            if let Some(i) = console.app.tasks.list.iter().position(|t| t.id == "cartpole-balance") {
-                break i;
-            }
-            match console.next_message().await {
-                Some(msg) => console.handle(msg),
-                None => bail!("the console's worker stopped"),
-            }
-        };
-        console.app.tasks.cursor = cartpole;
-        console.handle(Msg::Key(crossterm::event::KeyEvent::from(crossterm::event::KeyCode::Enter)));
-        while console.app.practice.observation.is_none() {
-            match console.next_message().await {
-                Some(msg) => console.handle(msg),
-                None => bail!("the console's worker stopped"),
-            }
-        }
-        console.app.practice.player = Player::Policy(ale_client::policy::PolicyKind::Heuristic);
-        console.app.practice.speed = *SPEEDS.last().unwrap_or(&5000);
-        console.app.practice.playing = true;
-        let mut terminal = Terminal::new(TestBackend::new(160, 48))?;
-        let steps_before = console.app.practice.rewards.len();
-        let started = Instant::now();
-        let duration = Duration::from_secs_f64(seconds);
-        let _ = tokio::time::timeout(duration, event_loop(&mut terminal, &mut console, futures::stream::pending())).await;
-        let elapsed = started.elapsed().as_secs_f64();
-        let steps = console.app.practice.rewards.len() - steps_before;
-        println!("| auto-play speed setting | steps/s through gRPC | frames/s (160×48) | mean draw time | episodes |");
-        println!("|---:|---:|---:|---:|---:|");
-        println!(
-            "| {} | {:.0} | {:.1} | {:.2} ms | {} |",
-            console.app.practice.speed,
-            steps as f64 / elapsed,
-            console.frames as f64 / elapsed,
-            console.draw_time.as_secs_f64() * 1e3 / console.frames.max(1) as f64,
-            console.app.practice.history.len()
-        );
-        server.shutdown().await;
-        let _ = std::fs::remove_dir_all(&dir);
-        Ok(ExitCode::SUCCESS)
-    })
-}
-
-/// Median and 90th percentile of `samples`, in milliseconds.
-fn median_p90_ms(mut samples: Vec<Duration>) -> (f64, f64) {
-    samples.sort();
-    let at = |q: f64| {
-        let i = ((samples.len() as f64 - 1.0) * q).round() as usize;
-        samples.get(i).map_or(f64::NAN, |d| d.as_secs_f64() * 1e3)
-    };
-    (at(0.5), at(0.9))
-}
-
-fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
-    use ale_harness::sandbox;
-    let exe = std::env::current_exe().context("cannot find the ale executable")?;
-    let tmp = tempfile_dir()?;
-    let state = tmp.join("state");
-    std::fs::create_dir(&state)?;
-    let socket = state.join("agent.sock");
-    let _listener = std::os::unix::net::UnixListener::bind(&socket)?;
-    // The spec the harness would build for an agent `true` on this state dir.
-    let command = vec!["true".to_string()];
-    let handle = ale_proto::EnvHandle::from_wire("env-bench");
-    let hidden = vec![std::fs::canonicalize(&state)?];
-    let options = sandbox::SandboxOptions::default();
-    let spec = ale_harness::agent::launch_spec(&ale_harness::agent::AgentLaunch {
-        command: &command,
-        handle: &handle,
-        sandbox: &options,
-        ale_exe: &exe,
-        agent_socket: &socket,
-        unsandboxed_endpoint: "",
-        submission_dir: None,
-        hidden: &hidden,
-        log: Path::new(""),
-    })?;
-    let rt = super::runtime(1)?;
-    let (plain, sandboxed, probe) = rt.block_on(async {
-        let mut plain = Vec::with_capacity(runs);
-        let mut sandboxed = Vec::with_capacity(runs);
-        let mut probe = Vec::with_capacity(runs);
-        for _ in 0..runs {
-            let start = Instant::now();
-            let status = tokio::process::Command::new("true")
-                .process_group(0)
-                .status()
-                .await?;
-            anyhow::ensure!(status.success(), "true failed");
-            plain.push(start.elapsed());
-
-            let start = Instant::now();
-            let mut child = sandbox::launcher_command(&exe).spawn()?;
-            sandbox::send_spec(&mut child, &spec).await?;
-            let status = child.wait().await?;
-            anyhow::ensure!(status.success(), "the sandboxed agent failed: {status}");
-            sandboxed.push(start.elapsed());
-
-            let start = Instant::now();
-            sandbox::probe(&exe, &spec).await?;
-            probe.push(start.elapsed());
-        }
-        Ok::<_, anyhow::Error>((plain, sandboxed, probe))
-    })?;
-    let _ = std::fs::remove_dir_all(&tmp);
-    println!("agent start to exit, {runs} runs each (median / p90):");
-    let rows = [
-        ("plain process", median_p90_ms(plain)),
-        ("sandboxed", median_p90_ms(sandboxed)),
-        ("sandbox probe", median_p90_ms(probe)),
-    ];
-    for (name, (median, p90)) in rows {
-        println!("  {name:<14} {median:>7.2} ms  {p90:>7.2} ms");
-    }
-    let added = (rows[1].1.0 - rows[0].1.0) + rows[2].1.0;
-    println!("  a run's start-up gains {added:.2} ms (sandboxed − plain + probe, medians)");
-    Ok(ExitCode::SUCCESS)
-}
-
-/// A fresh private folder under the system temp dir.
-fn tempfile_dir() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!("ale-bench-sandbox-{}", std::process::id()));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
 }
