@@ -98,45 +98,52 @@ pub struct Event {
 /// assert_eq!(ale_proto::trajectory::canonical_json(&v), r#"{"a":[true,null,2.5],"b":1}"#);
 /// ```
 pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
+    let mut out = Vec::new();
     write_canonical(value, &mut out);
-    out
+    // Only valid UTF-8 is ever written: serde_json's own output and ASCII punctuation.
+    String::from_utf8(out).unwrap_or_default()
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+            out.push(b'{');
+            for (i, (key, item)) in entries.into_iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
+                write_scalar(key, out);
+                out.push(b':');
+                write_canonical(item, out);
             }
-            out.push('}');
+            out.push(b'}');
         }
         Value::Array(items) => {
-            out.push('[');
+            out.push(b'[');
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 write_canonical(item, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        scalar => out.push_str(&scalar.to_string()),
+        scalar => write_scalar(scalar, out),
     }
 }
 
-fn chain_hash(prev: &[u8; 32], body: &str) -> [u8; 32] {
+/// A string or scalar exactly as serde_json prints it, straight into `out`.
+fn write_scalar(value: &(impl Serialize + ?Sized), out: &mut Vec<u8>) {
+    // Writing a string, number, bool or null into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn chain_hash(prev: &[u8; 32], body: &[u8]) -> [u8; 32] {
     let mut h = Sha256::new();
     h.update(prev);
-    h.update(body.as_bytes());
+    h.update(body);
     h.finalize().into()
 }
 
@@ -193,27 +200,41 @@ impl Chain {
         data: Value,
         key: Option<&ed25519_dalek::SigningKey>,
     ) -> (String, String) {
-        let event = Event {
-            seq: self.next_seq,
-            level,
-            kind,
-            time_unix_ms,
-            data,
-        };
-        // An Event always serializes to an object.
-        let mut object = serde_json::to_value(&event).unwrap_or(Value::Null);
-        let hash = chain_hash(&self.prev, &canonical_json(&object));
+        // The object an `Event` serializes to, built without copying `data`. Its keys sort
+        // as data < hash < kind < level < seq < sig < time_unix_ms.
+        let mut map = serde_json::Map::new();
+        map.insert("data".into(), data);
+        map.insert(
+            "kind".into(),
+            serde_json::to_value(kind).unwrap_or(Value::Null),
+        );
+        map.insert(
+            "level".into(),
+            serde_json::to_value(level).unwrap_or(Value::Null),
+        );
+        map.insert("seq".into(), Value::from(self.next_seq));
+        map.insert("time_unix_ms".into(), Value::from(time_unix_ms));
+        let object = Value::Object(map);
+        let mut body = Vec::with_capacity(256);
+        write_canonical(&object, &mut body);
+        let hash = chain_hash(&self.prev, &body);
         let hash_hex = hex::encode(hash);
-        if let Value::Object(map) = &mut object {
-            map.insert("hash".into(), Value::String(hash_hex.clone()));
-            if let Some(key) = key {
-                let signature = crate::signature::sign_head(key, level, &hash);
-                map.insert(SIGNATURE_FIELD.into(), Value::String(signature));
+        // The line is the body with `hash` (and `sig`) spliced in at their sorted places: after
+        // `data`'s value, that is before the top-level `,"kind":`, and before `,"time_unix_ms":`.
+        // Both are the last occurrences: `data` comes first, and `time_unix_ms` last.
+        let mut line = String::from_utf8(body).unwrap_or_default();
+        if let Some(signing_key) = key {
+            let signature = crate::signature::sign_head(signing_key, level, &hash);
+            if let Some(at) = line.rfind(",\"time_unix_ms\":") {
+                line.insert_str(at, &format!(",\"{SIGNATURE_FIELD}\":\"{signature}\""));
             }
+        }
+        if let Some(at) = line.rfind(",\"kind\":") {
+            line.insert_str(at, &format!(",\"hash\":\"{hash_hex}\""));
         }
         self.prev = hash;
         self.next_seq += 1;
-        (canonical_json(&object), hash_hex)
+        (line, hash_hex)
     }
 
     /// Hex hash of the last sealed event (of the genesis, before any).
@@ -298,7 +319,7 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
             Some(Value::String(s)) => Some(s),
             Some(_) => return Err(fail("a \"sig\" that is not a string".into())),
         };
-        let expected = chain_hash(&prev, &canonical_json(&object));
+        let expected = chain_hash(&prev, canonical_json(&object).as_bytes());
         if claimed != hex::encode(expected) {
             return Err(fail(format!(
                 "hash mismatch: the line says {claimed}, its content and the previous line give {}",
@@ -328,6 +349,39 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn sealed_lines_are_canonical_even_when_the_data_names_top_level_keys() {
+        use ed25519_dalek::SigningKey;
+        let data = serde_json::json!({
+            "kind": "x,\"kind\":",
+            "time_unix_ms": 1,
+            "z": {"kind": 2, "time_unix_ms": [",\"time_unix_ms\":"]},
+        });
+        let key = SigningKey::from_bytes(&[7; 32]);
+        let mut chain = super::Chain::new();
+        let (first, _) = chain.seal(
+            super::Level::TrustedEvaluator,
+            super::EventKind::RunStarted,
+            5,
+            data.clone(),
+        );
+        let (last, head) = chain.seal_signed(
+            super::Level::TrustedEvaluator,
+            super::EventKind::SessionFinished,
+            6,
+            data,
+            &key,
+        );
+        for line in [&first, &last] {
+            let object: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(&super::canonical_json(&object), line);
+        }
+        let verified = super::verify(&format!("{first}\n{last}\n")).unwrap();
+        assert_eq!(verified.head, head);
+        assert!(verified.events[1].signature.is_some());
+        assert!(verified.events[0].signature.is_none());
+    }
+
     use super::*;
     use serde_json::json;
 
@@ -449,7 +503,9 @@ mod tests {
 /// returns.
 #[derive(Debug)]
 pub struct ChainWriter {
-    file: std::fs::File,
+    file: std::io::BufWriter<std::fs::File>,
+    /// Whether lines may wait in memory (see [`ChainWriter::set_buffered`]).
+    buffered: bool,
     chain: Chain,
     level: Level,
     /// A signed event was written: the record is closed.
@@ -462,7 +518,8 @@ impl ChainWriter {
     pub fn create(path: &std::path::Path, level: Level) -> std::io::Result<ChainWriter> {
         let file = crate::private_files::create_private_file(path, 0o600)?;
         Ok(ChainWriter {
-            file,
+            file: std::io::BufWriter::with_capacity(64 << 10, file),
+            buffered: false,
             chain: Chain::new(),
             level,
             signed: false,
@@ -503,14 +560,33 @@ impl ChainWriter {
         let (mut line, hash) = chain.seal_with(self.level, kind, crate::now_unix_ms(), data, key);
         line.push('\n');
         self.file.write_all(line.as_bytes())?;
+        if !self.buffered || key.is_some() {
+            self.file.flush()?;
+        }
         self.chain = chain;
         self.signed = key.is_some();
         Ok(hash)
     }
 
+    /// Whether appended lines may wait in memory until [`ChainWriter::flush`], a full buffer
+    /// or the signed last event: for a writer that appends thousands of events a second that
+    /// no RPC waits for (a batch run's rollouts). Unbuffered, the default, every line reaches
+    /// the OS before `append` returns.
+    pub fn set_buffered(&mut self, buffered: bool) -> std::io::Result<()> {
+        self.buffered = buffered;
+        self.flush()
+    }
+
+    /// Hands every line written so far to the OS.
+    pub fn flush(&mut self) -> std::io::Result<()> {
+        use std::io::Write;
+        self.file.flush()
+    }
+
     /// Forces everything written so far to stable storage.
-    pub fn sync(&self) -> std::io::Result<()> {
-        self.file.sync_data()
+    pub fn sync(&mut self) -> std::io::Result<()> {
+        self.flush()?;
+        self.file.get_ref().sync_data()
     }
 
     pub fn head(&self) -> String {

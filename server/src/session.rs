@@ -340,6 +340,12 @@ impl Session {
         Ok(())
     }
 
+    /// Lets the session's further events wait in memory until its signed last one: for a
+    /// batch run, which writes thousands of rollouts a second and answers no RPC per event.
+    pub fn buffer_records(&mut self) -> Result<(), Error> {
+        self.trajectory.set_buffered().map_err(Error::Trajectory)
+    }
+
     /// The session's result as it stands, naming the trajectory's latest event as its head.
     pub fn record(&self) -> EvalResultRecord {
         self.record_at(self.trajectory.head())

@@ -44,6 +44,12 @@ impl TrajectoryWriter {
     pub fn head(&self) -> String {
         self.chain.head()
     }
+
+    /// Lets events wait in memory until the last, signed one (which is flushed and synced):
+    /// for a batch run, whose rollouts no RPC waits for.
+    pub fn set_buffered(&mut self) -> std::io::Result<()> {
+        self.chain.set_buffered(true)
+    }
 }
 
 /// Starts a new trajectory in a new run folder `<runs_dir>/<run_id>` (0700). `runs_dir` must

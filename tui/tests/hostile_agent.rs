@@ -116,7 +116,7 @@ fn linear_policy_file(gains: [f32; 4]) -> Vec<u8> {
     weights.extend(gains);
     let mut header =
         r#"{"0.weight":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}}"#.to_string();
-    while header.len() % 8 != 0 {
+    while !header.len().is_multiple_of(8) {
         header.push(' ');
     }
     let mut file = (header.len() as u64).to_le_bytes().to_vec();

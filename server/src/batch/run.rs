@@ -237,6 +237,10 @@ impl BatchRun {
         let mut inner = lock(&self.inner);
         inner.blocks_left = blocks;
         inner.phase = Phase::Running;
+        if let Err(e) = inner.session.buffer_records() {
+            drop(inner);
+            self.stop(Stop::Failed(format!("the evaluator failed: {e}")));
+        }
     }
 
     /// One block has closed its last rollout; the last one finishes the run.
