@@ -90,6 +90,23 @@ pub struct Event {
     pub data: Value,
 }
 
+/// An event's data serialised canonically, ready to be sealed: the costly part of an append,
+/// which a writer of many events (a batch run's rollouts) does before it takes any lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedData(Vec<u8>);
+
+impl PreparedData {
+    pub fn new(data: &impl Serialize) -> Result<PreparedData, serde_json::Error> {
+        Ok(PreparedData::of_value(&serde_json::to_value(data)?))
+    }
+
+    fn of_value(value: &Value) -> PreparedData {
+        let mut bytes = Vec::with_capacity(192);
+        write_canonical(value, &mut bytes);
+        PreparedData(bytes)
+    }
+}
+
 /// Serializes a JSON value canonically: object keys sorted by their UTF-8 bytes, no
 /// whitespace, strings escaped as serde_json escapes them, numbers as serde_json prints them.
 ///
@@ -176,7 +193,13 @@ impl Chain {
         time_unix_ms: u64,
         data: Value,
     ) -> (String, String) {
-        self.seal_with(level, kind, time_unix_ms, data, None)
+        self.seal_with(
+            level,
+            kind,
+            time_unix_ms,
+            &PreparedData::of_value(&data),
+            None,
+        )
     }
 
     /// Seals the next event and signs its hash, the new head, with `key` (see
@@ -189,7 +212,13 @@ impl Chain {
         data: Value,
         key: &ed25519_dalek::SigningKey,
     ) -> (String, String) {
-        self.seal_with(level, kind, time_unix_ms, data, Some(key))
+        self.seal_with(
+            level,
+            kind,
+            time_unix_ms,
+            &PreparedData::of_value(&data),
+            Some(key),
+        )
     }
 
     fn seal_with(
@@ -197,44 +226,40 @@ impl Chain {
         level: Level,
         kind: EventKind,
         time_unix_ms: u64,
-        data: Value,
+        data: &PreparedData,
         key: Option<&ed25519_dalek::SigningKey>,
     ) -> (String, String) {
-        // The object an `Event` serializes to, built without copying `data`. Its keys sort
-        // as data < hash < kind < level < seq < sig < time_unix_ms.
-        let mut map = serde_json::Map::new();
-        map.insert("data".into(), data);
-        map.insert(
-            "kind".into(),
-            serde_json::to_value(kind).unwrap_or(Value::Null),
-        );
-        map.insert(
-            "level".into(),
-            serde_json::to_value(level).unwrap_or(Value::Null),
-        );
-        map.insert("seq".into(), Value::from(self.next_seq));
-        map.insert("time_unix_ms".into(), Value::from(time_unix_ms));
-        let object = Value::Object(map);
-        let mut body = Vec::with_capacity(256);
-        write_canonical(&object, &mut body);
+        use std::io::Write;
+        // The canonical object an `Event` serializes to, written key by key in sorted order:
+        // data < (hash) < kind < level < seq < (sig) < time_unix_ms.
+        let mut body = Vec::with_capacity(data.0.len() + 128);
+        body.extend_from_slice(b"{\"data\":");
+        body.extend_from_slice(&data.0);
+        let after_data = body.len();
+        body.extend_from_slice(b",\"kind\":");
+        write_scalar(&kind, &mut body);
+        body.extend_from_slice(b",\"level\":");
+        write_scalar(&level, &mut body);
+        // Writing into a Vec cannot fail.
+        let _ = write!(body, ",\"seq\":{}", self.next_seq);
+        let before_time = body.len();
+        let _ = write!(body, ",\"time_unix_ms\":{time_unix_ms}}}");
         let hash = chain_hash(&self.prev, &body);
         let hash_hex = hex::encode(hash);
-        // The line is the body with `hash` (and `sig`) spliced in at their sorted places: after
-        // `data`'s value, that is before the top-level `,"kind":`, and before `,"time_unix_ms":`.
-        // Both are the last occurrences: `data` comes first, and `time_unix_ms` last.
-        let mut line = String::from_utf8(body).unwrap_or_default();
+        // The line is the body with `hash` (and `sig`) at their sorted places.
+        let mut line = Vec::with_capacity(body.len() + 224);
+        line.extend_from_slice(&body[..after_data]);
+        let _ = write!(line, ",\"hash\":\"{hash_hex}\"");
+        line.extend_from_slice(&body[after_data..before_time]);
         if let Some(signing_key) = key {
             let signature = crate::signature::sign_head(signing_key, level, &hash);
-            if let Some(at) = line.rfind(",\"time_unix_ms\":") {
-                line.insert_str(at, &format!(",\"{SIGNATURE_FIELD}\":\"{signature}\""));
-            }
+            let _ = write!(line, ",\"{SIGNATURE_FIELD}\":\"{signature}\"");
         }
-        if let Some(at) = line.rfind(",\"kind\":") {
-            line.insert_str(at, &format!(",\"hash\":\"{hash_hex}\""));
-        }
+        line.extend_from_slice(&body[before_time..]);
         self.prev = hash;
         self.next_seq += 1;
-        (line, hash_hex)
+        // Only valid UTF-8 went in: serde_json's output, ASCII and hex.
+        (String::from_utf8(line).unwrap_or_default(), hash_hex)
     }
 
     /// Hex hash of the last sealed event (of the genesis, before any).
@@ -543,10 +568,29 @@ impl ChainWriter {
         self.append_with(kind, data, Some(key))
     }
 
+    /// Seals and writes one event whose data was serialised beforehand; returns its hash.
+    pub fn append_prepared(
+        &mut self,
+        kind: EventKind,
+        data: &PreparedData,
+    ) -> std::io::Result<String> {
+        self.append_data(kind, data, None)
+    }
+
     fn append_with(
         &mut self,
         kind: EventKind,
         data: &impl Serialize,
+        key: Option<&ed25519_dalek::SigningKey>,
+    ) -> std::io::Result<String> {
+        let data = PreparedData::new(data).map_err(std::io::Error::other)?;
+        self.append_data(kind, &data, key)
+    }
+
+    fn append_data(
+        &mut self,
+        kind: EventKind,
+        data: &PreparedData,
         key: Option<&ed25519_dalek::SigningKey>,
     ) -> std::io::Result<String> {
         use std::io::Write;
@@ -555,7 +599,6 @@ impl ChainWriter {
                 "the record is signed and closed; nothing can be appended to it",
             ));
         }
-        let data = serde_json::to_value(data).map_err(std::io::Error::other)?;
         let mut chain = self.chain.clone();
         let (mut line, hash) = chain.seal_with(self.level, kind, crate::now_unix_ms(), data, key);
         line.push('\n');

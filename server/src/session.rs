@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use ale_proto::records::{
     EpisodeRecord, EvalResultRecord, EvalStatus, Outcome, RolloutStarted, SessionStarted,
 };
-use ale_proto::trajectory::EventKind;
+use ale_proto::trajectory::{EventKind, PreparedData};
 use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
 use ale_sims::{Counter, Sim, Tensor, Transition};
 
@@ -45,6 +45,33 @@ pub struct Session {
     /// The run's trajectory, from `session_started` on: every event of the session is written
     /// here, by the session.
     trajectory: TrajectoryWriter,
+}
+
+/// A batch rollout played to its end, with the data of its two trajectory events serialised
+/// already: the costly part of recording it, done by the worker that played it rather than
+/// under the run's lock.
+#[derive(Debug)]
+pub struct PlayedRollout {
+    pub record: EpisodeRecord,
+    started: PreparedData,
+    finished: PreparedData,
+}
+
+impl PlayedRollout {
+    pub fn new(record: EpisodeRecord) -> Result<PlayedRollout, Error> {
+        let failed = |e: serde_json::Error| {
+            Error::Internal(format!("cannot serialise a rollout's event: {e}"))
+        };
+        Ok(PlayedRollout {
+            started: PreparedData::new(&RolloutStarted {
+                index: record.index,
+                seed_commitment: record.seed_commitment.clone(),
+            })
+            .map_err(failed)?,
+            finished: PreparedData::new(&record).map_err(failed)?,
+            record,
+        })
+    }
 }
 
 /// A session that could not start: why, and the trajectory it was to own, handed back unchanged
@@ -317,7 +344,12 @@ impl Session {
     /// Records a rollout a batch run played to its end, closed with [`close_record`]: its
     /// `rollout_started` and `rollout_finished` events. Rollouts are recorded in index order,
     /// each once; a batch run's reorder buffer sees to it.
-    pub fn record_played(&mut self, record: EpisodeRecord) -> Result<(), Error> {
+    pub fn record_played(&mut self, played: PlayedRollout) -> Result<(), Error> {
+        let PlayedRollout {
+            record,
+            started,
+            finished,
+        } = played;
         let i = record.index as usize;
         if self.is_finished() || i != self.next || self.current.is_some() {
             return Err(Error::Internal(format!(
@@ -325,15 +357,10 @@ impl Session {
                 self.next
             )));
         }
-        self.trajectory.append(
-            EventKind::RolloutStarted,
-            &RolloutStarted {
-                index: record.index,
-                seed_commitment: record.seed_commitment.clone(),
-            },
-        )?;
         self.trajectory
-            .append(EventKind::RolloutFinished, &record)?;
+            .append_prepared(EventKind::RolloutStarted, &started)?;
+        self.trajectory
+            .append_prepared(EventKind::RolloutFinished, &finished)?;
         self.total_steps = self.total_steps.saturating_add(record.steps);
         self.rollouts[i].record = record;
         self.next += 1;

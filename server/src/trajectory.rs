@@ -13,7 +13,7 @@ use std::path::Path;
 use ale_proto::RunId;
 use ale_proto::keys::SigningKey;
 use ale_proto::private_files::{check_private_dir, create_private_dir};
-use ale_proto::trajectory::{ChainWriter, EventKind, Level, TRAJECTORY_FILE};
+use ale_proto::trajectory::{ChainWriter, EventKind, Level, PreparedData, TRAJECTORY_FILE};
 use serde::Serialize;
 
 /// The writing end of one run's trajectory. Its last event is signed with the evaluator's key,
@@ -28,6 +28,15 @@ impl TrajectoryWriter {
     /// Appends one trusted event; returns its hash.
     pub fn append(&mut self, kind: EventKind, data: &impl Serialize) -> std::io::Result<String> {
         self.chain.append(kind, data)
+    }
+
+    /// Appends one trusted event whose data was serialised beforehand; returns its hash.
+    pub fn append_prepared(
+        &mut self,
+        kind: EventKind,
+        data: &PreparedData,
+    ) -> std::io::Result<String> {
+        self.chain.append_prepared(kind, data)
     }
 
     /// Appends the last event, signed over its hash (the final head), and syncs the file.

@@ -17,7 +17,7 @@ use ale_proto::records::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
 use super::Admission;
 use crate::env_table::lock;
 use crate::seeds::HiddenSeed;
-use crate::session::Session;
+use crate::session::{PlayedRollout, Session};
 use crate::task::Task;
 
 /// Where a batch run stands, as `GetBatchEvalStatus` reports it.
@@ -88,7 +88,7 @@ struct Inner {
     phase: Phase,
     session: Session,
     /// Played rollouts waiting for a lower index to be written first.
-    pending: BTreeMap<u32, EpisodeRecord>,
+    pending: BTreeMap<u32, PlayedRollout>,
     next_to_write: u32,
     blocks_left: usize,
     /// Held while the run counts against the cap on runs in flight.
@@ -216,8 +216,13 @@ impl BatchRun {
     /// Its events are written once every rollout before it has been.
     pub fn rollout_played(&self, record: EpisodeRecord) {
         self.done.fetch_add(1, Ordering::Relaxed);
+        // Serialising the rollout's events is most of recording it: done here, unlocked.
+        let played = match PlayedRollout::new(record) {
+            Ok(played) => played,
+            Err(e) => return self.stop(Stop::Failed(format!("the evaluator failed: {e}"))),
+        };
         let mut inner = lock(&self.inner);
-        inner.pending.insert(record.index, record);
+        inner.pending.insert(played.record.index, played);
         if let Err(e) = Self::flush(&mut inner) {
             drop(inner);
             self.stop(Stop::Failed(format!("the evaluator failed: {e}")));
@@ -225,8 +230,8 @@ impl BatchRun {
     }
 
     fn flush(inner: &mut Inner) -> Result<(), crate::Error> {
-        while let Some(record) = inner.pending.remove(&inner.next_to_write) {
-            inner.session.record_played(record)?;
+        while let Some(played) = inner.pending.remove(&inner.next_to_write) {
+            inner.session.record_played(played)?;
             inner.next_to_write += 1;
         }
         Ok(())
