@@ -145,33 +145,47 @@ pub fn running_mean(values: impl IntoIterator<Item = f64>) -> Vec<f64> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EpisodeRecord {
-    pub index: u32,
-    pub outcome: Outcome,
-    pub metric: f64,
-    pub steps: u64,
+    // Fields in sorted order: see [`SortedFields`].
     pub episode_return: f64,
-    pub seed_commitment: String,
+    pub index: u32,
+    pub metric: f64,
+    pub outcome: Outcome,
     /// The task's safety metrics over this rollout.
     pub safety: BTreeMap<String, f64>,
+    pub seed_commitment: String,
+    pub steps: u64,
 }
+
+/// A record whose fields are declared in sorted order (and whose nested records and maps are
+/// sorted too), so that serde_json writes it as canonical JSON directly, without building a
+/// `serde_json::Value` first: the records a batch run writes by the thousand.
+/// `trajectory::PreparedData::of_sorted` relies on it; a test checks each against the
+/// canonical writer.
+pub trait SortedFields: Serialize {}
+
+impl SortedFields for EpisodeRecord {}
+impl SortedFields for EvalResultRecord {}
+impl SortedFields for SessionStarted {}
+impl SortedFields for RolloutStarted {}
 
 /// The authoritative result of an evaluation session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EvalResultRecord {
-    pub session_id: SessionId,
-    pub run_id: RunId,
-    pub task_id: String,
-    pub metric_name: String,
-    pub value: f64,
+    // Fields in sorted order: see [`SortedFields`].
     pub direction: Direction,
+    pub episodes: Vec<EpisodeRecord>,
+    pub metric_name: String,
+    pub run_id: RunId,
+    pub safety: BTreeMap<String, f64>,
+    pub seed_commitments: Vec<String>,
+    pub session_id: SessionId,
     pub status: EvalStatus,
     pub status_message: String,
-    pub episodes: Vec<EpisodeRecord>,
-    pub seed_commitments: Vec<String>,
-    pub trajectory_head: String,
+    pub task_id: String,
     pub total_steps: u64,
-    pub safety: BTreeMap<String, f64>,
+    pub trajectory_head: String,
+    pub value: f64,
 }
 
 /// Data of a `run_started` event: the run, and everything needed to score it.
@@ -204,9 +218,10 @@ pub struct RunStarted {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionStarted {
-    pub session_id: SessionId,
+    // Fields in sorted order: see [`SortedFields`].
     /// One per planned rollout, in order.
     pub seed_commitments: Vec<String>,
+    pub session_id: SessionId,
 }
 
 /// Data of a `submission_received` event: the batch submission the run evaluates, as the
@@ -228,6 +243,7 @@ pub struct SubmissionReceived {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RolloutStarted {
+    // Fields in sorted order: see [`SortedFields`].
     pub index: u32,
     pub seed_commitment: String,
 }

@@ -100,6 +100,14 @@ impl PreparedData {
         Ok(PreparedData::of_value(&serde_json::to_value(data)?))
     }
 
+    /// [`PreparedData::new`] for a record that serde_json writes canonically as it is: no
+    /// `serde_json::Value` is built.
+    pub fn of_sorted(
+        data: &impl crate::records::SortedFields,
+    ) -> Result<PreparedData, serde_json::Error> {
+        serde_json::to_vec(data).map(PreparedData)
+    }
+
     fn of_value(value: &Value) -> PreparedData {
         let mut bytes = Vec::with_capacity(192);
         write_canonical(value, &mut bytes);
@@ -375,6 +383,65 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn sorted_records_serialise_exactly_as_the_canonical_writer_does() {
+        use super::PreparedData;
+        use crate::records::*;
+        use crate::{RunId, SessionId};
+        let episode = |index: u32, metric: f64| EpisodeRecord {
+            index,
+            outcome: Outcome::Aborted,
+            metric,
+            steps: 17,
+            episode_return: -0.125,
+            seed_commitment: "ab\u{e9}\"\\".into(),
+            safety: [
+                ("zeta".to_string(), 1.5),
+                ("alpha".to_string(), f64::NAN),
+                ("é".into(), 0.0),
+            ]
+            .into_iter()
+            .collect(),
+        };
+        let result = EvalResultRecord {
+            session_id: SessionId::from_wire("sess-1"),
+            run_id: RunId::from_wire("run-1"),
+            task_id: "t".into(),
+            metric_name: "mean_return".into(),
+            value: 1e300,
+            direction: Direction::LowerIsBetter,
+            status: EvalStatus::BudgetExceeded,
+            status_message: "line\nbreak".into(),
+            episodes: vec![episode(0, 1.0), episode(1, f64::INFINITY)],
+            seed_commitments: vec!["c0".into(), "c1".into()],
+            trajectory_head: "00".into(),
+            total_steps: u64::MAX,
+            safety: [("b".to_string(), 2.0), ("a".to_string(), 3.0)]
+                .into_iter()
+                .collect(),
+        };
+        let started = SessionStarted {
+            session_id: SessionId::from_wire("sess-1"),
+            seed_commitments: vec!["x".into(); 3],
+        };
+        let rollout = RolloutStarted {
+            index: 4,
+            seed_commitment: "y".into(),
+        };
+        fn same(data: &impl SortedFields) {
+            let direct = PreparedData::of_sorted(data).unwrap();
+            let canonical = PreparedData::new(data).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&direct.0),
+                String::from_utf8_lossy(&canonical.0)
+            );
+        }
+        same(&episode(3, 2.5));
+        same(&result);
+        same(&started);
+        same(&rollout);
+    }
+
+    #[test]
     fn sealed_lines_are_canonical_even_when_the_data_names_top_level_keys() {
         use ed25519_dalek::SigningKey;
         let data = serde_json::json!({
@@ -575,6 +642,16 @@ impl ChainWriter {
         data: &PreparedData,
     ) -> std::io::Result<String> {
         self.append_data(kind, data, None)
+    }
+
+    /// [`ChainWriter::append_signed`] of data serialised beforehand.
+    pub fn append_signed_prepared(
+        &mut self,
+        kind: EventKind,
+        data: &PreparedData,
+        key: &ed25519_dalek::SigningKey,
+    ) -> std::io::Result<String> {
+        self.append_data(kind, data, Some(key))
     }
 
     fn append_with(

@@ -63,12 +63,12 @@ impl PlayedRollout {
             Error::Internal(format!("cannot serialise a rollout's event: {e}"))
         };
         Ok(PlayedRollout {
-            started: PreparedData::new(&RolloutStarted {
+            started: PreparedData::of_sorted(&RolloutStarted {
                 index: record.index,
                 seed_commitment: record.seed_commitment.clone(),
             })
             .map_err(failed)?,
-            finished: PreparedData::new(&record).map_err(failed)?,
+            finished: PreparedData::of_sorted(&record).map_err(failed)?,
             record,
         })
     }
@@ -132,16 +132,15 @@ impl Session {
                 }
             })
             .collect();
-        let started = trajectory.append(
-            EventKind::SessionStarted,
-            &SessionStarted {
-                session_id: id.clone(),
-                seed_commitments: rollouts
-                    .iter()
-                    .map(|r| r.record.seed_commitment.clone())
-                    .collect(),
-            },
-        );
+        let started = PreparedData::of_sorted(&SessionStarted {
+            session_id: id.clone(),
+            seed_commitments: rollouts
+                .iter()
+                .map(|r| r.record.seed_commitment.clone())
+                .collect(),
+        })
+        .map_err(std::io::Error::other)
+        .and_then(|data| trajectory.append_prepared(EventKind::SessionStarted, &data));
         if let Err(e) = started {
             return Err(Box::new(NotStarted {
                 error: e.into(),
@@ -306,8 +305,10 @@ impl Session {
         // The event cannot hold its own hash; readers take the head from the chain.
         let record = self.record_at(String::new());
         // The last event, signed: a re-sealed record no longer verifies.
+        let data = PreparedData::of_sorted(&record)
+            .map_err(|e| Error::Internal(format!("cannot serialise the session's result: {e}")))?;
         self.trajectory
-            .append_final(EventKind::SessionFinished, &record)?;
+            .append_final(EventKind::SessionFinished, &data)?;
         tracing::info!(session = %self.id, status = ?self.status, value = record.value, "eval session finished");
         Ok(())
     }

@@ -43,9 +43,11 @@ impl TrajectoryWriter {
     pub fn append_final(
         &mut self,
         kind: EventKind,
-        data: &impl Serialize,
+        data: &PreparedData,
     ) -> std::io::Result<String> {
-        let hash = self.chain.append_signed(kind, data, &self.signer)?;
+        let hash = self
+            .chain
+            .append_signed_prepared(kind, data, &self.signer)?;
         self.chain.sync()?;
         Ok(hash)
     }
