@@ -27,6 +27,11 @@ impl fmt::Debug for HiddenSeed {
 /// supply another source (tests record what was drawn to search agent traffic for it).
 pub trait SeedSource: Send + Sync {
     fn draw(&self) -> HiddenSeed;
+
+    /// `n` seeds, in order: a session's whole plan.
+    fn draw_many(&self, n: usize) -> Vec<HiddenSeed> {
+        (0..n).map(|_| self.draw()).collect()
+    }
 }
 
 /// Seeds from the operating system's CSPRNG.
@@ -36,6 +41,22 @@ pub struct OsSeeds;
 impl SeedSource for OsSeeds {
     fn draw(&self) -> HiddenSeed {
         HiddenSeed(random_u64())
+    }
+
+    /// One request to the OS for all of them (a batch task may plan thousands).
+    fn draw_many(&self, n: usize) -> Vec<HiddenSeed> {
+        let mut bytes = vec![0u8; n * 8];
+        if let Err(e) = getrandom::fill(&mut bytes) {
+            panic!("the OS random source failed: {e}");
+        }
+        bytes
+            .chunks_exact(8)
+            .map(|chunk| {
+                let mut word = [0u8; 8];
+                word.copy_from_slice(chunk);
+                HiddenSeed(u64::from_le_bytes(word))
+            })
+            .collect()
     }
 }
 

@@ -115,8 +115,8 @@ impl Session {
         // `session_started` on disk always stands for a session that exists.
         let deadline = deadline(now, task.eval.time_budget_seconds);
         let rollouts: Vec<Rollout> = (0..task.eval.episodes)
-            .map(|index| {
-                let seed = seeds.draw();
+            .zip(seeds.draw_many(task.eval.episodes as usize))
+            .map(|(index, seed)| {
                 let commitment = seed_commitment(seed.reveal(), &run_id, secret);
                 Rollout {
                     seed,
