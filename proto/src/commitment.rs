@@ -24,5 +24,5 @@ pub fn seed_commitment(seed: u64, run_id: &RunId, secret: &[u8; SECRET_LEN]) -> 
     h.update(seed.to_be_bytes());
     h.update(run_id.as_str().as_bytes());
     h.update(secret);
-    hex::encode(h.finalize())
+    crate::lower_hex(&h.finalize())
 }

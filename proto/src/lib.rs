@@ -84,3 +84,26 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// Lowercase hex of `bytes`, as `hex::encode` writes it, without its per-character iterator:
+/// every chained event and seed commitment is one.
+pub(crate) fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = Vec::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 0xf)]);
+    }
+    // Only ASCII digits went in.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lower_hex_is_hex_encode() {
+        let bytes: Vec<u8> = (0..=255u8).chain([0, 15, 16, 255]).collect();
+        assert_eq!(super::lower_hex(&bytes), hex::encode(&bytes));
+        assert_eq!(super::lower_hex(&[]), "");
+    }
+}

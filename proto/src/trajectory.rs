@@ -253,7 +253,7 @@ impl Chain {
         let before_time = body.len();
         let _ = write!(body, ",\"time_unix_ms\":{time_unix_ms}}}");
         let hash = chain_hash(&self.prev, &body);
-        let hash_hex = hex::encode(hash);
+        let hash_hex = crate::lower_hex(&hash);
         // The line is the body with `hash` (and `sig`) at their sorted places.
         let mut line = Vec::with_capacity(body.len() + 224);
         line.extend_from_slice(&body[..after_data]);
