@@ -799,6 +799,12 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
         "{}",
         run.agent_log
     );
+    assert!(
+        run.agent_log
+            .contains("GetEvalResult refused: PermissionDenied"),
+        "{}",
+        run.agent_log
+    );
     // The trajectory names the bytes the agent wrote.
     let trajectory = std::fs::read_to_string(run.run_dir.join("trajectory.jsonl")).unwrap();
     let digest = {

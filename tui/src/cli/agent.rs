@@ -100,7 +100,7 @@ async fn try_reading_result(env: &Env, session_id: &ale_client::SessionId) {
 async fn submit(
     env: &mut Env,
     file: &std::path::Path,
-    try_reading_result: bool,
+    probe_result: bool,
 ) -> anyhow::Result<ExitCode> {
     let target = env.submission_path()?;
     std::fs::copy(file, &target)
@@ -122,7 +122,7 @@ async fn submit(
         "agent: batch run {:?} ({}), progress {:.2}",
         status.state, status.message, status.progress
     );
-    if try_reading_result {
+    if probe_result {
         // The agent holds the batch id; the status it may read must not carry the result.
         let answer = env
             .raw_client()
@@ -139,6 +139,9 @@ async fn submit(
                 "with no"
             }
         );
+        // GetEvalResult is the harness's; the agent does not even hold the session id, and
+        // asking by the batch run's id is refused on its channel all the same.
+        try_reading_result(env, &ale_client::SessionId::from_wire(batch_id.to_string())).await;
     }
     Ok(ExitCode::SUCCESS)
 }
