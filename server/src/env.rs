@@ -85,6 +85,45 @@ enum Kind {
 }
 
 impl Official {
+    /// Starts the session on the trajectory the env was created with, after `before` has
+    /// written what must precede it. On any failure the env is as it was; `already` is the
+    /// answer when a session exists.
+    fn start_session(
+        &mut self,
+        task: &Arc<Task>,
+        already: Error,
+        before: impl FnOnce(&mut TrajectoryWriter) -> Result<(), Error>,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        now: Instant,
+    ) -> Result<Session, Error> {
+        let mut trajectory = match std::mem::replace(&mut self.stage, Stage::Starting) {
+            Stage::Created(trajectory) => trajectory,
+            other => {
+                self.stage = other;
+                return Err(already);
+            }
+        };
+        if let Err(e) = before(&mut trajectory) {
+            self.stage = Stage::Created(trajectory);
+            return Err(e);
+        }
+        Session::start(
+            self.session_id.clone(),
+            self.run_id.clone(),
+            task.clone(),
+            seeds,
+            secret,
+            trajectory,
+            now,
+        )
+        .map_err(|failed| {
+            let NotStarted { error, trajectory } = *failed;
+            self.stage = Stage::Created(trajectory);
+            error
+        })
+    }
+
     /// The started session.
     fn session(&mut self, handle: &EnvHandle) -> Result<&mut Session, Error> {
         match &mut self.stage {
@@ -304,30 +343,14 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
-        if !matches!(official.stage, Stage::Created(_)) {
-            return Err(Error::SessionAlreadyStarted(self.handle.clone()));
-        }
-        let Stage::Created(trajectory) = std::mem::replace(&mut official.stage, Stage::Starting)
-        else {
-            unreachable!("the stage was just matched as Created");
-        };
-        let started = Session::start(
-            official.session_id.clone(),
-            official.run_id.clone(),
-            self.task.clone(),
+        let session = official.start_session(
+            &self.task,
+            Error::SessionAlreadyStarted(self.handle.clone()),
+            |_| Ok(()),
             seeds,
             secret,
-            trajectory,
             now,
-        );
-        let session = match started {
-            Ok(session) => session,
-            Err(failed) => {
-                let NotStarted { error, trajectory } = *failed;
-                official.stage = Stage::Created(trajectory);
-                return Err(error);
-            }
-        };
+        )?;
         let planned = session.planned();
         official.stage = Stage::Started(session);
         tracing::info!(handle = %self.handle, session = %official.session_id, task = %self.task.id, planned, "eval session started");
@@ -370,34 +393,20 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInBatch(self.handle.clone()));
         };
-        let Stage::Created(mut trajectory) =
-            std::mem::replace(&mut official.stage, Stage::Starting)
-        else {
-            unreachable!("check_submittable saw the stage Created");
-        };
-        if let Some(received) = received
-            && let Err(e) = trajectory.append(EventKind::SubmissionReceived, received)
-        {
-            official.stage = Stage::Created(trajectory);
-            return Err(e.into());
-        }
-        let started = Session::start(
-            official.session_id.clone(),
-            official.run_id.clone(),
-            self.task.clone(),
+        let session = official.start_session(
+            &self.task,
+            Error::AlreadySubmitted(self.handle.clone()),
+            |trajectory| match received {
+                Some(received) => trajectory
+                    .append(EventKind::SubmissionReceived, received)
+                    .map(drop)
+                    .map_err(Error::from),
+                None => Ok(()),
+            },
             seeds,
             secret,
-            trajectory,
             now,
-        );
-        let session = match started {
-            Ok(session) => session,
-            Err(failed) => {
-                let NotStarted { error, trajectory } = *failed;
-                official.stage = Stage::Created(trajectory);
-                return Err(error);
-            }
-        };
+        )?;
         let run = Arc::new(BatchRun::new(
             batch_id,
             self.task.clone(),
