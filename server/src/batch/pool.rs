@@ -74,9 +74,12 @@ impl Pool {
         self.threads.current_num_threads()
     }
 
-    /// Runs `job` once on a pool thread.
+    /// Runs `job` once on a pool thread, in its turn: it joins the back of the queue, as a
+    /// block does. (A job handed to rayon from outside the pool waits in rayon's global queue
+    /// until a thread has nothing local to do, which never happens while blocks take turns:
+    /// a run submitted during another would stay queued until that one ended.)
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
-        self.threads.spawn(job);
+        self.schedule(Box::new(Once(Some(Box::new(job)))));
     }
 
     /// Queues `work` to run slice by slice until done.
@@ -84,6 +87,18 @@ impl Pool {
         lock(&self.queue).push_back(work);
         let queue = self.queue.clone();
         self.threads.spawn(move || turn(queue));
+    }
+}
+
+/// A job that runs once, as one slice.
+struct Once(Option<Box<dyn FnOnce() + Send>>);
+
+impl Slice for Once {
+    fn run_slice(&mut self) -> bool {
+        if let Some(job) = self.0.take() {
+            job();
+        }
+        true
     }
 }
 
