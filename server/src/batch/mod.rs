@@ -129,46 +129,54 @@ impl Batches {
         let pool = self.pool.clone();
         let loader = self.loader;
         let block_size = self.block_size;
-        self.pool.spawn(move || {
-            if let Some(run::Stop::Failed(why)) = run.check_stop(std::time::Instant::now()) {
-                let why = why.clone();
-                run.fail_before_start(why);
-                return;
-            }
-            let task = run.task().clone();
-            let (obs, act) = match crate::env::build_sim(&task) {
-                Ok(sim) => (sim.observation_space().clone(), sim.action_space().clone()),
-                Err(e) => return run.fail_before_start(e.to_string()),
-            };
-            let planned = run.planned() as usize;
-            let blocks = pool.threads().min(planned).max(1);
-            let slots = planned.div_ceil(blocks).min(block_size);
-            // Every block plays its own copy of the policy; all are loaded before any
-            // rollout is taken, so a refused policy leaves no rollout half-started.
-            let mut policies = Vec::with_capacity(blocks);
-            for _ in 0..blocks {
-                match loader(&format, &bytes, &obs, &act) {
-                    Ok(policy) => policies.push(policy),
-                    Err(e) => {
-                        return run.fail_before_start(format!(
-                            "the submitted policy cannot be used: {e}"
-                        ));
+        let abandoned = run.clone();
+        self.pool.spawn_or(
+            move || {
+                if let Some(run::Stop::Failed(why)) = run.check_stop(std::time::Instant::now()) {
+                    let why = why.clone();
+                    run.fail_before_start(why);
+                    return;
+                }
+                let task = run.task().clone();
+                let (obs, act) = match crate::env::build_sim(&task) {
+                    Ok(sim) => (sim.observation_space().clone(), sim.action_space().clone()),
+                    Err(e) => return run.fail_before_start(e.to_string()),
+                };
+                let planned = run.planned() as usize;
+                let blocks = pool.threads().min(planned).max(1);
+                let slots = planned.div_ceil(blocks).min(block_size);
+                // Every block plays its own copy of the policy; all are loaded before any
+                // rollout is taken, so a refused policy leaves no rollout half-started.
+                let mut policies = Vec::with_capacity(blocks);
+                for _ in 0..blocks {
+                    match loader(&format, &bytes, &obs, &act) {
+                        Ok(policy) => policies.push(policy),
+                        Err(e) => {
+                            return run.fail_before_start(format!(
+                                "the submitted policy cannot be used: {e}"
+                            ));
+                        }
                     }
                 }
-            }
-            let mut queued = Vec::with_capacity(blocks);
-            for policy in policies {
-                match Block::new(run.clone(), policy, slots) {
-                    Ok(block) => queued.push(block),
-                    Err(why) => return run.fail_before_start(why),
+                let mut queued = Vec::with_capacity(blocks);
+                for policy in policies {
+                    match Block::new(run.clone(), policy, slots) {
+                        Ok(block) => queued.push(block),
+                        Err(why) => return run.fail_before_start(why),
+                    }
                 }
-            }
-            drop(bytes);
-            run.set_running(queued.len());
-            for block in queued {
-                pool.schedule(Box::new(block));
-            }
-        });
+                drop(bytes);
+                run.set_running(queued.len());
+                for block in queued {
+                    pool.schedule(Box::new(block));
+                }
+            },
+            move || {
+                abandoned.fail_before_start(
+                    "the evaluator failed while loading the policy (it panicked)".into(),
+                )
+            },
+        );
     }
 }
 

@@ -23,6 +23,10 @@ pub const NICE_INCREMENT: i32 = 10;
 pub trait Slice: Send {
     /// Plays for about [`TIME_SLICE`]; says whether the work is done.
     fn run_slice(&mut self) -> bool;
+
+    /// `run_slice` panicked and the work is dropped: settle what it owed (a block ends its
+    /// run as failed, so the run cannot stay unfinished).
+    fn abandon(&mut self) {}
 }
 
 type Queue = Arc<Mutex<VecDeque<Box<dyn Slice>>>>;
@@ -78,8 +82,16 @@ impl Pool {
     /// block does. (A job handed to rayon from outside the pool waits in rayon's global queue
     /// until a thread has nothing local to do, which never happens while blocks take turns:
     /// a run submitted during another would stay queued until that one ended.)
-    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
-        self.schedule(Box::new(Once(Some(Box::new(job)))));
+    /// `on_panic` runs instead if `job` panics.
+    pub fn spawn_or(
+        &self,
+        job: impl FnOnce() + Send + 'static,
+        on_panic: impl FnOnce() + Send + 'static,
+    ) {
+        self.schedule(Box::new(Once {
+            job: Some(Box::new(job)),
+            on_panic: Some(Box::new(on_panic)),
+        }));
     }
 
     /// Queues `work` to run slice by slice until done.
@@ -91,14 +103,23 @@ impl Pool {
 }
 
 /// A job that runs once, as one slice.
-struct Once(Option<Box<dyn FnOnce() + Send>>);
+struct Once {
+    job: Option<Box<dyn FnOnce() + Send>>,
+    on_panic: Option<Box<dyn FnOnce() + Send>>,
+}
 
 impl Slice for Once {
     fn run_slice(&mut self) -> bool {
-        if let Some(job) = self.0.take() {
+        if let Some(job) = self.job.take() {
             job();
         }
         true
+    }
+
+    fn abandon(&mut self) {
+        if let Some(on_panic) = self.on_panic.take() {
+            on_panic();
+        }
     }
 }
 
@@ -111,6 +132,9 @@ fn turn(queue: Queue) {
     let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.run_slice()))
         .unwrap_or_else(|_| {
             tracing::error!("a batch block panicked; it is dropped");
+            if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.abandon())).is_err() {
+                tracing::error!("settling the dropped batch block panicked too");
+            }
             true
         });
     if !done {
@@ -149,9 +173,12 @@ mod tests {
         let finished = Arc::new(AtomicUsize::new(0));
         // Hold the only thread so both runs are queued before either plays.
         let (tx, rx) = std::sync::mpsc::channel::<()>();
-        pool.spawn(move || {
-            let _ = rx.recv();
-        });
+        pool.spawn_or(
+            move || {
+                let _ = rx.recv();
+            },
+            || {},
+        );
         for name in ['a', 'b'] {
             pool.schedule(Box::new(Counting {
                 left: 3,
@@ -172,11 +199,35 @@ mod tests {
         let pool = Pool::new(1).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         let base = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
-        pool.spawn(move || {
-            let tid = nix::unistd::gettid().as_raw() as libc::id_t;
-            let _ = tx.send(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) });
-        });
+        pool.spawn_or(
+            move || {
+                let tid = nix::unistd::gettid().as_raw() as libc::id_t;
+                let _ = tx.send(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) });
+            },
+            || {},
+        );
         let nice = rx.recv().unwrap();
         assert_eq!(nice, (base + NICE_INCREMENT).min(19));
+    }
+
+    #[test]
+    fn work_that_panics_is_settled_by_its_abandon() {
+        struct Panicking(Arc<std::sync::atomic::AtomicBool>);
+        impl Slice for Panicking {
+            fn run_slice(&mut self) -> bool {
+                panic!("a block panicked");
+            }
+            fn abandon(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let pool = Pool::new(1).unwrap();
+        let abandoned = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        pool.schedule(Box::new(Panicking(abandoned.clone())));
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.spawn_or(|| panic!("the load panicked"), move || tx.send(()).unwrap());
+        rx.recv_timeout(std::time::Duration::from_secs(10))
+            .expect("on_panic ran");
+        assert!(abandoned.load(Ordering::SeqCst));
     }
 }

@@ -150,4 +150,11 @@ impl Slice for Block {
             }
         }
     }
+
+    fn abandon(&mut self) {
+        self.run.stop(Stop::Failed(
+            "the evaluator failed while playing this run (a batch block panicked)".into(),
+        ));
+        self.run.block_done();
+    }
 }
