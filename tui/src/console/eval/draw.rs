@@ -27,14 +27,24 @@ pub fn draw(
     let [left, right] =
         Layout::horizontal([Constraint::Length(left_width), Constraint::Min(0)]).areas(area);
     draw_setup(frame, eval, task, input, theme, left);
+    let how = match task.map(|t| (t.mode, t.submission_contract.as_ref())) {
+        Some((TaskMode::Batch, Some(contract))) => format!(
+            "This is a batch task: the evaluator plays a policy file itself. With a policy folder (s), Enter starts `ale harness run --submission FOLDER` as a separate process: it hands FOLDER/{} ({}) to the evaluator, which rolls it out on hidden seeds, and reports the authoritative result. An agent command (c) runs in the harness's sandbox and submits the file itself.",
+            contract.entrypoint, contract.format
+        ),
+        _ => "Enter starts `ale harness run` as a separate process: it creates the official env over the evaluator's private socket, launches the agent with the env's handle, and reports the authoritative result. This console only shows what the harness reports.".to_string(),
+    };
     match &eval.run {
         None => frame.render_widget(
             Paragraph::new(vec![
                 Line::styled("An official run", theme.accent()),
                 Line::raw(""),
-                Line::raw("Enter starts `ale harness run` as a separate process: it creates the official env over the evaluator's private socket, launches the agent with the env's handle, and reports the authoritative result. This console only shows what the harness reports."),
+                Line::raw(how),
                 Line::raw(""),
-                Line::styled("← → change the task, ↑ ↓ the agent; Enter starts.", theme.muted()),
+                Line::styled(
+                    "← → change the task, ↑ ↓ the agent; Enter starts.",
+                    theme.muted(),
+                ),
             ])
             .wrap(Wrap { trim: false })
             .block(block(" Official evaluation ", theme, false)),
