@@ -343,7 +343,7 @@ async fn run_with(
     // folder it may write; it starts empty, so no agent sees what an earlier one left.
     let batch = task.is_batch();
     if batch {
-        clear_submission_dir(&submission_dir)?;
+        renew_submission_dir(&submission_dir, &run_id)?;
     }
     let summary = task_summary(&task);
     let target = task.metric.target;
@@ -386,6 +386,12 @@ async fn run_with(
         tokio::time::sleep(options.poll_interval).await;
         let exited = agent.try_exit();
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
+        if batch && !submitted && exited.is_some() && !overdue {
+            // The agent may have submitted in its last moments: look before ending anything.
+            if let Ok(Some(_)) = prologue.channel.eval_result(&session_id, false).await {
+                submitted = true;
+            }
+        }
         let end_session = overdue || (exited.is_some() && !(batch && submitted));
         let answer = read_progress(&mut prologue.channel, &followed, end_session, progress).await;
         let record = match answer {
@@ -403,6 +409,9 @@ async fn run_with(
         if record.status.is_finished() {
             if end_session && record.status == EvalStatus::EndedEarly {
                 harness_reason = Some(match exited {
+                    _ if batch && submitted => {
+                        "the batch run overran the session's time budget".into()
+                    }
                     Some(status) => format!(
                         "the agent {} before finishing its session",
                         describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
@@ -417,6 +426,10 @@ async fn run_with(
         agent.finish(EXIT_GRACE).await,
         options.sandbox.mode.is_sandboxed(),
     );
+    if batch {
+        // The run played its snapshot; what the agent wrote is no one's to keep.
+        renew_submission_dir(&submission_dir, &run_id)?;
+    }
     let read = ResultRead {
         evaluator_head: result.trajectory_head.clone(),
         status: result.status,
@@ -456,22 +469,26 @@ pub async fn run_batch(
     outcome
 }
 
-/// Empties the submission folder, following no link: a file left by an earlier run is no
-/// agent's to read or to submit.
-fn clear_submission_dir(dir: &Path) -> Result<(), HarnessError> {
+/// Replaces the submission folder with a new, empty one of the harness's own (0700): a file an
+/// agent left is no later agent's to read or submit, and whatever owner, modes or contents it
+/// gave the old one go with it. The old folder is renamed away first (which follows no link
+/// and cannot be blocked by what is inside), then removed as far as it can be.
+fn renew_submission_dir(dir: &Path, run_id: &RunId) -> Result<(), HarnessError> {
     let err = |cause| HarnessError::Submission {
         path: dir.to_path_buf(),
         cause,
     };
-    for entry in std::fs::read_dir(dir).map_err(err)? {
-        let entry = entry.map_err(err)?;
-        let path = entry.path();
-        let removed = if entry.file_type().map_err(err)?.is_dir() {
-            std::fs::remove_dir_all(&path)
-        } else {
-            std::fs::remove_file(&path)
-        };
-        removed.map_err(err)?;
+    let old = dir.with_file_name(format!(".submission-old-{run_id}"));
+    match std::fs::rename(dir, &old) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(err(e)),
+    }
+    ale_proto::private_files::create_private_dir(dir).map_err(|e| err(e.into()))?;
+    if let Err(e) = std::fs::remove_dir_all(&old)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(folder = %old.display(), error = %e, "cannot remove an old submission folder");
     }
     Ok(())
 }

@@ -598,6 +598,9 @@ pub struct ChainWriter {
     file: std::io::BufWriter<std::fs::File>,
     /// Whether lines may wait in memory (see [`ChainWriter::set_buffered`]).
     buffered: bool,
+    /// A write or flush failed: what reached the file is a valid prefix of the chain, and
+    /// nothing more is written (a retry could put a line twice).
+    failed: bool,
     chain: Chain,
     level: Level,
     /// A signed event was written: the record is closed.
@@ -612,14 +615,16 @@ impl ChainWriter {
         Ok(ChainWriter {
             file: std::io::BufWriter::with_capacity(64 << 10, file),
             buffered: false,
+            failed: false,
             chain: Chain::new(),
             level,
             signed: false,
         })
     }
 
-    /// Seals and writes one event; returns its hash. A failed write leaves the chain where
-    /// the file is.
+    /// Seals and writes one event; returns its hash. A failed write or flush ends the record:
+    /// the chain does not advance, and every later append or flush fails, so no line can be
+    /// written twice.
     pub fn append(&mut self, kind: EventKind, data: &impl Serialize) -> std::io::Result<String> {
         self.append_with(kind, data, None)
     }
@@ -676,12 +681,17 @@ impl ChainWriter {
                 "the record is signed and closed; nothing can be appended to it",
             ));
         }
+        self.check_not_failed()?;
         let mut chain = self.chain.clone();
         let (mut line, hash) = chain.seal_with(self.level, kind, crate::now_unix_ms(), data, key);
         line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        if !self.buffered || key.is_some() {
-            self.file.flush()?;
+        let mut written = self.file.write_all(line.as_bytes());
+        if written.is_ok() && (!self.buffered || key.is_some()) {
+            written = self.file.flush();
+        }
+        if let Err(e) = written {
+            self.failed = true;
+            return Err(e);
         }
         self.chain = chain;
         self.signed = key.is_some();
@@ -700,7 +710,19 @@ impl ChainWriter {
     /// Hands every line written so far to the OS.
     pub fn flush(&mut self) -> std::io::Result<()> {
         use std::io::Write;
-        self.file.flush()
+        self.check_not_failed()?;
+        let flushed = self.file.flush();
+        self.failed = flushed.is_err();
+        flushed
+    }
+
+    fn check_not_failed(&self) -> std::io::Result<()> {
+        if self.failed {
+            return Err(std::io::Error::other(
+                "an earlier write of this record failed; nothing more is written to it",
+            ));
+        }
+        Ok(())
     }
 
     /// Forces everything written so far to stable storage.

@@ -102,9 +102,22 @@ fn tasks_dir(root: &Path) -> PathBuf {
     assert!(
         batch.contains(&format!("id = \"{BATCH_TASK}\"")) && batch.contains("mode = \"batch\"")
     );
-    std::fs::write(dir.join("cartpole-batch.toml"), batch).unwrap();
+    std::fs::write(dir.join("cartpole-batch.toml"), batch.clone()).unwrap();
+    // Long enough that the run outlasts several of the harness's polls.
+    let long = batch
+        .replace(
+            &format!("id = \"{BATCH_TASK}\""),
+            &format!("id = \"{LONG_BATCH_TASK}\""),
+        )
+        .replace("episodes = 3", "episodes = 1000")
+        .replace("max_total_steps = 10000", "max_total_steps = 0");
+    assert!(long.contains("episodes = 1000") && long.contains("max_total_steps = 0"));
+    std::fs::write(dir.join("cartpole-batch-long.toml"), long).unwrap();
     dir
 }
+
+/// [`BATCH_TASK`] with a thousand rollouts.
+const LONG_BATCH_TASK: &str = "cartpole-batch-long";
 
 /// CartPole as a batch task, three rollouts.
 const BATCH_TASK: &str = "cartpole-batch";
@@ -819,4 +832,51 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
     let (ok, text) = verify_output(&run.run_dir);
     assert!(ok, "{text}");
     assert!(text.contains("sandboxed (offline"), "{text}");
+}
+
+/// An agent that submits and exits at once (as most do) leaves its run to finish: the harness
+/// does not take the exit for an early end.
+#[test]
+fn a_batch_run_goes_on_after_its_agent_exits() {
+    let evaluator = Evaluator::start();
+    let kit = kit();
+    let policy = kit.dir.join("linear-exit.safetensors");
+    let gains = ale_client::policy::CartPoleHeuristic::default().gains;
+    std::fs::write(&policy, linear_policy_file(gains)).unwrap();
+    let output = Command::new(ALE)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            LONG_BATCH_TASK,
+            "--progress",
+            "json",
+            "--state-dir",
+        ])
+        .arg(&evaluator.state)
+        .arg("--")
+        .arg(&kit.ale)
+        .args(["agent", "--submit"])
+        .arg(&policy)
+        .output()
+        .unwrap();
+    let run = finished_run("submit and exit", &output);
+    assert_eq!(run.report["status"], "completed", "{:?}", run.report);
+    assert_eq!(run.report["agent"]["left_early"], false, "{:?}", run.report);
+    assert_eq!(
+        run.report["task"]["episodes"], 1000,
+        "{:?}",
+        run.report["task"]
+    );
+    assert_eq!(
+        run.report["value"].as_f64(),
+        Some(500.0),
+        "{:?}",
+        run.report
+    );
+    // Nothing the agent wrote outlives the run.
+    let left: Vec<_> = std::fs::read_dir(ale_proto::layout::submission_dir(&evaluator.state))
+        .unwrap()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

@@ -19,7 +19,7 @@ pub struct AgentArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// For a batch task: copy this policy file to the task's entrypoint in the submission
-    /// folder, submit it, and follow the run until it ends (the agent never sees the result).
+    /// folder, submit it, and exit (the evaluator plays it; the harness reads the result).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["policy", "crash_after_steps"])]
     pub submit: Option<std::path::PathBuf>,
     /// After playing, try to read the session's result itself, as a cheating agent would, and
@@ -111,6 +111,10 @@ async fn submit(
         target.display(),
         env.spec().task.id
     );
+    if !probe_result {
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Follow the run as the agent channel shows it, then try what a cheating agent would.
     let status = loop {
         let status = env.batch_status(&batch_id).await?;
         if status.state.is_finished() {
@@ -122,7 +126,7 @@ async fn submit(
         "agent: batch run {:?} ({}), progress {:.2}",
         status.state, status.message, status.progress
     );
-    if probe_result {
+    {
         // The agent holds the batch id; the status it may read must not carry the result.
         let answer = env
             .raw_client()
