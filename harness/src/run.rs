@@ -314,11 +314,12 @@ async fn run_with(
         log,
     };
     let sandbox_record = if options.sandbox.mode.is_sandboxed() {
-        // Probed with every mount a run may need, the submission folder's included.
+        // Probed with every mount a run may need, the submission folder's included where
+        // there is one (an interactive run needs none).
         let spec = crate::agent::launch_spec(&launch(
             &probe_handle,
             Path::new(""),
-            Some(&submission_dir),
+            submission_dir.is_dir().then_some(submission_dir.as_path()),
         ))?;
         sandbox::probe(&options.ale_exe, &spec).await?;
         SandboxRecord {
