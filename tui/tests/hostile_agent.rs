@@ -783,6 +783,10 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
             "--state-dir",
         ])
         .arg(&evaluator.state)
+        // The policy file is handed over through the working directory: where the checkout
+        // lies under /tmp, the sandbox's own /tmp would hide it.
+        .arg("--workdir")
+        .arg(&kit.dir)
         .arg("--")
         .arg(&kit.ale)
         .args(["agent", "--submit"])
@@ -854,6 +858,10 @@ fn a_batch_run_goes_on_after_its_agent_exits() {
             "--state-dir",
         ])
         .arg(&evaluator.state)
+        // The policy file is handed over through the working directory: where the checkout
+        // lies under /tmp, the sandbox's own /tmp would hide it.
+        .arg("--workdir")
+        .arg(&kit.dir)
         .arg("--")
         .arg(&kit.ale)
         .args(["agent", "--submit"])
