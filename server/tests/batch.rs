@@ -36,15 +36,6 @@ async fn server_with(batch: BatchOptions) -> TestServer {
     TestServer::start_with_batch(&[batch_task()], Limits::default(), batch).await
 }
 
-async fn submit(client: &mut AleEnvClient<Channel>, handle: &str) -> Result<String, tonic::Status> {
-    client
-        .submit_batch_eval(pb::SubmitBatchEvalRequest {
-            handle: handle.into(),
-        })
-        .await
-        .map(|r| r.into_inner().batch_id)
-}
-
 async fn status(
     client: &mut AleEnvClient<Channel>,
     batch_id: &str,
@@ -56,13 +47,6 @@ async fn status(
         .await
         .unwrap()
         .into_inner()
-}
-
-fn is_finished(s: &pb::GetBatchEvalStatusResponse) -> bool {
-    matches!(
-        s.state(),
-        pb::BatchState::Succeeded | pb::BatchState::Failed
-    )
 }
 
 /// Polls until the run has finished; its final status.
@@ -346,49 +330,7 @@ async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Real policy files (mlp-safetensors), written here with the safetensors crate.
-
-/// A safetensors file of float32 tensors `(name, shape, values)` with `metadata`.
-fn safetensors_file(
-    tensors: &[(&str, Vec<usize>, Vec<f32>)],
-    metadata: &[(&str, &str)],
-) -> Vec<u8> {
-    let bytes: Vec<Vec<u8>> = tensors
-        .iter()
-        .map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect())
-        .collect();
-    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
-        .iter()
-        .zip(&bytes)
-        .map(|((name, shape, _), b)| {
-            let view =
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
-                    .unwrap();
-            (name.to_string(), view)
-        })
-        .collect();
-    let metadata = (!metadata.is_empty()).then(|| {
-        metadata
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    });
-    safetensors::serialize(views, metadata).unwrap()
-}
-
-/// A linear controller for cartpole (an MLP with no hidden layer): output 1 minus output 0 is
-/// `gains · observation`, so the argmax pushes right exactly when the gains say so.
-fn linear_cartpole(gains: [f32; 4]) -> Vec<u8> {
-    let mut weight = vec![0.0; 4];
-    weight.extend(gains);
-    safetensors_file(
-        &[
-            ("0.weight", vec![2, 4], weight),
-            ("0.bias", vec![2], vec![0.0, 0.0]),
-        ],
-        &[],
-    )
-}
+// Real policy files (mlp-safetensors, written by `common::safetensors_file`), played for real.
 
 /// The episode return of `policy` on cartpole from `seed`, played in-process.
 fn cartpole_return(seed: u64, policy: &mut dyn ale_client::policy::Policy) -> f64 {

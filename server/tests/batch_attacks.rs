@@ -52,15 +52,6 @@ async fn server(tasks: &[(String, String)], limits: Limits, batch: BatchOptions)
     TestServer::start_with_batch(&tasks, limits, batch).await
 }
 
-async fn submit(client: &mut AleEnvClient<Channel>, handle: &str) -> Result<String, tonic::Status> {
-    client
-        .submit_batch_eval(pb::SubmitBatchEvalRequest {
-            handle: handle.into(),
-        })
-        .await
-        .map(|r| r.into_inner().batch_id)
-}
-
 async fn try_status(
     client: &mut AleEnvClient<Channel>,
     batch_id: &str,
@@ -78,13 +69,6 @@ async fn status(
     batch_id: &str,
 ) -> pb::GetBatchEvalStatusResponse {
     try_status(client, batch_id).await.unwrap()
-}
-
-fn is_finished(s: &pb::GetBatchEvalStatusResponse) -> bool {
-    matches!(
-        s.state(),
-        pb::BatchState::Succeeded | pb::BatchState::Failed
-    )
 }
 
 async fn finished_within(
@@ -111,47 +95,6 @@ async fn finished(
     batch_id: &str,
 ) -> pb::GetBatchEvalStatusResponse {
     finished_within(client, batch_id, Duration::from_secs(60)).await
-}
-
-/// A safetensors file of float32 tensors.
-fn safetensors_file(
-    tensors: &[(&str, Vec<usize>, Vec<f32>)],
-    metadata: &[(&str, &str)],
-) -> Vec<u8> {
-    let bytes: Vec<Vec<u8>> = tensors
-        .iter()
-        .map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect())
-        .collect();
-    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
-        .iter()
-        .zip(&bytes)
-        .map(|((name, shape, _), b)| {
-            let view =
-                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
-                    .unwrap();
-            (name.to_string(), view)
-        })
-        .collect();
-    let metadata = (!metadata.is_empty()).then(|| {
-        metadata
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    });
-    safetensors::serialize(views, metadata).unwrap()
-}
-
-/// A linear cartpole controller: pushes right when `gains · obs > 0`.
-fn linear_cartpole(gains: [f32; 4]) -> Vec<u8> {
-    let mut weight = vec![0.0; 4];
-    weight.extend(gains);
-    safetensors_file(
-        &[
-            ("0.weight", vec![2, 4], weight),
-            ("0.bias", vec![2], vec![0.0, 0.0]),
-        ],
-        &[],
-    )
 }
 
 fn good_policy() -> Vec<u8> {

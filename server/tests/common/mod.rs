@@ -231,3 +231,68 @@ pub async fn reset(
         .unwrap()
         .into_inner()
 }
+
+// Batch submissions: real policy files (mlp-safetensors) and the two batch RPCs.
+
+/// A safetensors file of float32 tensors `(name, shape, values)` with `metadata`.
+pub fn safetensors_file(
+    tensors: &[(&str, Vec<usize>, Vec<f32>)],
+    metadata: &[(&str, &str)],
+) -> Vec<u8> {
+    let bytes: Vec<Vec<u8>> = tensors
+        .iter()
+        .map(|(_, _, v)| v.iter().flat_map(|x| x.to_le_bytes()).collect())
+        .collect();
+    let views: Vec<(String, safetensors::tensor::TensorView<'_>)> = tensors
+        .iter()
+        .zip(&bytes)
+        .map(|((name, shape, _), b)| {
+            let view =
+                safetensors::tensor::TensorView::new(safetensors::Dtype::F32, shape.clone(), b)
+                    .unwrap();
+            (name.to_string(), view)
+        })
+        .collect();
+    let metadata = (!metadata.is_empty()).then(|| {
+        metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    });
+    safetensors::serialize(views, metadata).unwrap()
+}
+
+/// A linear controller for cartpole (an MLP with no hidden layer): output 1 minus output 0 is
+/// `gains · observation`, so the argmax pushes right exactly when the gains say so.
+pub fn linear_cartpole(gains: [f32; 4]) -> Vec<u8> {
+    let mut weight = vec![0.0; 4];
+    weight.extend(gains);
+    safetensors_file(
+        &[
+            ("0.weight", vec![2, 4], weight),
+            ("0.bias", vec![2], vec![0.0, 0.0]),
+        ],
+        &[],
+    )
+}
+
+/// `SubmitBatchEval` of the official env `handle`: the batch run's id.
+pub async fn submit(
+    client: &mut AleEnvClient<Channel>,
+    handle: &str,
+) -> Result<String, tonic::Status> {
+    client
+        .submit_batch_eval(pb::SubmitBatchEvalRequest {
+            handle: handle.into(),
+        })
+        .await
+        .map(|r| r.into_inner().batch_id)
+}
+
+/// Whether a batch run has ended, either way.
+pub fn is_finished(s: &pb::GetBatchEvalStatusResponse) -> bool {
+    matches!(
+        s.state(),
+        pb::BatchState::Succeeded | pb::BatchState::Failed
+    )
+}
