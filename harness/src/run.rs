@@ -89,8 +89,9 @@ fn describe_exit(status: Option<ExitStatus>, sandboxed: bool) -> String {
     }
 }
 
-/// Runs one official interactive evaluation and returns its report (also written to the run
-/// folder). `progress` sees each result read while the session runs and the final one.
+/// Runs one official evaluation with an agent (an interactive task, or a batch task whose
+/// agent submits its policy) and returns its report (also written to the run folder).
+/// `progress` sees each result read while the session runs and the final one.
 pub async fn run_interactive(
     options: &RunOptions,
     mut progress: impl FnMut(Progress<'_>),
@@ -101,13 +102,25 @@ pub async fn run_interactive(
     if options.endpoint.is_some() && options.sandbox.mode.is_sandboxed() {
         return Err(HarnessError::EndpointWithSandbox);
     }
+    with_evaluator(options, async |evaluator| {
+        run_with(options, evaluator, &mut progress).await
+    })
+    .await
+}
+
+/// Runs `body` with the evaluator serving the state dir (attached to, or started for the run
+/// and stopped after it).
+async fn with_evaluator(
+    options: &RunOptions,
+    body: impl AsyncFnOnce(&EvaluatorHandle) -> Result<Report, HarnessError>,
+) -> Result<Report, HarnessError> {
     let evaluator = attach_or_start(
         &options.state_dir,
         &options.ale_exe,
         options.endpoint.as_deref(),
     )
     .await?;
-    let outcome = run_with(options, &evaluator, &mut progress).await;
+    let outcome = body(&evaluator).await;
     evaluator.stop().await;
     outcome
 }
@@ -459,15 +472,10 @@ pub async fn run_batch(
     let Some(submission) = options.submission.as_deref() else {
         return Err(HarnessError::NoSubmission);
     };
-    let evaluator = attach_or_start(
-        &options.state_dir,
-        &options.ale_exe,
-        options.endpoint.as_deref(),
-    )
-    .await?;
-    let outcome = run_batch_with(options, submission, &evaluator, &mut progress).await;
-    evaluator.stop().await;
-    outcome
+    with_evaluator(options, async |evaluator| {
+        run_batch_with(options, submission, evaluator, &mut progress).await
+    })
+    .await
 }
 
 /// Replaces the submission folder with a new, empty one of the harness's own (0700): a file an
