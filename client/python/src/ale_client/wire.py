@@ -1,0 +1,224 @@
+"""Conversions between the wire's messages and what a Gymnasium user holds.
+
+Tensors become NumPy arrays of their declared dtype; spaces become `gymnasium.spaces`; info maps
+become plain dicts. Actions go the other way, cast to the dtype the space declares the way
+Gymnasium users expect (a float64 action for a float32 Box is sent as float32). Values are never
+clipped or reshaped here: the server checks every action and answers `INVALID_ARGUMENT` naming
+what it expected, so a wrong action is refused rather than silently changed.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from ._proto import types_pb2 as pb
+from .errors import WireError
+
+_NUMPY_OF = {
+    pb.DTYPE_FLOAT32: np.dtype(np.float32),
+    pb.DTYPE_FLOAT64: np.dtype(np.float64),
+    pb.DTYPE_INT64: np.dtype(np.int64),
+    pb.DTYPE_INT32: np.dtype(np.int32),
+    pb.DTYPE_UINT8: np.dtype(np.uint8),
+    pb.DTYPE_BOOL: np.dtype(np.bool_),
+}
+_WIRE_OF = {dtype: wire for wire, dtype in _NUMPY_OF.items()}
+# The Tensor field that carries each dtype's elements.
+_FIELD_OF = {
+    pb.DTYPE_FLOAT32: "f32",
+    pb.DTYPE_FLOAT64: "f64",
+    pb.DTYPE_INT64: "i64",
+    pb.DTYPE_INT32: "i32",
+    pb.DTYPE_UINT8: "u8",
+    pb.DTYPE_BOOL: "bool",
+}
+
+
+def numpy_dtype(wire_dtype: int) -> np.dtype:
+    """The NumPy dtype of a wire `DType`."""
+    try:
+        return _NUMPY_OF[wire_dtype]
+    except KeyError:
+        raise WireError(f"unknown tensor dtype {wire_dtype}") from None
+
+
+def to_numpy(tensor: pb.Tensor) -> np.ndarray:
+    """A wire tensor as a NumPy array of its dtype and shape (a 0-d array for a scalar)."""
+    dtype = numpy_dtype(tensor.dtype)
+    shape = tuple(tensor.shape)
+    if tensor.dtype == pb.DTYPE_UINT8:
+        flat = np.frombuffer(tensor.u8, dtype=np.uint8).copy()
+    else:
+        flat = np.asarray(getattr(tensor, _FIELD_OF[tensor.dtype]), dtype=dtype)
+    expected = int(np.prod(shape, dtype=np.int64))
+    if flat.size != expected:
+        raise WireError(f"tensor of shape {list(shape)} carries {flat.size} elements, expected {expected}")
+    return flat.reshape(shape)
+
+
+def from_numpy(array: np.ndarray) -> pb.Tensor:
+    """A NumPy array (of one of the wire's six dtypes) as a wire tensor."""
+    array = np.asarray(array)
+    try:
+        wire = _WIRE_OF[array.dtype]
+    except KeyError:
+        supported = ", ".join(str(d) for d in _WIRE_OF)
+        raise TypeError(f"dtype {array.dtype} cannot travel on the wire; use one of {supported}") from None
+    tensor = pb.Tensor(dtype=wire, shape=list(array.shape))
+    flat = array.reshape(-1)
+    if wire == pb.DTYPE_UINT8:
+        tensor.u8 = flat.tobytes()
+    else:
+        getattr(tensor, _FIELD_OF[wire]).extend(flat.tolist())
+    return tensor
+
+
+def space_from_wire(space: pb.Space) -> spaces.Space:
+    """A wire space as the matching `gymnasium.spaces` space."""
+    kind = space.WhichOneof("kind")
+    if kind == "box":
+        box = space.box
+        dtype = numpy_dtype(box.dtype)
+        shape = tuple(box.shape)
+        low = np.asarray(box.low, dtype=np.float64).reshape(shape)
+        high = np.asarray(box.high, dtype=np.float64).reshape(shape)
+        if np.issubdtype(dtype, np.integer):
+            # Gymnasium keeps integer bounds in the box's dtype; infinite ones are its limits.
+            info = np.iinfo(dtype)
+            low = np.clip(low, info.min, info.max)
+            high = np.clip(high, info.min, info.max)
+        return spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
+    if kind == "discrete":
+        return spaces.Discrete(space.discrete.n, start=space.discrete.start)
+    if kind == "multi_discrete":
+        md = space.multi_discrete
+        start = list(md.start) if md.start else [0] * len(md.nvec)
+        return spaces.MultiDiscrete(np.asarray(md.nvec, dtype=np.int64), start=np.asarray(start, dtype=np.int64))
+    if kind == "multi_binary":
+        return spaces.MultiBinary(list(space.multi_binary.shape))
+    if kind == "dict":
+        return spaces.Dict(OrderedDict((e.name, space_from_wire(e.space)) for e in space.dict.entries))
+    raise WireError("a space with no kind set")
+
+
+def space_labels(space: pb.Space) -> list[str]:
+    """The element labels a Box or the choice labels a Discrete space carries, if any."""
+    kind = space.WhichOneof("kind")
+    if kind == "box":
+        return list(space.box.labels)
+    if kind == "discrete":
+        return list(space.discrete.labels)
+    return []
+
+
+def _flat_len(space: spaces.Space) -> int:
+    if isinstance(space, spaces.Discrete):
+        return 1
+    if isinstance(space, spaces.Dict):
+        return sum(_flat_len(s) for s in space.spaces.values())
+    return int(np.prod(space.shape, dtype=np.int64))
+
+
+def observation_from_wire(tensor: pb.Tensor, space: spaces.Space) -> Any:
+    """A wire observation as an element of `space`.
+
+    A Discrete value is a NumPy int64 scalar, a MultiBinary value int8 (Gymnasium's dtype), a
+    Dict value an ordered dict of its entries, each cut from the flattened float64 tensor it
+    travels as and cast to the entry's dtype.
+    """
+    array = to_numpy(tensor)
+    return _value_of(array, space)
+
+
+def _value_of(array: np.ndarray, space: spaces.Space) -> Any:
+    if isinstance(space, spaces.Discrete):
+        return np.int64(array.reshape(()))
+    if isinstance(space, spaces.MultiBinary):
+        return array.astype(np.int8).reshape(space.shape)
+    if isinstance(space, spaces.MultiDiscrete):
+        return array.astype(np.int64).reshape(space.shape)
+    if isinstance(space, spaces.Dict):
+        flat = array.reshape(-1)
+        out: OrderedDict[str, Any] = OrderedDict()
+        offset = 0
+        for name, sub in space.spaces.items():
+            n = _flat_len(sub)
+            out[name] = _value_of(flat[offset : offset + n].astype(_dtype_of(sub)), sub)
+            offset += n
+        return out
+    if isinstance(space, spaces.Box):
+        return array.astype(space.dtype, copy=False).reshape(space.shape)
+    return array
+
+
+def _dtype_of(space: spaces.Space) -> np.dtype:
+    if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
+        return np.dtype(np.int64)
+    if isinstance(space, spaces.MultiBinary):
+        return np.dtype(np.int8)
+    return np.dtype(space.dtype)
+
+
+def action_to_wire(action: Any, space: spaces.Space) -> pb.Tensor:
+    """An action for `space` as the wire tensor the server expects.
+
+    Numbers are cast to the space's wire dtype when that loses nothing a Gymnasium user would
+    mind (any real number to a float Box, any integer to an integer space). Anything else is
+    sent as it is, for the server to refuse with a message naming the space.
+    """
+    array = np.asarray(action)
+    if isinstance(space, spaces.Discrete):
+        return from_numpy(_cast_integers(array, np.int64))
+    if isinstance(space, spaces.MultiDiscrete):
+        return from_numpy(_cast_integers(array, np.int64))
+    if isinstance(space, spaces.MultiBinary):
+        return from_numpy(_cast_integers(array, np.uint8) if array.dtype != np.bool_ else array.astype(np.uint8))
+    if isinstance(space, spaces.Dict):
+        if not isinstance(action, dict):
+            raise TypeError(f"an action for a Dict space is a dict with keys {list(space.spaces)}")
+        missing = [k for k in space.spaces if k not in action]
+        extra = [k for k in action if k not in space.spaces]
+        if missing or extra:
+            raise KeyError(f"Dict action keys: missing {missing}, unknown {extra}")
+        parts = [np.asarray(action[name], dtype=np.float64).reshape(-1) for name in space.spaces]
+        return from_numpy(np.concatenate(parts) if parts else np.zeros(0))
+    if isinstance(space, spaces.Box):
+        if np.issubdtype(space.dtype, np.floating) and (
+            np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
+        ):
+            return from_numpy(array.astype(space.dtype))
+        if np.issubdtype(space.dtype, np.integer):
+            return from_numpy(_cast_integers(array, space.dtype))
+        return from_numpy(array)
+    raise TypeError(f"no wire form for actions of {space}")
+
+
+def _cast_integers(array: np.ndarray, dtype: Any) -> np.ndarray:
+    if np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_:
+        return array.astype(dtype)
+    return array
+
+
+def info_from_wire(info: Any) -> dict[str, Any]:
+    """An info map (`map<string, Value>`) as a dict of Python numbers, strings and arrays."""
+    out: dict[str, Any] = {}
+    for key in sorted(info):
+        value = info[key]
+        kind = value.WhichOneof("kind")
+        if kind == "number":
+            out[key] = value.number
+        elif kind == "integer":
+            out[key] = value.integer
+        elif kind == "flag":
+            out[key] = value.flag
+        elif kind == "text":
+            out[key] = value.text
+        elif kind == "tensor":
+            out[key] = to_numpy(value.tensor)
+        else:
+            raise WireError(f"info value {key!r} has no kind set")
+    return out
