@@ -3,9 +3,14 @@
 //!
 //! Drawings are made from an observation alone (see [`crate::SimInfo::draw`]), so a drawing
 //! can never show more of a rollout's scene than the observation already does.
+//!
+//! The Python client ports every sim's drawing (`client/python/src/ale_client/render.py`);
+//! `tests/drawing_fixture.rs` keeps the two in step through a checked-in JSON fixture.
+
+use serde::Serialize;
 
 /// The world rectangle to show.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Viewport {
     pub x_min: f64,
     pub x_max: f64,
@@ -13,8 +18,9 @@ pub struct Viewport {
     pub y_max: f64,
 }
 
-/// What a shape depicts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// What a shape depicts; serialised in lowercase (`"ground"`, `"body"`, ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Role {
     /// Floor, track, terrain.
     Ground,
@@ -32,7 +38,10 @@ pub enum Role {
     Sensor,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+/// One shape of a drawing; serialised as an object whose `kind` is `"line"`, `"circle"`,
+/// `"polygon"` or `"label"`, with points as `[x, y]` pairs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Shape {
     Line {
         from: (f64, f64),
@@ -54,7 +63,7 @@ pub enum Shape {
     },
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Drawing {
     pub viewport: Viewport,
     pub shapes: Vec<Shape>,
