@@ -1,0 +1,88 @@
+"""`AleVectorEnv`: batched spaces, parallel steps, Gymnasium's autoreset modes."""
+
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode
+
+import ale_client
+
+
+def test_sub_env_i_plays_what_a_single_env_on_seed_plus_i_plays(evaluator):
+    envs = ale_client.make_vec("cartpole-balance", 4, endpoint=evaluator.endpoint)
+    assert envs.observation_space.shape == (4, 4) and envs.action_space.shape == (4,)
+    obs, infos = envs.reset(seed=10)
+    assert obs.shape == (4, 4) and obs.dtype == np.float32
+    assert list(infos["episode_steps"]) == [0, 0, 0, 0]
+    single = ale_client.make("cartpole-balance", endpoint=evaluator.endpoint)
+    for i in range(4):
+        np.testing.assert_array_equal(single.reset(seed=10 + i)[0], obs[i])
+    actions = np.array([0, 1, 0, 1])
+    obs, rewards, terminations, truncations, infos = envs.step(actions)
+    single.reset(seed=12)
+    np.testing.assert_array_equal(single.step(0)[0], obs[2])
+    assert rewards.dtype == np.float64 and list(rewards) == [1.0] * 4
+    assert not terminations.any() and not truncations.any()
+    envs.close()
+    envs.close()
+    single.close()
+
+
+def test_next_step_autoreset_resets_an_ended_sub_env_on_the_following_step(evaluator):
+    envs = ale_client.make_vec("cartpole-balance", 2, endpoint=evaluator.endpoint)
+    envs.reset(seed=0)
+    ended_at = None
+    for t in range(600):
+        obs, rewards, terminations, truncations, infos = envs.step(np.array([1, 0]))
+        if ended_at is not None:
+            # The step after the end: sub-env 0 began a new episode, with reward 0.
+            assert rewards[0] == 0.0 and not terminations[0]
+            assert infos["episode_steps"][0] == 0
+            break
+        if terminations[0] or truncations[0]:
+            ended_at = t
+    assert ended_at is not None
+    envs.close()
+
+
+def test_same_step_autoreset_hands_back_the_final_observation(evaluator):
+    envs = ale_client.make_vec(
+        "cartpole-balance", 2, endpoint=evaluator.endpoint, autoreset_mode=AutoresetMode.SAME_STEP
+    )
+    envs.reset(seed=0)
+    for _ in range(600):
+        obs, rewards, terminations, truncations, infos = envs.step(np.array([1, 1]))
+        if terminations.any():
+            i = int(np.flatnonzero(terminations)[0])
+            assert infos["_final_obs"][i]
+            final = infos["final_obs"][i]
+            assert abs(final[2]) > 0.2 or abs(final[0]) > 2.4, "the last observation is past a limit"
+            assert infos["episode_steps"][i] == 0, "the returned observation is the new episode's"
+            break
+    else:
+        pytest.fail("no episode ended")
+    envs.close()
+
+
+def test_disabled_autoreset_needs_a_masked_reset(evaluator):
+    envs = ale_client.make_vec("cartpole-balance", 2, endpoint=evaluator.endpoint, autoreset_mode="Disabled")
+    envs.reset(seed=0)
+    while True:
+        _, _, terminations, truncations, _ = envs.step(np.array([1, 1]))
+        done = terminations | truncations
+        if done.any():
+            break
+    with pytest.raises(RuntimeError, match="reset_mask"):
+        envs.step(np.array([1, 1]))
+    obs, infos = envs.reset(options={"reset_mask": done})
+    assert infos["_episode_steps"].tolist() == done.tolist()
+    envs.step(np.array([1, 1]))
+    envs.close()
+
+
+def test_more_envs_than_one_connection_may_hold_spread_over_connections(evaluator):
+    envs = ale_client.AleVectorEnv("mountaincar", 5, evaluator.endpoint, envs_per_connection=2)
+    assert len(envs._connections) == 3 and len(set(envs.handles)) == 5
+    obs, _ = envs.reset(seed=1)
+    assert obs.shape == (5, 2)
+    envs.step(envs.action_space.sample())
+    envs.close()
