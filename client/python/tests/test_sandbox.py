@@ -27,11 +27,12 @@ def harness_run(evaluator, task, agent, tmp_path):
     """`ale harness run` of `agent` with this venv's interpreter; returns (exit, report, log)."""
     command = [str(ale_binary()), "harness", "run", "--task", task, "--state-dir", str(evaluator.state_dir),
                "--progress", "json", "--workdir", str(tmp_path)]
-    base = pathlib.Path(sys.base_prefix)
-    if hidden_by_the_sandbox(base):
-        # An interpreter installed in a home (pyenv, conda) is exposed read-only, as
-        # docs/harness.md tells Python users to do.
-        command += ["--expose", str(base)]
+    # What lies in a home (an interpreter from pyenv or conda, this venv, this checkout) is
+    # exposed read-only, as docs/harness.md tells Python users to do.
+    needed = sorted({pathlib.Path(p).resolve() for p in (sys.base_prefix, sys.prefix, PACKAGE)})
+    for path in needed:
+        if hidden_by_the_sandbox(path) and not any(other in path.parents for other in needed):
+            command += ["--expose", str(path)]
     command += ["--", sys.executable, str(AGENTS / agent)]
     tmp_path.chmod(0o777)  # the agent runs as another user when the harness is root
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
