@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import os
 import pathlib
-import re
-import signal
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 
 import pytest
+
+from ale_client.local import LocalEvaluator
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 PACKAGE = REPO / "client" / "python"
@@ -28,69 +24,21 @@ def ale_binary() -> pathlib.Path:
     return path
 
 
-@dataclass
-class Evaluator:
-    process: subprocess.Popen
-    state_dir: pathlib.Path
-    endpoint: str  # the agent channel over TCP
-    agent_socket: pathlib.Path
-    harness_socket: pathlib.Path
-
-    @property
-    def unix_endpoint(self) -> str:
-        return f"unix://{self.agent_socket}"
-
-
-def start_evaluator(state_dir: pathlib.Path, *extra: str) -> Evaluator:
-    """`ale serve` on a fresh state dir and a free port; returns once it says it is ready."""
-    process = subprocess.Popen(
-        [str(ale_binary()), "serve", "--state-dir", str(state_dir), "--listen", "127.0.0.1:0", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    lines: dict[str, str] = {}
-    deadline = time.monotonic() + 30
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"ale serve exited ({process.wait()}) before it was ready")
-        match = re.match(r"\s+([a-z ]+):\s+(\S+)", line)
-        if match:
-            lines[match.group(1)] = match.group(2)
-        if "evaluator key" in lines:
-            break
-    else:
-        process.kill()
-        raise RuntimeError("ale serve did not say it was ready within 30 s")
-    return Evaluator(
-        process=process,
-        state_dir=state_dir,
-        endpoint=lines["agent channel"],
-        agent_socket=pathlib.Path(lines["agent socket"]),
-        harness_socket=pathlib.Path(lines["harness channel"]),
-    )
-
-
-def stop_evaluator(evaluator: Evaluator) -> None:
-    evaluator.process.send_signal(signal.SIGTERM)
-    try:
-        evaluator.process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        evaluator.process.kill()
-        evaluator.process.wait()
+def start_evaluator(state_dir: pathlib.Path, *args: str) -> LocalEvaluator:
+    return LocalEvaluator.start(ale_binary(), state_dir=state_dir, args=args)
 
 
 @pytest.fixture(scope="session")
-def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
+def evaluator(tmp_path_factory: pytest.TempPathFactory) -> LocalEvaluator:
     state = tmp_path_factory.mktemp("ale") / "state"
     running = start_evaluator(state)
     yield running
-    stop_evaluator(running)
+    running.stop()
 
 
 @pytest.fixture(scope="session")
-def python() -> str:
-    """The interpreter the tests run on (the venv's), for agent subprocesses."""
-    return sys.executable
+def capped_evaluator(tmp_path_factory: pytest.TempPathFactory) -> LocalEvaluator:
+    """An evaluator that lets one connection hold only 2 practice envs."""
+    running = start_evaluator(tmp_path_factory.mktemp("ale-capped") / "state", "--max-practice-envs-per-connection", "2")
+    yield running
+    running.stop()

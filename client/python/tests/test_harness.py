@@ -70,9 +70,9 @@ def test_the_agent_channel_may_not_read_results_nor_create_official_envs(evaluat
         for endpoint in (evaluator.endpoint, evaluator.unix_endpoint):
             with ale_client.Connection(endpoint) as agent:
                 with pytest.raises(ale_client.PermissionDenied):
-                    agent.call(agent.env.GetEvalResult, pb.GetEvalResultRequest(session_id=session.session_id))
+                    agent.call("GetEvalResult", pb.GetEvalResultRequest(session_id=session.session_id))
                 with pytest.raises(ale_client.PermissionDenied):
-                    agent.call(agent.env.CreateEnv, pb.CreateEnvRequest(task_id="cartpole-balance", official=True))
+                    agent.call("CreateEnv", pb.CreateEnvRequest(task_id="cartpole-balance", official=True))
         # The harness ends the session; the rollouts not played count as failed.
         result = harness.eval_result(session.session_id, end_session=True)
         assert result.status == "ended_early"
@@ -90,4 +90,7 @@ def test_an_eval_session_ignores_the_seed_and_aborts_on_a_mid_episode_reset(eval
         assert not (a == b).all()
         result = harness.eval_result(official.session_id)
         assert result.episodes[0].outcome == "aborted"
+        env.close()  # an env handed a connection leaves it open
         harness.eval_result(official.session_id, end_session=True)
+    with pytest.raises(ale_client.Closed):
+        harness.eval_result(official.session_id)

@@ -1,5 +1,6 @@
 """`AleVectorEnv`: batched spaces, parallel steps, Gymnasium's autoreset modes."""
 
+import gymnasium
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode
@@ -79,10 +80,41 @@ def test_disabled_autoreset_needs_a_masked_reset(evaluator):
     envs.close()
 
 
-def test_more_envs_than_one_connection_may_hold_spread_over_connections(evaluator):
-    envs = ale_client.AleVectorEnv("mountaincar", 5, evaluator.endpoint, envs_per_connection=2)
-    assert len(envs._connections) == 3 and len(set(envs.handles)) == 5
+def test_more_envs_than_one_connection_may_hold_spread_over_connections(capped_evaluator):
+    # The evaluator counts envs per TCP connection; grpcio would share one connection between
+    # channels to the same target unless told not to.
+    envs = ale_client.make_vec("mountaincar", 5, capped_evaluator.endpoint, envs_per_connection=2)
+    assert len(set(envs.handles)) == 5
     obs, _ = envs.reset(seed=1)
     assert obs.shape == (5, 2)
     envs.step(envs.action_space.sample())
     envs.close()
+    with pytest.raises(ale_client.ResourceExhausted, match="per-connection cap"):
+        ale_client.make_vec("mountaincar", 3, capped_evaluator.endpoint, envs_per_connection=3)
+    singles = [ale_client.make("mountaincar", endpoint=capped_evaluator.endpoint) for _ in range(3)]
+    for env in singles:
+        env.close()
+
+
+def test_a_refused_action_fails_its_sub_env_alone_and_the_others_step_on(evaluator):
+    envs = ale_client.make_vec("pendulum-swingup", 2, endpoint=evaluator.endpoint)
+    envs.reset(seed=0)
+    with pytest.raises(ale_client.SubEnvErrors) as failed:
+        envs.step(np.array([[0.0], [9.0]]))
+    assert list(failed.value.errors) == [1]
+    assert isinstance(failed.value.errors[1], ale_client.InvalidArgument)
+    _, _, _, _, infos = envs.step(np.zeros((2, 1)))
+    assert infos["episode_steps"].tolist() == [2, 1], "sub-env 0's first step was kept"
+    envs.close()
+
+
+def test_gymnasiums_make_vec_uses_the_parallel_vector_env(evaluator):
+    envs = gymnasium.make_vec(
+        "ale/cartpole-balance", num_envs=3, vectorization_mode="vector_entry_point", endpoint=evaluator.endpoint
+    )
+    assert isinstance(envs.unwrapped, ale_client.AleVectorEnv)
+    obs, _ = envs.reset(seed=0)
+    assert obs.shape == (3, 4)
+    envs.close()
+    with pytest.raises(ale_client.Closed):
+        envs.unwrapped.step(np.zeros(3, dtype=np.int64))

@@ -56,8 +56,11 @@ def test_spaces_become_the_matching_gymnasium_spaces():
     )
     dct = wire.space_from_wire(dict_space)
     assert list(dct.spaces) == ["z", "a"], "the wire's order is kept, not sorted"
-    i = wire.space_from_wire(box([1], pb.DTYPE_INT64, [float("-inf")], [5]))
-    assert i.dtype == np.int64 and i.low[0] == np.iinfo(np.int64).min and i.high[0] == 5
+    i = wire.space_from_wire(box([2], pb.DTYPE_INT64, [float("-inf"), 0], [5, float("inf")]))
+    assert i.dtype == np.int64
+    assert i.low.tolist() == [np.iinfo(np.int64).min, 0] and i.high.tolist() == [5, np.iinfo(np.int64).max]
+    u = wire.space_from_wire(box([1], pb.DTYPE_UINT8, [0], [float("inf")]))
+    assert u.high[0] == 255
 
 
 def test_a_dict_observation_is_cut_from_its_flat_float64_tensor():
@@ -90,6 +93,18 @@ def test_actions_are_cast_to_the_wire_dtype_as_gymnasium_users_expect():
     assert t.dtype == pb.DTYPE_UINT8 and t.u8 == b"\x01\x00"
     t = wire.action_to_wire([1, 2], spaces.MultiDiscrete([3, 3]))
     assert t.dtype == pb.DTYPE_INT64 and list(t.i64) == [1, 2]
+
+
+def test_integers_that_do_not_fit_are_not_wrapped_into_valid_actions():
+    # A cast would turn 256 into 0 and 300 into 44: valid actions the server would accept.
+    t = wire.action_to_wire(np.array([256, -1]), spaces.MultiBinary(2))
+    assert t.dtype == pb.DTYPE_INT64 and list(t.i64) == [256, -1]
+    t = wire.action_to_wire(np.array([300]), spaces.Box(0, 255, (1,), np.uint8))
+    assert t.dtype == pb.DTYPE_INT64 and list(t.i64) == [300]
+    t = wire.action_to_wire(np.array([2**31]), spaces.Box(0, 10, (1,), np.int32))
+    assert t.dtype == pb.DTYPE_INT64
+    t = wire.action_to_wire(np.array([7]), spaces.Box(0, 10, (1,), np.int32))
+    assert t.dtype == pb.DTYPE_INT32 and list(t.i32) == [7]
 
 
 def test_info_values_become_python_values():

@@ -21,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,6 +34,7 @@ import ale_client
 from ale_client import wire
 from ale_client._proto import ale_env_pb2 as pb
 from ale_client._proto import ale_env_pb2_grpc, types_pb2
+from ale_client.local import LocalEvaluator
 
 
 def rate(step, seconds: float, repeats: int) -> float:
@@ -107,24 +106,6 @@ class GymnasiumServicer(ale_env_pb2_grpc.AleEnvServicer):
         )
 
 
-def start_rust_server(ale: str, state: pathlib.Path) -> tuple[subprocess.Popen, str, str]:
-    process = subprocess.Popen(
-        [ale, "serve", "--state-dir", str(state), "--listen", "127.0.0.1:0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    found: dict[str, str] = {}
-    assert process.stdout is not None
-    for line in process.stdout:
-        m = re.match(r"\s+([a-z ]+):\s+(\S+)", line)
-        if m:
-            found[m.group(1)] = m.group(2)
-        if "evaluator key" in found:
-            break
-    return process, found["agent channel"], "unix://" + found["agent socket"]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ale", required=True, help="the ale binary (a release build measures the server as shipped)")
@@ -136,8 +117,8 @@ def main() -> int:
 
     results: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        state = pathlib.Path(tmp) / "state"
-        server, tcp, unix = start_rust_server(args.ale, state)
+        server = LocalEvaluator.start(args.ale, state_dir=pathlib.Path(tmp) / "state")
+        tcp, unix = server.endpoint, server.unix_endpoint
         try:
             for name, endpoint in [("package → Rust server (TCP)", tcp), ("package → Rust server (Unix socket)", unix)]:
                 env = ale_client.make("cartpole-balance", endpoint=endpoint)
@@ -150,8 +131,7 @@ def main() -> int:
             results[f"vector env, {args.vector_envs} envs (env-steps/s)"] = vector_rate * args.vector_envs
             envs.close()
         finally:
-            server.terminate()
-            server.wait()
+            server.stop()
 
     results["gymnasium in-process (no RPC)"] = rate(stepper(gymnasium.make("CartPole-v1")), args.seconds, args.repeats)
 

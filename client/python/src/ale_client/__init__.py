@@ -9,10 +9,11 @@ created (`ALE_ENDPOINT`, `ALE_ENV_HANDLE`). Importing the package also registers
 built-in task with Gymnasium as `ale/<task id>`.
 """
 
-from .channel import Connection
-from .env import DEFAULT_ENDPOINT, AleEnv, BatchRun, from_env, list_tasks, make
+from .channel import DEFAULT_ENDPOINT, Connection
+from .env import AleEnv, BatchRun, from_env, list_tasks, make
 from .errors import (
     AleError,
+    Closed,
     DeadlineExceeded,
     FailedPrecondition,
     InvalidArgument,
@@ -21,10 +22,12 @@ from .errors import (
     PermissionDenied,
     ResourceExhausted,
     RpcError,
+    SubEnvErrors,
     Unavailable,
     WireError,
 )
 from .harness import HarnessChannel, OfficialEnv
+from .local import LocalEvaluator
 from .policy_file import save_mlp, save_tensors
 from .registration import BUILTIN_TASKS, register_tasks
 from .types import BatchStatus, EpisodeOutcome, EvalResult, EvalSession, Metric, SubmissionContract, Task
@@ -40,6 +43,7 @@ __all__ = [
     "BUILTIN_TASKS",
     "BatchRun",
     "BatchStatus",
+    "Closed",
     "Connection",
     "DeadlineExceeded",
     "EpisodeOutcome",
@@ -48,6 +52,7 @@ __all__ = [
     "FailedPrecondition",
     "HarnessChannel",
     "InvalidArgument",
+    "LocalEvaluator",
     "Metric",
     "MissingEnvVar",
     "NotFound",
@@ -55,6 +60,7 @@ __all__ = [
     "PermissionDenied",
     "ResourceExhausted",
     "RpcError",
+    "SubEnvErrors",
     "SubmissionContract",
     "Task",
     "Unavailable",

@@ -15,12 +15,29 @@ docs/protocol.md.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Sequence
+import os
+from typing import Any, Optional, Sequence
 
 import grpc
 
 from ._proto import ale_env_pb2_grpc, catalog_pb2, catalog_pb2_grpc
-from .errors import from_grpc
+from .errors import Closed, from_grpc
+
+#: The agent channel an evaluator listens on unless told otherwise (`ale serve --listen`).
+DEFAULT_ENDPOINT = "http://127.0.0.1:50051"
+#: The environment variable a harness names the agent channel with.
+ENDPOINT_VAR = "ALE_ENDPOINT"
+#: The eight `AleEnv` RPCs.
+ENV_RPCS = (
+    "CreateEnv",
+    "GetSpec",
+    "Reset",
+    "Step",
+    "StartEvalSession",
+    "GetEvalResult",
+    "SubmitBatchEval",
+    "GetBatchEvalStatus",
+)
 
 # The evaluator refuses messages over 4 MiB; grpcio's own default send limit is unlimited.
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
@@ -50,10 +67,11 @@ def grpc_target(endpoint: str) -> tuple[str, list[tuple[str, Any]]]:
 
 
 class Connection:
-    """One gRPC channel to an evaluator with its two services' stubs.
+    """One gRPC channel (one HTTP/2 connection) to an evaluator.
 
-    Every call goes through `call`, which turns a grpcio error into this package's
-    `RpcError` hierarchy. A connection may be shared by many envs; `close` closes the channel.
+    Calls are named by their RPC (`connection.call("Step", request)`); a failure is raised as
+    this package's `RpcError` hierarchy. Many envs may share a connection; `close` closes it,
+    after which every call raises `Closed`.
     """
 
     def __init__(
@@ -67,37 +85,49 @@ class Connection:
         base = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            # grpcio otherwise pools connections process-wide: two channels to one target
+            # would share one TCP connection, and the evaluator's per-connection caps with it.
+            ("grpc.use_local_subchannel_pool", 1),
         ]
         self.endpoint = endpoint
         self.timeout = timeout
         self.channel = grpc.insecure_channel(target, options=[*base, *extra, *options])
-        self.env = ale_env_pb2_grpc.AleEnvStub(self.channel)
-        self.catalog = catalog_pb2_grpc.CatalogStub(self.channel)
+        env = ale_env_pb2_grpc.AleEnvStub(self.channel)
+        catalog = catalog_pb2_grpc.CatalogStub(self.channel)
+        self._rpcs: dict[str, Any] = {name: getattr(env, name) for name in ENV_RPCS}
+        self._rpcs["ListTasks"] = catalog.ListTasks
         self._closed = False
 
-    def call(self, rpc: Callable[..., Any], request: Any, *, timeout: Optional[float] = None) -> Any:
-        """Calls a stub method; a failure is raised as an `RpcError` subclass."""
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _rpc(self, method: str) -> Any:
+        if self._closed:
+            raise Closed(f"{method} on a closed connection to {self.endpoint}")
+        return self._rpcs[method]
+
+    def call(self, method: str, request: Any, *, timeout: Optional[float] = None) -> Any:
+        """Calls `method` (e.g. `"Step"`); a failure is raised as an `RpcError` subclass."""
+        rpc = self._rpc(method)
         try:
             return rpc(request, timeout=timeout if timeout is not None else self.timeout)
         except grpc.RpcError as e:
-            name = getattr(rpc, "_method", b"")
-            method = name.decode() if isinstance(name, bytes) else str(name)
-            raise from_grpc(e, method.rsplit("/", 1)[-1]) from None
-
-    def future(self, rpc: Any, request: Any) -> Any:
-        """Starts a call without waiting (`rpc.future`); `result_of` waits for it."""
-        return rpc.future(request, timeout=self.timeout)
-
-    @staticmethod
-    def result_of(future: Any, method: str = "") -> Any:
-        try:
-            return future.result()
-        except grpc.RpcError as e:
             raise from_grpc(e, method) from None
 
-    def list_tasks(self) -> list:
+    def start(self, method: str, request: Any) -> "Pending":
+        """Sends `method` without waiting for its answer; `Pending.result()` waits."""
+        return Pending(method, self._rpc(method).future(request, timeout=self.timeout))
+
+    def call_all(self, calls: Sequence[tuple[str, Any]]) -> list[Any]:
+        """Sends every `(method, request)` at once, then waits for all of them. Each entry of
+        the answer is the response, or the `RpcError` that call raised: one failed call does
+        not hide what the others did."""
+        return [pending.result() for pending in [self.start(method, request) for method, request in calls]]
+
+    def task_messages(self) -> list:
         """Every task's `TaskMetadata` message, in the evaluator's order."""
-        return list(self.call(self.catalog.ListTasks, catalog_pb2.ListTasksRequest()).tasks)
+        return list(self.call("ListTasks", catalog_pb2.ListTasksRequest()).tasks)
 
     def close(self) -> None:
         if not self._closed:
@@ -109,3 +139,25 @@ class Connection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class Pending:
+    """A call in flight (HTTP/2 carries many at once on one connection)."""
+
+    def __init__(self, method: str, future: Any) -> None:
+        self.method = method
+        self._future = future
+
+    def result(self) -> Any:
+        """The response, or (returned, not raised) the `RpcError` the call ended with."""
+        try:
+            return self._future.result()
+        except grpc.RpcError as e:
+            return from_grpc(e, self.method)
+
+
+def resolve_endpoint(endpoint: Optional[str]) -> str:
+    """`endpoint`, or when it is None `ALE_ENDPOINT` if set, else the default agent channel."""
+    if endpoint is not None:
+        return endpoint
+    return os.environ.get(ENDPOINT_VAR) or DEFAULT_ENDPOINT

@@ -14,28 +14,32 @@ import os
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Optional, SupportsFloat
+from typing import Any, Callable, Optional, SupportsFloat
 
 import gymnasium
 import numpy as np
 
 from . import wire
 from ._proto import ale_env_pb2 as pb
-from .channel import Connection
-from .errors import AleError, MissingEnvVar
+from .channel import ENDPOINT_VAR, Connection, resolve_endpoint
+from .errors import AleError, Closed, MissingEnvVar
 from .types import BatchStatus, EvalSession, Task
 
-#: The agent channel an evaluator listens on unless told otherwise (`ale serve --listen`).
-DEFAULT_ENDPOINT = "http://127.0.0.1:50051"
-#: Environment variables a harness sets for the agent it launches.
-ENDPOINT_VAR = "ALE_ENDPOINT"
+#: Environment variables a harness sets for the agent it launches (besides `ALE_ENDPOINT`).
 HANDLE_VAR = "ALE_ENV_HANDLE"
 SUBMISSION_DIR_VAR = "ALE_SUBMISSION_DIR"
 
 
-def default_endpoint() -> str:
-    """`ALE_ENDPOINT` if set (as under a harness), else the default agent channel."""
-    return os.environ.get(ENDPOINT_VAR) or DEFAULT_ENDPOINT
+def poll(fetch: Callable[[], Any], what: str, *, poll_seconds: float, timeout: Optional[float]) -> Any:
+    """Calls `fetch` until its answer is `finished`; `TimeoutError` after `timeout` seconds."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        answer = fetch()
+        if answer.finished:
+            return answer
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{what} still unfinished after {timeout}s")
+        time.sleep(poll_seconds)
 
 
 class AleEnv(gymnasium.Env):
@@ -58,16 +62,20 @@ class AleEnv(gymnasium.Env):
         handle: str,
         *,
         connection: Connection,
-        owns_connection: bool = True,
+        owns_connection: bool = False,
         render_mode: Optional[str] = None,
+        spec: Optional[pb.GetSpecResponse] = None,
     ) -> None:
+        """Drives the env `handle` over `connection` (which `close()` closes only if
+        `owns_connection`). `spec` is its `GetSpec` answer when the caller has it already."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}: supported are {self.metadata['render_modes']}")
         self._connection = connection
         self._owns_connection = owns_connection
         self.handle = handle
         self.render_mode = render_mode
-        spec = connection.call(connection.env.GetSpec, pb.GetSpecRequest(handle=handle))
+        if spec is None:
+            spec = connection.call("GetSpec", pb.GetSpecRequest(handle=handle))
         if not spec.HasField("task"):
             raise AleError(f"GetSpec of {handle}: no task metadata")
         self.task = Task.from_wire(spec.task)
@@ -90,10 +98,10 @@ class AleEnv(gymnasium.Env):
         timeout: Optional[float] = None,
     ) -> "AleEnv":
         """A new practice env of `task_id` on the evaluator at `endpoint`."""
-        connection = Connection(endpoint if endpoint is not None else default_endpoint(), timeout=timeout)
+        connection = Connection(resolve_endpoint(endpoint), timeout=timeout)
         try:
-            created = connection.call(connection.env.CreateEnv, pb.CreateEnvRequest(task_id=task_id))
-            return cls(created.handle, connection=connection, render_mode=render_mode)
+            created = connection.call("CreateEnv", pb.CreateEnvRequest(task_id=task_id))
+            return cls(created.handle, connection=connection, owns_connection=True, render_mode=render_mode)
         except BaseException:
             connection.close()
             raise
@@ -108,9 +116,9 @@ class AleEnv(gymnasium.Env):
         timeout: Optional[float] = None,
     ) -> "AleEnv":
         """The existing env `handle` (an official env a harness created, or a practice env)."""
-        connection = Connection(endpoint if endpoint is not None else default_endpoint(), timeout=timeout)
+        connection = Connection(resolve_endpoint(endpoint), timeout=timeout)
         try:
-            return cls(handle, connection=connection, render_mode=render_mode)
+            return cls(handle, connection=connection, owns_connection=True, render_mode=render_mode)
         except BaseException:
             connection.close()
             raise
@@ -127,18 +135,19 @@ class AleEnv(gymnasium.Env):
         Never seeded, the evaluator draws a seed itself. In an eval session every seed is
         ignored and the next hidden rollout begins. `options` is accepted and unused.
         """
-        return self._reset_answer(self._call(self._connection.env.Reset, self._reset_request(seed)))
+        return self._reset_answer(self._call("Reset", self._reset_request(seed)))
 
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
-        return self._step_answer(self._call(self._connection.env.Step, self._step_request(action)))
+        return self._step_answer(self._call("Step", self._step_request(action)))
 
     # The halves of reset and step, apart so a vector env can send many requests at once.
 
     def _reset_request(self, seed: Optional[int]) -> pb.ResetRequest:
+        if seed is not None and not 0 <= seed < 2**64:
+            raise ValueError(f"seed {seed} is outside 0..2**64-1 (the wire's uint64)")
+        self._check_open()
         super().reset(seed=seed)
         if seed is not None:
-            if not 0 <= seed < 2**64:
-                raise ValueError(f"seed {seed} is outside 0..2**64-1")
             self._seeded = True
             wire_seed: Optional[int] = seed
         elif self._seeded:
@@ -184,7 +193,7 @@ class AleEnv(gymnasium.Env):
             raise AleError("render() before reset(): there is no observation to draw")
         from . import render
 
-        return render.rgb_array(self.task.sim, _flat_observation(self._last_observation))
+        return render.rgb_array(self.task.sim, wire.flatten(self._last_observation))
 
     def close(self) -> None:
         """Closes the connection (if this env opened it). Calling it again does nothing.
@@ -202,7 +211,7 @@ class AleEnv(gymnasium.Env):
 
     def start_eval_session(self) -> EvalSession:
         """Opens the official session on this (official, interactive-task) env."""
-        answer = self._call(self._connection.env.StartEvalSession, pb.StartEvalSessionRequest(handle=self.handle))
+        answer = self._call("StartEvalSession", pb.StartEvalSessionRequest(handle=self.handle))
         return EvalSession(session_id=answer.session_id, episodes=answer.episodes)
 
     def submission_path(self) -> Path:
@@ -232,15 +241,18 @@ class AleEnv(gymnasium.Env):
                 raise FileNotFoundError(f"policy file {source} does not exist or is not a file")
             if not (target.exists() and os.path.samefile(source, target)):
                 shutil.copyfile(source, target)
-        answer = self._call(self._connection.env.SubmitBatchEval, pb.SubmitBatchEvalRequest(handle=self.handle))
+        answer = self._call("SubmitBatchEval", pb.SubmitBatchEvalRequest(handle=self.handle))
         return BatchRun(answer.batch_id, self._connection)
 
     # -- plumbing ------------------------------------------------------------------------------
 
-    def _call(self, rpc: Any, request: Any) -> Any:
+    def _check_open(self) -> None:
         if self._closed:
-            raise AleError(f"env {self.handle} is closed")
-        return self._connection.call(rpc, request)
+            raise Closed(f"env {self.handle} is closed")
+
+    def _call(self, method: str, request: Any) -> Any:
+        self._check_open()
+        return self._connection.call(method, request)
 
     def __repr__(self) -> str:
         kind = "official" if self.official else "practice"
@@ -255,31 +267,16 @@ class BatchRun:
         self._connection = connection
 
     def status(self) -> BatchStatus:
-        answer = self._connection.call(
-            self._connection.env.GetBatchEvalStatus, pb.GetBatchEvalStatusRequest(batch_id=self.batch_id)
-        )
+        """The run's state; `Closed` once the env it was submitted from is closed."""
+        answer = self._connection.call("GetBatchEvalStatus", pb.GetBatchEvalStatusRequest(batch_id=self.batch_id))
         return BatchStatus.from_wire(answer)
 
     def wait(self, *, poll_seconds: float = 0.2, timeout: Optional[float] = None) -> BatchStatus:
         """Polls until the run succeeds or fails; `TimeoutError` after `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            status = self.status()
-            if status.finished:
-                return status
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"batch run {self.batch_id} still {status.state} after {timeout}s")
-            time.sleep(poll_seconds)
+        return poll(self.status, f"batch run {self.batch_id}", poll_seconds=poll_seconds, timeout=timeout)
 
     def __repr__(self) -> str:
         return f"<BatchRun {self.batch_id}>"
-
-
-def _flat_observation(observation: Any) -> np.ndarray:
-    if isinstance(observation, dict):
-        parts = [np.asarray(v, dtype=np.float64).reshape(-1) for v in observation.values()]
-        return np.concatenate(parts) if parts else np.zeros(0)
-    return np.asarray(observation)
 
 
 def make(
@@ -310,5 +307,5 @@ def from_env(*, render_mode: Optional[str] = None, timeout: Optional[float] = No
 
 def list_tasks(endpoint: Optional[str] = None, *, timeout: Optional[float] = None) -> list[Task]:
     """Every task the evaluator at `endpoint` hosts, in its order."""
-    with Connection(endpoint if endpoint is not None else default_endpoint(), timeout=timeout) as connection:
-        return [Task.from_wire(t) for t in connection.list_tasks()]
+    with Connection(resolve_endpoint(endpoint), timeout=timeout) as connection:
+        return [Task.from_wire(t) for t in connection.task_messages()]

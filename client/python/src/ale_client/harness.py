@@ -14,12 +14,12 @@ read the authoritative result, which the agent channel refuses (`PERMISSION_DENI
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 from typing import Optional
 
 from ._proto import ale_env_pb2 as pb
 from .channel import Connection
+from .env import poll
 from .types import BatchStatus, EvalResult
 
 
@@ -49,13 +49,14 @@ class HarnessChannel:
 
     @property
     def connection(self) -> Connection:
-        """The underlying connection: `AleEnv(handle, connection=...)` drives an env over it."""
+        """The underlying connection: `AleEnv(handle, connection=...)` drives an env over it
+        (closing that env leaves the connection open)."""
         return self._connection
 
     def create_official(self, task_id: str) -> OfficialEnv:
         """Creates an official env of `task_id` and the run folder it records into."""
         c = self._connection
-        answer = c.call(c.env.CreateEnv, pb.CreateEnvRequest(task_id=task_id, official=True))
+        answer = c.call("CreateEnv", pb.CreateEnvRequest(task_id=task_id, official=True))
         return OfficialEnv(answer.handle, answer.task_id, answer.session_id, answer.run_id)
 
     def eval_result(self, session_id: str, *, end_session: bool = False) -> EvalResult:
@@ -65,28 +66,19 @@ class HarnessChannel:
         the rest not run. A harness sends it once its agent has exited.
         """
         c = self._connection
-        answer = c.call(
-            c.env.GetEvalResult, pb.GetEvalResultRequest(session_id=session_id, end_session=end_session)
-        )
+        answer = c.call("GetEvalResult", pb.GetEvalResultRequest(session_id=session_id, end_session=end_session))
         return EvalResult.from_wire(answer.result)
 
     def wait_for_result(
         self, session_id: str, *, poll_seconds: float = 0.2, timeout: Optional[float] = None
     ) -> EvalResult:
         """Polls until the session is finished; `TimeoutError` after `timeout` seconds."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            result = self.eval_result(session_id)
-            if result.finished:
-                return result
-            if deadline is not None and time.monotonic() > deadline:
-                raise TimeoutError(f"session {session_id} still running after {timeout}s")
-            time.sleep(poll_seconds)
+        return poll(lambda: self.eval_result(session_id), f"session {session_id}", poll_seconds=poll_seconds, timeout=timeout)
 
     def batch_status(self, batch_id: str) -> BatchStatus:
         """A batch run's state; on this channel it carries the result once the run finished."""
         c = self._connection
-        answer = c.call(c.env.GetBatchEvalStatus, pb.GetBatchEvalStatusRequest(batch_id=batch_id))
+        answer = c.call("GetBatchEvalStatus", pb.GetBatchEvalStatusRequest(batch_id=batch_id))
         return BatchStatus.from_wire(answer)
 
     def close(self) -> None:

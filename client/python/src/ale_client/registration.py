@@ -18,6 +18,7 @@ from typing import Any, Optional
 import gymnasium
 
 from .env import AleEnv, list_tasks
+from .vector import AleVectorEnv
 
 NAMESPACE = "ale"
 
@@ -41,6 +42,11 @@ def make_registered(task_id: str, endpoint: Optional[str] = None, **kwargs: Any)
     return AleEnv.create(task_id, endpoint, **kwargs)
 
 
+def make_registered_vec(task_id: str, num_envs: int, endpoint: Optional[str] = None, **kwargs: Any) -> AleVectorEnv:
+    """The vector entry point: `gymnasium.make_vec("ale/<task id>", num_envs, vectorization_mode="vector_entry_point")`."""
+    return AleVectorEnv(task_id, num_envs, endpoint, **kwargs)
+
+
 def gym_id(task_id: str) -> str:
     return f"{NAMESPACE}/{task_id}"
 
@@ -52,6 +58,7 @@ def register_task(task_id: str) -> str:
         gymnasium.register(
             id=env_id,
             entry_point="ale_client.registration:make_registered",
+            vector_entry_point="ale_client.registration:make_registered_vec",
             kwargs={"task_id": task_id},
             disable_env_checker=False,
         )

@@ -10,7 +10,11 @@ waits for all of them, so a step costs about one round trip, not N.
 Autoreset follows Gymnasium's modes: `NEXT_STEP` (the default, as `SyncVectorEnv`): the step
 after an episode ends resets that sub-env and returns its first observation with reward 0;
 `SAME_STEP`: the reset happens in the same step, and `infos["final_obs"]`/`["final_info"]`
-carry the last observation; `DISABLED`: the caller resets with `options={"reset_mask": ...}`.
+carry the last observation and info; `DISABLED`: the caller resets with
+`options={"reset_mask": ...}`.
+
+When some sub-envs' calls fail (a refused action, say), the others' answers are kept and
+`SubEnvErrors` is raised naming the failed sub-envs; those are left where they were.
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ._proto import ale_env_pb2 as pb
-from .channel import Connection
-from .env import AleEnv, default_endpoint
+from .channel import Connection, resolve_endpoint
+from .env import AleEnv
+from .errors import Closed, RpcError, SubEnvErrors
 
 #: Practice envs the evaluator lets one connection hold (`ale serve
 #: --max-practice-envs-per-connection`, default 64); a larger vector env opens more connections.
@@ -48,20 +53,15 @@ class AleVectorEnv(VectorEnv):
             raise ValueError(f"num_envs must be at least 1, got {num_envs}")
         if envs_per_connection < 1:
             raise ValueError(f"envs_per_connection must be at least 1, got {envs_per_connection}")
-        endpoint = endpoint if endpoint is not None else default_endpoint()
-        self.autoreset_mode = autoreset_mode if isinstance(autoreset_mode, AutoresetMode) else AutoresetMode(autoreset_mode)
-        self._connections: list[Connection] = []
-        self.envs: list[AleEnv] = []
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        endpoint = resolve_endpoint(endpoint)
+        n_connections = -(-num_envs // envs_per_connection)
+        self._connections = [Connection(endpoint, timeout=timeout) for _ in range(n_connections)]
+        self._closed = False
         try:
-            for i in range(num_envs):
-                if i % envs_per_connection == 0:
-                    self._connections.append(Connection(endpoint, timeout=timeout))
-                connection = self._connections[-1]
-                created = connection.call(connection.env.CreateEnv, pb.CreateEnvRequest(task_id=task_id))
-                self.envs.append(AleEnv(created.handle, connection=connection, owns_connection=False))
+            self.envs = self._create(task_id, num_envs, envs_per_connection)
         except BaseException:
-            for c in self._connections:
-                c.close()
+            self.close_extras()
             raise
         first = self.envs[0]
         self.num_envs = num_envs
@@ -73,12 +73,29 @@ class AleVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self._observations = create_empty_array(self.single_observation_space, n=num_envs, fn=np.zeros)
-        self._env_obs: list[Any] = [None] * num_envs
+        # Until a sub-env's first reset, its slot holds zeros.
+        zeros = create_empty_array(self.single_observation_space, n=1, fn=np.zeros)
+        self._env_obs: list[Any] = [next(iter(iterate(batch_space(self.single_observation_space, 1), zeros)))] * num_envs
         self._rewards = np.zeros(num_envs, dtype=np.float64)
         self._terminations = np.zeros(num_envs, dtype=np.bool_)
         self._truncations = np.zeros(num_envs, dtype=np.bool_)
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
-        self._closed = False
+
+    def _create(self, task_id: str, num_envs: int, per_connection: int) -> list[AleEnv]:
+        """Creates the envs, every CreateEnv at once, then every GetSpec at once."""
+        placed = [self._connections[i // per_connection] for i in range(num_envs)]
+        created = [c.start("CreateEnv", pb.CreateEnvRequest(task_id=task_id)) for c in placed]
+        handles = [self._raise_first(p.result()).handle for p in created]
+        specs = [c.start("GetSpec", pb.GetSpecRequest(handle=h)) for c, h in zip(placed, handles)]
+        return [
+            AleEnv(h, connection=c, spec=self._raise_first(p.result())) for c, h, p in zip(placed, handles, specs)
+        ]
+
+    @staticmethod
+    def _raise_first(answer: Any) -> Any:
+        if isinstance(answer, RpcError):
+            raise answer
+        return answer
 
     @property
     def handles(self) -> list[str]:
@@ -106,56 +123,70 @@ class AleVectorEnv(VectorEnv):
             mask = np.asarray(options["reset_mask"])
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_ or not mask.any():
                 raise ValueError(f"options['reset_mask'] must be a bool array of shape ({self.num_envs},) with a True")
+        self._check_open()
         chosen = [i for i in range(self.num_envs) if mask[i]]
-        answers = self._gather(
-            [(self.envs[i], "Reset", self.envs[i]._reset_request(seeds[i])) for i in chosen]
-        )
+        answers = self._send({i: ("Reset", self.envs[i]._reset_request(seeds[i])) for i in chosen})
         infos: dict[str, Any] = {}
-        for i, answer in zip(chosen, answers):
+        errors: dict[int, RpcError] = {}
+        for i, answer in answers.items():
+            if isinstance(answer, RpcError):
+                errors[i] = answer
+                continue
             self._env_obs[i], info = self.envs[i]._reset_answer(answer)
             self._terminations[i] = self._truncations[i] = self._autoreset[i] = False
             infos = self._add_info(infos, info, i)
-        self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
+        self._finish(errors)
         return deepcopy(self._observations), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         actions = list(iterate(self.action_space, actions))
         if len(actions) != self.num_envs:
             raise ValueError(f"{len(actions)} actions for {self.num_envs} envs")
-        calls = []
-        for i, env in enumerate(self.envs):
-            if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._autoreset[i]:
-                calls.append((env, "Reset", env._reset_request(None)))
-            else:
-                if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset[i]:
-                    raise RuntimeError(f"sub-env {i} ended its episode; reset it with options['reset_mask'] first")
-                calls.append((env, "Step", env._step_request(actions[i])))
-        answers = self._gather(calls)
+        self._check_open()
+        resetting = self._autoreset.copy() if self.autoreset_mode == AutoresetMode.NEXT_STEP else np.zeros_like(self._autoreset)
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
+            ended = np.flatnonzero(self._autoreset).tolist()
+            raise RuntimeError(f"sub-envs {ended} ended their episodes; reset them with options['reset_mask'] first")
+        # Every action is converted before anything is sent or any seed drawn, so a bad one
+        # changes nothing.
+        calls = {i: ("Step", self.envs[i]._step_request(a)) for i, a in enumerate(actions) if not resetting[i]}
+        calls.update({i: ("Reset", self.envs[i]._reset_request(None)) for i in np.flatnonzero(resetting)})
+        answers = self._send(calls)
         infos: dict[str, Any] = {}
-        finished: list[int] = []
-        for i, ((env, kind, _), answer) in enumerate(zip(calls, answers)):
-            if kind == "Reset":
-                self._env_obs[i], info = env._reset_answer(answer)
+        errors: dict[int, RpcError] = {}
+        ended: list[int] = []
+        for i in range(self.num_envs):
+            answer = answers[i]
+            if isinstance(answer, RpcError):
+                errors[i] = answer
+                self._rewards[i] = 0.0
+                continue
+            if resetting[i]:
+                self._env_obs[i], info = self.envs[i]._reset_answer(answer)
                 self._rewards[i] = 0.0
                 self._terminations[i] = self._truncations[i] = False
             else:
-                (self._env_obs[i], self._rewards[i], self._terminations[i], self._truncations[i], info) = env._step_answer(
-                    answer
-                )
+                (self._env_obs[i], self._rewards[i], self._terminations[i], self._truncations[i], info) = self.envs[
+                    i
+                ]._step_answer(answer)
                 if self.autoreset_mode == AutoresetMode.SAME_STEP and (self._terminations[i] or self._truncations[i]):
                     infos = self._add_info(infos, {"final_obs": self._env_obs[i], "final_info": info}, i)
-                    finished.append(i)
+                    ended.append(i)
+                    continue  # its info is the new episode's, added below
             infos = self._add_info(infos, info, i)
-        if finished:
+        if ended:
             # SAME_STEP: the ended sub-envs start their next episode now, all in one go.
-            resets = self._gather([(self.envs[i], "Reset", self.envs[i]._reset_request(None)) for i in finished])
-            for i, answer in zip(finished, resets):
+            resets = self._send({i: ("Reset", self.envs[i]._reset_request(None)) for i in ended})
+            for i, answer in resets.items():
+                if isinstance(answer, RpcError):
+                    errors[i] = answer
+                    continue
                 self._env_obs[i], info = self.envs[i]._reset_answer(answer)
                 infos = self._add_info(infos, info, i)
-        self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
         self._autoreset = np.logical_or(self._terminations, self._truncations)
         if self.autoreset_mode == AutoresetMode.SAME_STEP:
             self._autoreset[:] = False
+        self._finish(errors)
         return (
             deepcopy(self._observations),
             np.copy(self._rewards),
@@ -164,21 +195,26 @@ class AleVectorEnv(VectorEnv):
             infos,
         )
 
-    def _gather(self, calls: list[tuple[AleEnv, str, Any]]) -> list[Any]:
-        """Sends every request at once, then waits for each answer in order."""
+    def _send(self, calls: dict[int, tuple[str, Any]]) -> dict[int, Any]:
+        """Sends every sub-env's call at once (over all connections), then waits for all."""
+        pending = {i: self.envs[i]._connection.start(method, request) for i, (method, request) in calls.items()}
+        return {i: p.result() for i, p in pending.items()}
+
+    def _finish(self, errors: dict[int, RpcError]) -> None:
+        """Batches the observations and raises for the sub-envs whose calls failed."""
+        self._observations = concatenate(self.single_observation_space, self._env_obs, self._observations)
+        if errors:
+            raise SubEnvErrors(errors)
+
+    def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError("the vector env is closed")
-        futures = []
-        for env, method, request in calls:
-            connection = env._connection
-            futures.append(connection.future(getattr(connection.env, method), request))
-        return [Connection.result_of(f, method) for f, (_, method, _) in zip(futures, calls)]
+            raise Closed("the vector env is closed")
 
     def close_extras(self, **kwargs: Any) -> None:
         if self._closed:
             return
         self._closed = True
-        for env in self.envs:
+        for env in getattr(self, "envs", []):
             env.close()
         for connection in self._connections:
             connection.close()
@@ -190,7 +226,15 @@ def make_vec(
     endpoint: Optional[str] = None,
     *,
     autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+    envs_per_connection: int = ENVS_PER_CONNECTION,
     timeout: Optional[float] = None,
 ) -> AleVectorEnv:
     """`num_envs` practice envs of `task_id` as one vector env."""
-    return AleVectorEnv(task_id, num_envs, endpoint, autoreset_mode=autoreset_mode, timeout=timeout)
+    return AleVectorEnv(
+        task_id,
+        num_envs,
+        endpoint,
+        autoreset_mode=autoreset_mode,
+        envs_per_connection=envs_per_connection,
+        timeout=timeout,
+    )

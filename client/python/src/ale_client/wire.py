@@ -87,10 +87,10 @@ def space_from_wire(space: pb.Space) -> spaces.Space:
         low = np.asarray(box.low, dtype=np.float64).reshape(shape)
         high = np.asarray(box.high, dtype=np.float64).reshape(shape)
         if np.issubdtype(dtype, np.integer):
-            # Gymnasium keeps integer bounds in the box's dtype; infinite ones are its limits.
-            info = np.iinfo(dtype)
-            low = np.clip(low, info.min, info.max)
-            high = np.clip(high, info.min, info.max)
+            # Gymnasium keeps integer bounds in the box's dtype; an infinite (or out of range)
+            # bound is the dtype's limit. Clipping in float64 first would round int64's
+            # maximum up to 2**63, which overflows.
+            return spaces.Box(low=_integer_bound(low, dtype), high=_integer_bound(high, dtype), shape=shape, dtype=dtype)
         return spaces.Box(low=low.astype(dtype), high=high.astype(dtype), shape=shape, dtype=dtype)
     if kind == "discrete":
         return spaces.Discrete(space.discrete.n, start=space.discrete.start)
@@ -103,6 +103,20 @@ def space_from_wire(space: pb.Space) -> spaces.Space:
     if kind == "dict":
         return spaces.Dict(OrderedDict((e.name, space_from_wire(e.space)) for e in space.dict.entries))
     raise WireError("a space with no kind set")
+
+
+def _integer_bound(bound: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    out = np.empty(bound.shape, dtype=dtype)
+    flat, src = out.reshape(-1), bound.reshape(-1)
+    for i, value in enumerate(src):
+        if value >= info.max:
+            flat[i] = info.max
+        elif value <= info.min:
+            flat[i] = info.min
+        else:
+            flat[i] = int(value)
+    return out
 
 
 def space_labels(space: pb.Space) -> list[str]:
@@ -155,6 +169,14 @@ def _value_of(array: np.ndarray, space: spaces.Space) -> Any:
     return array
 
 
+def flatten(value: Any) -> np.ndarray:
+    """A value as one 1-D array: a Dict value's entries (float64) concatenated in order."""
+    if isinstance(value, dict):
+        parts = [np.asarray(v, dtype=np.float64).reshape(-1) for v in value.values()]
+        return np.concatenate(parts) if parts else np.zeros(0)
+    return np.asarray(value).reshape(-1)
+
+
 def _dtype_of(space: spaces.Space) -> np.dtype:
     if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete)):
         return np.dtype(np.int64)
@@ -167,8 +189,9 @@ def action_to_wire(action: Any, space: spaces.Space) -> pb.Tensor:
     """An action for `space` as the wire tensor the server expects.
 
     Numbers are cast to the space's wire dtype when that loses nothing a Gymnasium user would
-    mind (any real number to a float Box, any integer to an integer space). Anything else is
-    sent as it is, for the server to refuse with a message naming the space.
+    mind: any real number to a float Box, an integer that fits to an integer space. Anything
+    else (a float for a Discrete space, 256 for a uint8 value) is sent as it is, for the server
+    to refuse with a message naming the space.
     """
     array = np.asarray(action)
     if isinstance(space, spaces.Discrete):
@@ -184,8 +207,7 @@ def action_to_wire(action: Any, space: spaces.Space) -> pb.Tensor:
         extra = [k for k in action if k not in space.spaces]
         if missing or extra:
             raise KeyError(f"Dict action keys: missing {missing}, unknown {extra}")
-        parts = [np.asarray(action[name], dtype=np.float64).reshape(-1) for name in space.spaces]
-        return from_numpy(np.concatenate(parts) if parts else np.zeros(0))
+        return from_numpy(flatten({name: action[name] for name in space.spaces}))
     if isinstance(space, spaces.Box):
         if np.issubdtype(space.dtype, np.floating) and (
             np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)
@@ -198,9 +220,16 @@ def action_to_wire(action: Any, space: spaces.Space) -> pb.Tensor:
 
 
 def _cast_integers(array: np.ndarray, dtype: Any) -> np.ndarray:
-    if np.issubdtype(array.dtype, np.integer) or array.dtype == np.bool_:
+    """`array` as `dtype` when it holds integers that all fit; otherwise unchanged, so that the
+    server refuses it (a narrowing cast would wrap 256 to 0, a valid but different action)."""
+    if array.dtype == np.bool_:
         return array.astype(dtype)
-    return array
+    if not np.issubdtype(array.dtype, np.integer):
+        return array
+    info = np.iinfo(dtype)
+    if array.size and (array.min() < info.min or array.max() > info.max):
+        return array
+    return array.astype(dtype)
 
 
 def info_from_wire(info: Any) -> dict[str, Any]:

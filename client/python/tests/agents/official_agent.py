@@ -18,7 +18,7 @@ print(f"played {session.episodes} rollouts", flush=True)
 # A hostile agent would like to read (or end) its own session's result: not on this channel.
 with ale_client.Connection(env._connection.endpoint) as channel:
     try:
-        channel.call(channel.env.GetEvalResult, pb.GetEvalResultRequest(session_id=session.session_id))
+        channel.call("GetEvalResult", pb.GetEvalResultRequest(session_id=session.session_id))
         print("GetEvalResult ANSWERED", flush=True)
     except ale_client.PermissionDenied as refused:
         print(f"GetEvalResult refused: {refused.code.name}", flush=True)
