@@ -118,3 +118,19 @@ def test_gymnasiums_make_vec_uses_the_parallel_vector_env(evaluator):
     envs.close()
     with pytest.raises(ale_client.Closed):
         envs.unwrapped.step(np.zeros(3, dtype=np.int64))
+
+
+def test_a_vector_env_works_inside_a_running_event_loop(evaluator):
+    """In a notebook or an async program its calls run on a loop thread of their own."""
+    import asyncio
+
+    async def inside():
+        envs = ale_client.make_vec("cartpole-balance", 3, endpoint=evaluator.endpoint)
+        obs, _ = envs.reset(seed=4)
+        envs.step(np.zeros(3, dtype=np.int64))
+        envs.close()
+        return obs
+
+    single = ale_client.make("cartpole-balance", endpoint=evaluator.endpoint)
+    np.testing.assert_array_equal(asyncio.run(inside())[1], single.reset(seed=5)[0])
+    single.close()

@@ -61,13 +61,14 @@ class AleEnv(gymnasium.Env):
         self,
         handle: str,
         *,
-        connection: Connection,
+        connection: Optional[Connection],
         owns_connection: bool = False,
         render_mode: Optional[str] = None,
         spec: Optional[pb.GetSpecResponse] = None,
     ) -> None:
         """Drives the env `handle` over `connection` (which `close()` closes only if
-        `owns_connection`). `spec` is its `GetSpec` answer when the caller has it already."""
+        `owns_connection`). `spec` is its `GetSpec` answer when the caller has it already; with
+        no connection (a vector env's sub-env, whose calls the vector env makes) it is needed."""
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode {render_mode!r}: supported are {self.metadata['render_modes']}")
         self._connection = connection
@@ -75,6 +76,8 @@ class AleEnv(gymnasium.Env):
         self.handle = handle
         self.render_mode = render_mode
         if spec is None:
+            if connection is None:
+                raise ValueError("an AleEnv without a connection needs its spec")
             spec = connection.call("GetSpec", pb.GetSpecRequest(handle=handle))
         if not spec.HasField("task"):
             raise AleError(f"GetSpec of {handle}: no task metadata")
@@ -204,7 +207,7 @@ class AleEnv(gymnasium.Env):
         if self._closed:
             return
         self._closed = True
-        if self._owns_connection:
+        if self._owns_connection and self._connection is not None:
             self._connection.close()
 
     # -- official sessions and batch runs ------------------------------------------------------
@@ -242,6 +245,7 @@ class AleEnv(gymnasium.Env):
             if not (target.exists() and os.path.samefile(source, target)):
                 shutil.copyfile(source, target)
         answer = self._call("SubmitBatchEval", pb.SubmitBatchEvalRequest(handle=self.handle))
+        assert self._connection is not None  # _call checked it
         return BatchRun(answer.batch_id, self._connection)
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -252,6 +256,8 @@ class AleEnv(gymnasium.Env):
 
     def _call(self, method: str, request: Any) -> Any:
         self._check_open()
+        if self._connection is None:
+            raise AleError(f"env {self.handle} belongs to a vector env, which makes its calls")
         return self._connection.call(method, request)
 
     def __repr__(self) -> str:

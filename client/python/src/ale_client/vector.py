@@ -1,7 +1,7 @@
 """`AleVectorEnv`: N practice envs of one task as a `gymnasium.vector.VectorEnv`.
 
-Each `step` sends the N `Step` requests at once (grpcio futures multiplexed over HTTP/2) and
-waits for all of them, so a step costs about one round trip, not N.
+Each `step` sends the N `Step` requests at once (grpc's asyncio API, multiplexed over HTTP/2)
+and waits for all of them, so a step costs about one round trip, not N.
 
     envs = ale_client.make_vec("cartpole-balance", num_envs=16, endpoint=...)
     obs, infos = envs.reset(seed=0)            # sub-env i on seed 0 + i
@@ -27,7 +27,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
 from ._proto import ale_env_pb2 as pb
-from .channel import Connection, resolve_endpoint
+from .channel import ParallelCalls, resolve_endpoint
 from .env import AleEnv
 from .errors import Closed, RpcError, SubEnvErrors
 
@@ -55,11 +55,11 @@ class AleVectorEnv(VectorEnv):
             raise ValueError(f"envs_per_connection must be at least 1, got {envs_per_connection}")
         self.autoreset_mode = AutoresetMode(autoreset_mode)
         endpoint = resolve_endpoint(endpoint)
-        n_connections = -(-num_envs // envs_per_connection)
-        self._connections = [Connection(endpoint, timeout=timeout) for _ in range(n_connections)]
+        self._per_connection = envs_per_connection
+        self._calls = ParallelCalls(endpoint, -(-num_envs // envs_per_connection), timeout=timeout)
         self._closed = False
         try:
-            self.envs = self._create(task_id, num_envs, envs_per_connection)
+            self.envs = self._create(task_id, num_envs)
         except BaseException:
             self.close_extras()
             raise
@@ -81,15 +81,13 @@ class AleVectorEnv(VectorEnv):
         self._truncations = np.zeros(num_envs, dtype=np.bool_)
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
 
-    def _create(self, task_id: str, num_envs: int, per_connection: int) -> list[AleEnv]:
+    def _create(self, task_id: str, num_envs: int) -> list[AleEnv]:
         """Creates the envs, every CreateEnv at once, then every GetSpec at once."""
-        placed = [self._connections[i // per_connection] for i in range(num_envs)]
-        created = [c.start("CreateEnv", pb.CreateEnvRequest(task_id=task_id)) for c in placed]
-        handles = [self._raise_first(p.result()).handle for p in created]
-        specs = [c.start("GetSpec", pb.GetSpecRequest(handle=h)) for c, h in zip(placed, handles)]
-        return [
-            AleEnv(h, connection=c, spec=self._raise_first(p.result())) for c, h, p in zip(placed, handles, specs)
-        ]
+        lanes = [i // self._per_connection for i in range(num_envs)]
+        created = self._calls.call_all([(lane, "CreateEnv", pb.CreateEnvRequest(task_id=task_id)) for lane in lanes])
+        handles = [self._raise_first(c).handle for c in created]
+        specs = self._calls.call_all([(lane, "GetSpec", pb.GetSpecRequest(handle=h)) for lane, h in zip(lanes, handles)])
+        return [AleEnv(h, connection=None, spec=self._raise_first(spec)) for h, spec in zip(handles, specs)]
 
     @staticmethod
     def _raise_first(answer: Any) -> Any:
@@ -197,8 +195,9 @@ class AleVectorEnv(VectorEnv):
 
     def _send(self, calls: dict[int, tuple[str, Any]]) -> dict[int, Any]:
         """Sends every sub-env's call at once (over all connections), then waits for all."""
-        pending = {i: self.envs[i]._connection.start(method, request) for i, (method, request) in calls.items()}
-        return {i: p.result() for i, p in pending.items()}
+        order = list(calls)
+        answers = self._calls.call_all([(i // self._per_connection, *calls[i]) for i in order])
+        return dict(zip(order, answers))
 
     def _finish(self, errors: dict[int, RpcError]) -> None:
         """Batches the observations and raises for the sub-envs whose calls failed."""
@@ -216,8 +215,7 @@ class AleVectorEnv(VectorEnv):
         self._closed = True
         for env in getattr(self, "envs", []):
             env.close()
-        for connection in self._connections:
-            connection.close()
+        self._calls.close()
 
 
 def make_vec(

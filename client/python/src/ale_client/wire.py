@@ -9,6 +9,7 @@ what it expected, so a wrong action is refused rather than silently changed.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -54,7 +55,7 @@ def to_numpy(tensor: pb.Tensor) -> np.ndarray:
         flat = np.frombuffer(tensor.u8, dtype=np.uint8).copy()
     else:
         flat = np.asarray(getattr(tensor, _FIELD_OF[tensor.dtype]), dtype=dtype)
-    expected = int(np.prod(shape, dtype=np.int64))
+    expected = math.prod(shape)
     if flat.size != expected:
         raise WireError(f"tensor of shape {list(shape)} carries {flat.size} elements, expected {expected}")
     return flat.reshape(shape)
