@@ -67,7 +67,6 @@ fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
         .open(path)
 }
 
-/// The launch spec of a sandboxed agent.
 /// A dropped-uid agent must be able to write its submission: the folder becomes its own (it
 /// sits inside the evaluator's private state dir, which nobody else can traverse).
 fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
@@ -82,6 +81,8 @@ fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
     Ok(())
 }
 
+/// The launch spec of a sandboxed agent. Every folder and the program are checked here, before
+/// anything is launched.
 pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
     let (program, _) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
     let options = launch.sandbox;
@@ -103,19 +104,26 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         .as_deref()
         .map(|dir| sandbox::resolve_workdir(dir, launch.hidden))
         .transpose()?;
-    let program = sandbox::resolve_program(program)?;
-    for hidden in launch.hidden {
-        if program.starts_with(hidden) {
-            return Err(sandbox::SandboxError::Program {
-                path: program,
-                problem: format!(
-                    "is inside {}, which the agent must not see",
-                    hidden.display()
-                ),
-            }
-            .into());
+    let mut exposed = Vec::with_capacity(options.expose.len());
+    for dir in &options.expose {
+        let dir = sandbox::resolve_exposed(dir, launch.hidden, workdir.as_deref())?;
+        if !exposed.contains(&dir) {
+            exposed.push(dir);
         }
     }
+    let masked = sandbox::default_hidden_folders();
+    let (program, program_file) = match sandbox::resolve_program(program)? {
+        sandbox::AgentProgram::OnPath(name) => (name, None),
+        sandbox::AgentProgram::File(file) => {
+            let bound: Vec<PathBuf> = exposed.iter().chain(&workdir).cloned().collect();
+            let view = sandbox::SandboxView {
+                masked: &masked,
+                bound: &bound,
+            };
+            let program_file = sandbox::program_binding(&file, launch.hidden, &view)?;
+            (file.invoked, program_file)
+        }
+    };
     let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
     let agent_socket =
         std::fs::canonicalize(launch.agent_socket).map_err(|cause| HarnessError::AgentSocket {
@@ -131,11 +139,20 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
             })
         })
         .transpose()?;
+    // argv[0] names the program as it is started: Python finds its venv from it, and the
+    // agent's working directory is not the harness's, against which a relative path was given.
+    let mut args = launch.command.to_vec();
+    if let (Some(first), Some(invoked)) = (args.first_mut(), program.to_str())
+        && program.is_absolute()
+    {
+        *first = invoked.to_string();
+    }
     let mut hidden = launch.hidden.to_vec();
-    hidden.extend(sandbox::default_hidden_folders());
+    hidden.extend(masked);
     Ok(LaunchSpec {
         program,
-        args: launch.command.to_vec(),
+        program_file,
+        args,
         env: sandbox::agent_environment(
             &endpoint,
             launch.handle.as_str(),
@@ -146,6 +163,7 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
             &options.extra_env,
         ),
         workdir,
+        exposed,
         agent_socket,
         submission_dir,
         hidden,

@@ -8,7 +8,7 @@
 //! root detached, so no path leads back out.
 
 use std::ffi::{CString, OsStr};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -21,8 +21,8 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Gid, Pid, Uid, fork, pivot_root};
 
 use super::{
-    LaunchSpec, Network, SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME,
-    SANDBOX_SUBMISSION_DIR, SETUP_FAILED, UserIds,
+    LaunchSpec, Network, PRIVATE_TOP_LEVEL, PROGRAM_NOT_RUNNABLE, SANDBOX_AGENT_SOCKET,
+    SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME, SANDBOX_SUBMISSION_DIR, SETUP_FAILED, UserIds, mounts,
 };
 
 /// A setup step that failed.
@@ -291,10 +291,18 @@ fn sandbox_init(
         }
     }
     nix::sys::prctl::set_no_new_privs().map_err(fail("prctl(NO_NEW_PRIVS)"))?;
+    // Found and checked as the agent's user, so that a probe says whether the agent can start.
+    let program = match find_program(spec) {
+        Ok(program) => program,
+        Err(Failure(why)) if spec.probe => {
+            eprintln!("ale sandbox: {why}");
+            return Ok(AgentEnd::Exited(PROGRAM_NOT_RUNNABLE));
+        }
+        Err(failure) => return Err(failure),
+    };
     if spec.probe {
         return Ok(AgentEnd::Exited(0));
     }
-    let program = find_program(spec)?;
     let argv = c_strings(spec.args.iter().map(|a| a.as_bytes()))?;
     let envp = c_strings(
         spec.env
@@ -374,10 +382,27 @@ fn enter_user_namespace_as(
 }
 
 /// The program to execute: a path as given (resolved by the harness), or the first match in
-/// the agent's `PATH`.
+/// the agent's `PATH`; either way a file the agent's user may execute in the sandbox.
 fn find_program(spec: &LaunchSpec) -> Setup<CString> {
     let program = &spec.program;
+    let runnable = |path: &Path| {
+        nix::unistd::access(path, nix::unistd::AccessFlags::X_OK).is_ok() && path.is_file()
+    };
     let path = if program.components().count() > 1 || program.is_absolute() {
+        if !runnable(program) {
+            let why = match std::fs::metadata(program) {
+                Err(e) => e.to_string(),
+                Ok(m) if !m.is_file() => "not a file".to_string(),
+                Ok(_) => format!(
+                    "not executable by the agent's user (uid {})",
+                    Uid::effective()
+                ),
+            };
+            return Err(Failure(format!(
+                "the agent program {} cannot be run inside the sandbox: {why}",
+                program.display()
+            )));
+        }
         program.clone()
     } else {
         let search = spec
@@ -389,10 +414,7 @@ fn find_program(spec: &LaunchSpec) -> Setup<CString> {
             .split(':')
             .filter(|dir| !dir.is_empty())
             .map(|dir| Path::new(dir).join(program))
-            .find(|candidate| {
-                nix::unistd::access(candidate, nix::unistd::AccessFlags::X_OK).is_ok()
-                    && candidate.is_file()
-            })
+            .find(|candidate| runnable(candidate))
             .ok_or_else(|| {
                 Failure(format!(
                     "{}: not found in the agent's PATH ({search}) inside the sandbox",
@@ -408,8 +430,6 @@ fn find_program(spec: &LaunchSpec) -> Setup<CString> {
 const STAGING: &str = "/tmp";
 const NEWROOT: &str = "/newroot";
 const OLDROOT: &str = "/oldroot";
-/// Host top-level folders the sandbox replaces with its own.
-const PRIVATE_TOP_LEVEL: &[&str] = &["proc", "dev", "tmp", "run"];
 /// Device nodes the agent gets, bound from the host's `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
@@ -668,7 +688,10 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
 
     // What the agent must not see, before anything is bound beneath.
     if let Some(dir) = &spec.workdir {
-        refuse_hidden_inside_workdir(&spec.hidden, dir)?;
+        refuse_hidden_inside(&spec.hidden, dir, "the working directory")?;
+    }
+    for dir in &spec.exposed {
+        refuse_hidden_inside(&spec.hidden, dir, "the exposed folder")?;
     }
     let masks = mask_hidden_folders(&spec.hidden)?;
 
@@ -689,30 +712,50 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
         set_attributes_recursively(&target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)?;
     }
 
-    // The working directory.
-    let workdir = match &spec.workdir {
-        Some(dir) => {
-            make_parents(dir, &masks)?;
-            let target = in_newroot(dir);
-            mkdir(&target, 0o755)?;
-            bind(&host_path(dir)?, &target)?;
-            set_attributes_recursively(&target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)?;
-            dir.clone()
-        }
-        None => PathBuf::from(SANDBOX_DEFAULT_WORKDIR),
-    };
+    // The working directory (writable) and the exposed folders (read-only), outer ones first,
+    // so that one inside another keeps its own access.
+    let mut folders: Vec<(&Path, u64)> = spec
+        .exposed
+        .iter()
+        .map(|dir| {
+            let read_only = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+            (dir.as_path(), read_only)
+        })
+        .chain(
+            spec.workdir
+                .iter()
+                .map(|dir| (dir.as_path(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)),
+        )
+        .collect();
+    folders.sort_by_key(|(dir, _)| dir.components().count());
+    for (dir, attributes) in folders {
+        make_parents(dir, &masks)?;
+        let target = in_newroot(dir);
+        mkdir(&target, 0o755)?;
+        bind(&host_path(dir)?, &target)?;
+        set_attributes_recursively(&target, attributes)?;
+    }
+    let workdir = spec
+        .workdir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(SANDBOX_DEFAULT_WORKDIR));
 
-    // An agent program that lives where the sandbox has folders of its own (or hidden ones) is
-    // bound read-only at the same path.
-    let program_is_visible = std::fs::symlink_metadata(in_newroot(&spec.program)).is_ok();
-    if spec.program.is_absolute() && is_in_own_tmpfs(&spec.program, &masks) && !program_is_visible {
-        // (A program inside the bound working directory is there already; nothing may be
-        // created in a host folder.)
-        let target = in_newroot(&spec.program);
-        make_parents(&spec.program, &masks)?;
-        touch(&target)?;
-        bind(&host_path(&spec.program)?, &target)?;
-        set_attributes_recursively(&target, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)?;
+    // A program started by a path where the sandbox has folders of its own (or hidden ones)
+    // is bound there read-only, on its own. One inside a bound folder is there already;
+    // nothing may be created in a host folder.
+    if let Some(file) = &spec.program_file {
+        let at = &spec.program;
+        let target = in_newroot(at);
+        let visible = std::fs::symlink_metadata(&target).is_ok();
+        if at.is_absolute() && is_in_own_tmpfs(at, &masks) && !visible {
+            make_parents(at, &masks)?;
+            touch(&target)?;
+            bind(&host_path(file)?, &target)?;
+            set_attributes_recursively(
+                &target,
+                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            )?;
+        }
     }
 
     for mask in &masks {
@@ -753,17 +796,7 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
 /// Where a host path is while the host's root sits under `/oldroot`. Only absolute paths
 /// without `..` are taken: the harness hands over canonical paths.
 fn host_path(path: &Path) -> Setup<PathBuf> {
-    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
-        return Err(Failure(format!(
-            "{} is not an absolute path without `..`",
-            path.display()
-        )));
-    }
-    let relative: PathBuf = path
-        .components()
-        .filter(|c| matches!(c, Component::Normal(_)))
-        .collect();
-    Ok(Path::new(OLDROOT).join(relative))
+    mounts::seen_under(Path::new(OLDROOT), path).map_err(Failure)
 }
 
 /// Puts an empty tmpfs over each hidden host folder wherever it is visible in the new root:
@@ -771,7 +804,7 @@ fn host_path(path: &Path) -> Setup<PathBuf> {
 /// (its filesystem mounted a second time). Returns the masks. Fails closed: a hidden folder that
 /// exists but cannot be masked is an error.
 fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
-    let mounts = read_mounts()?;
+    let mounts = mounts::read_mounts(Path::new(OLDROOT)).map_err(Failure)?;
     let mut targets: Vec<PathBuf> = Vec::new();
     for folder in hidden {
         let host = host_path(folder)?;
@@ -816,198 +849,45 @@ fn mask_hidden_folders(hidden: &[PathBuf]) -> Setup<Vec<PathBuf>> {
     Ok(masks)
 }
 
-/// One line of `/proc/self/mountinfo`: which filesystem (device), which folder of it (root),
-/// and where it is mounted.
-struct MountEntry {
-    id: u64,
-    device: (u64, u64),
-    root: PathBuf,
-    point: PathBuf,
-}
-
-/// The mounts of this process's mount namespace, as seen from its current root. Read as bytes:
-/// a mount point's name need not be UTF-8.
-fn read_mounts() -> Setup<Vec<MountEntry>> {
-    let file = Path::new(OLDROOT).join("proc/self/mountinfo");
-    let bytes = std::fs::read(&file).map_err(fail(format!("read {}", file.display())))?;
-    Ok(bytes
-        .split(|&b| b == b'\n')
-        .filter_map(parse_mount_line)
-        .collect())
-}
-
-fn parse_mount_line(line: &[u8]) -> Option<MountEntry> {
-    let mut fields = line.split(|&b| b == b' ');
-    let id = std::str::from_utf8(fields.next()?).ok()?.parse().ok()?;
-    let _parent = fields.next()?;
-    let (major, minor) = std::str::from_utf8(fields.next()?).ok()?.split_once(':')?;
-    let (root, point) = (fields.next()?, fields.next()?);
-    Some(MountEntry {
-        id,
-        device: (major.parse().ok()?, minor.parse().ok()?),
-        root: PathBuf::from(unescape_mount_path(root)),
-        point: PathBuf::from(unescape_mount_path(point)),
-    })
-}
-
-/// mountinfo writes space, tab, newline and backslash in paths as `\ooo` octal escapes.
-fn unescape_mount_path(bytes: &[u8]) -> std::ffi::OsString {
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes.get(i + 1..i + 4).and_then(|d| {
-            std::str::from_utf8(d)
-                .ok()
-                .and_then(|d| u8::from_str_radix(d, 8).ok())
-        });
-        match (bytes[i], octal) {
-            (b'\\', Some(byte)) => {
-                out.push(byte);
-                i += 4;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    std::ffi::OsString::from_vec(out)
-}
-
-/// The id of the mount `path` is on (mountinfo's first field), from statx(2).
-fn mount_id(path: &Path) -> Setup<u64> {
-    let c_path = CString::new(path.as_os_str().as_bytes()).map_err(fail("path"))?;
-    // SAFETY: statx is plain data; all-zero is a valid value.
-    let mut buf: libc::statx = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid C string and a properly sized statx buffer.
-    let rc = unsafe {
-        libc::statx(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-            libc::STATX_MNT_ID,
-            &mut buf,
-        )
-    };
-    if rc != 0 {
-        return Err(fail(format!("statx {}", path.display()))(
-            std::io::Error::last_os_error(),
-        ));
-    }
-    if buf.stx_mask & libc::STATX_MNT_ID == 0 {
-        return Err(Failure(format!(
-            "cannot tell which mount {} is on (statx without STATX_MNT_ID: Linux < 5.8)",
-            path.display()
-        )));
-    }
-    Ok(buf.stx_mnt_id)
-}
-
-/// The paths under `within` (as this process sees them) at which the hidden `folder` (at
-/// `host`, a path under `/oldroot`) is reachable, found through the mounts of its filesystem: a
-/// mount whose root holds the folder shows it at the matching path (checked by device and
-/// inode); a mount whose root lies inside the folder shows part of it at its mount point.
-fn reachable_paths(
-    folder: &Path,
-    host: &Path,
-    meta: &std::fs::Metadata,
-    mounts: &[MountEntry],
-    within: &Path,
-) -> Setup<Vec<PathBuf>> {
-    use std::os::unix::fs::MetadataExt;
-    let id = mount_id(host)?;
-    let containing = mounts.iter().rev().find(|m| m.id == id).ok_or_else(|| {
-        Failure(format!(
-            "cannot hide {}: its mount is missing from the mount table",
-            folder.display()
-        ))
-    })?;
-    let inside_mount = host.strip_prefix(&containing.point).map_err(|_| {
-        Failure(format!(
-            "cannot hide {}: it is not under its own mount point",
-            folder.display()
-        ))
-    })?;
-    let in_filesystem = containing.root.join(inside_mount);
-    let mut paths = Vec::new();
-    for m in mounts.iter().filter(|m| m.device == containing.device) {
-        if let Ok(rest) = in_filesystem.strip_prefix(&m.root) {
-            let candidate = m.point.join(rest);
-            let same = std::fs::symlink_metadata(&candidate)
-                .is_ok_and(|found| found.dev() == meta.dev() && found.ino() == meta.ino());
-            if same && candidate.starts_with(within) {
-                paths.push(candidate);
-            }
-        } else if m.root.starts_with(&in_filesystem) && m.point.starts_with(within) {
-            if !std::fs::symlink_metadata(&m.point).is_ok_and(|found| found.is_dir()) {
-                return Err(Failure(format!(
-                    "cannot hide {}: a file inside it is mounted at {}",
-                    folder.display(),
-                    m.point.display()
-                )));
-            }
-            paths.push(m.point.clone());
-        }
-    }
-    paths.sort();
-    paths.dedup();
-    Ok(paths)
-}
-
 /// The sandbox paths at which the hidden `folder` is visible in the new root.
 fn aliases_in_newroot(
     folder: &Path,
     host: &Path,
     meta: &std::fs::Metadata,
-    mounts: &[MountEntry],
+    mounts: &[mounts::MountEntry],
 ) -> Setup<Vec<PathBuf>> {
     Ok(
-        reachable_paths(folder, host, meta, mounts, Path::new(NEWROOT))?
+        mounts::reachable_paths(folder, host, meta, mounts, Path::new(NEWROOT))
+            .map_err(Failure)?
             .iter()
             .filter_map(|p| Some(Path::new("/").join(p.strip_prefix(NEWROOT).ok()?)))
             .collect(),
     )
 }
 
-/// Refuses a working directory through which a hidden folder is reachable (the folder itself,
-/// or the same folder mounted a second time inside it): binding it would undo the masks.
-fn refuse_hidden_inside_workdir(hidden: &[PathBuf], workdir: &Path) -> Setup<()> {
-    let mounts = read_mounts()?;
-    let host_workdir = host_path(workdir)?;
+/// Refuses a folder to be bound in (the working directory, an exposed folder) through which a
+/// hidden folder is reachable (the folder itself, or the same folder mounted a second time
+/// inside it): binding it would undo the masks. The harness refuses such folders before it
+/// starts the launcher; this is the launcher's own check, on the mount table it masks from.
+fn refuse_hidden_inside(hidden: &[PathBuf], dir: &Path, what: &str) -> Setup<()> {
+    let mounts = mounts::read_mounts(Path::new(OLDROOT)).map_err(Failure)?;
+    let host_dir = host_path(dir)?;
     for folder in hidden {
         let host = host_path(folder)?;
         let Ok(meta) = std::fs::symlink_metadata(&host) else {
             continue;
         };
-        if let Some(path) = reachable_paths(folder, &host, &meta, &mounts, &host_workdir)?.first() {
+        let reachable =
+            mounts::reachable_paths(folder, &host, &meta, &mounts, &host_dir).map_err(Failure)?;
+        if let Some(path) = reachable.first() {
             let inside = Path::new("/").join(path.strip_prefix(OLDROOT).unwrap_or(path));
             return Err(Failure(format!(
-                "the working directory {} holds {} (which is {}), which the agent must not see",
-                workdir.display(),
+                "{what} {} holds {} (which is {}), which the agent must not see",
+                dir.display(),
                 inside.display(),
                 folder.display()
             )));
         }
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mountinfo_lines_are_read_with_their_escapes() {
-        let line =
-            b"36 35 98:0 /mnt\\0401 /new\\134root/srv rw,noatime master:1 - ext3 /dev/root rw";
-        let entry = parse_mount_line(line).unwrap();
-        assert_eq!(entry.id, 36);
-        assert_eq!(entry.device, (98, 0));
-        assert_eq!(entry.root, Path::new("/mnt 1"));
-        assert_eq!(entry.point, Path::new("/new\\root/srv"));
-        assert!(parse_mount_line(b"garbage").is_none());
-        // A name that is not UTF-8 is kept as bytes.
-        let entry = parse_mount_line(b"7 1 0:5 / /newroot/x\xff rw - tmpfs t rw").unwrap();
-        assert_eq!(entry.point.as_os_str().as_bytes(), b"/newroot/x\xff");
-    }
 }

@@ -12,10 +12,20 @@
 //! sandbox; it starts the agent, reaps orphans, and exits with the agent's status, at which
 //! point the kernel kills whatever is left in the namespace.
 
+mod folders;
 #[cfg(target_os = "linux")]
 mod launcher;
+#[cfg(target_os = "linux")]
+mod mounts;
+mod program;
 
 use std::path::{Path, PathBuf};
+
+pub use folders::{resolve_exposed, resolve_workdir};
+pub use program::{
+    AgentProgram, HiddenProgram, MissingFolder, ProgramFile, SandboxView, Unseen, program_binding,
+    resolve_program,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +39,11 @@ pub const SANDBOX_HOME: &str = "/tmp/home";
 pub const SANDBOX_DEFAULT_WORKDIR: &str = "/tmp/work";
 /// The exit status of a launcher that could not set the sandbox up (the agent never ran).
 pub const SETUP_FAILED: i32 = 125;
+/// The exit status of a probe whose sandbox was built but in which the agent program cannot
+/// be run (not found, or not executable by the agent's user).
+pub const PROGRAM_NOT_RUNNABLE: i32 = 124;
+/// Host top-level folders the sandbox replaces with its own.
+pub(crate) const PRIVATE_TOP_LEVEL: &[&str] = &["proc", "dev", "tmp", "run"];
 /// The hidden subcommand of `ale` that runs the launcher.
 pub const LAUNCHER_SUBCOMMAND: &str = "sandbox-exec";
 /// Environment variables an agent inherits from the harness, besides `ALE_ENDPOINT`,
@@ -79,8 +94,12 @@ pub struct UserIds {
 /// launcher's command line: the contract between the two processes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchSpec {
-    /// The program as given (a name looked up in the agent's `PATH`, or a path).
+    /// The program: a name looked up in the agent's `PATH`, or the absolute path it is started
+    /// by ([`ProgramFile::invoked`]: a link in its name is kept).
     pub program: PathBuf,
+    /// The file (canonical) a program path the sandbox would not show leads to, bound
+    /// read-only on its own at [`LaunchSpec::program`].
+    pub program_file: Option<PathBuf>,
     /// `argv`, including `argv[0]`.
     pub args: Vec<String>,
     /// The agent's whole environment.
@@ -88,6 +107,9 @@ pub struct LaunchSpec {
     /// A host directory bind-mounted writable at the same path and used as the working
     /// directory; `None`: a fresh [`SANDBOX_DEFAULT_WORKDIR`].
     pub workdir: Option<PathBuf>,
+    /// Host directories (canonical) bind-mounted read-only, `nosuid`, `nodev` at their own
+    /// paths, inside a hidden folder too.
+    pub exposed: Vec<PathBuf>,
     /// The evaluator's agent socket on the host, bind-mounted at [`SANDBOX_AGENT_SOCKET`].
     pub agent_socket: PathBuf,
     /// For a batch task: the evaluator's submission folder on the host (canonical),
@@ -95,7 +117,8 @@ pub struct LaunchSpec {
     /// write to.
     pub submission_dir: Option<PathBuf>,
     /// Host folders (canonical) the agent must not see: each shows as an empty read-only
-    /// folder, in which only the paths the sandbox binds (working directory, program) appear.
+    /// folder, in which only the paths the sandbox binds (working directory, exposed folders,
+    /// program) appear.
     pub hidden: Vec<PathBuf>,
     /// The process that started the launcher (the harness): if it dies, so does the sandbox.
     pub parent_pid: u32,
@@ -149,6 +172,9 @@ pub struct SandboxOptions {
     pub mode: SandboxMode,
     pub network: Network,
     pub workdir: Option<PathBuf>,
+    /// Host folders shown to the agent read-only at their own paths (`--expose`), such as the
+    /// Python installation a venv was made from.
+    pub expose: Vec<PathBuf>,
     /// The user to run as when the harness is root (a name or a numeric uid).
     pub agent_user: String,
     /// `KEY=VALUE` pairs added to the agent's environment.
@@ -161,6 +187,7 @@ impl Default for SandboxOptions {
             mode: SandboxMode::Namespaces,
             network: Network::None,
             workdir: None,
+            expose: Vec::new(),
             agent_user: DEFAULT_AGENT_USER.into(),
             extra_env: Vec::new(),
         }
@@ -186,8 +213,14 @@ pub enum SandboxError {
     UnknownUser(String),
     #[error("--workdir {path}: {problem}")]
     Workdir { path: PathBuf, problem: String },
+    #[error("--expose {path}: {problem}")]
+    Expose { path: PathBuf, problem: String },
     #[error("the agent program {path}: {problem}")]
     Program { path: PathBuf, problem: String },
+    #[error("{0}")]
+    ProgramHidden(HiddenProgram),
+    #[error("cannot start the agent: {0}")]
+    ProgramNotRunnable(String),
     #[error("--env {0:?}: expected KEY=VALUE with KEY made of letters, digits and '_'")]
     BadEnv(String),
     #[error("--env {0}: this variable is set by the harness and cannot be overridden")]
@@ -300,50 +333,6 @@ pub fn resolve_user(user: &str) -> Result<UserIds, SandboxError> {
 pub fn running_as_root() -> bool {
     // SAFETY: geteuid never fails and touches no memory.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// Resolves a program given with a path (`./agent`, `bin/agent`) against the harness's
-/// working directory, so it names the same file inside the sandbox. A bare name is left for
-/// the agent's `PATH`.
-pub fn resolve_program(program: &str) -> Result<PathBuf, SandboxError> {
-    if !program.contains('/') {
-        return Ok(PathBuf::from(program));
-    }
-    std::fs::canonicalize(program).map_err(|e| SandboxError::Program {
-        path: PathBuf::from(program),
-        problem: format!("{e}"),
-    })
-}
-
-/// Checks a `--workdir` and returns its canonical path. It may not overlap a `secret` folder
-/// (the state dir) at all, and may not be one of the folders the sandbox masks (the homes) nor
-/// hold one: only a folder strictly inside a home is bound back in.
-pub fn resolve_workdir(dir: &Path, secret: &[PathBuf]) -> Result<PathBuf, SandboxError> {
-    let problem = |problem: String| SandboxError::Workdir {
-        path: dir.to_path_buf(),
-        problem,
-    };
-    let path = std::fs::canonicalize(dir).map_err(|e| problem(e.to_string()))?;
-    if !path.is_dir() {
-        return Err(problem("not a directory".into()));
-    }
-    for h in secret {
-        if path.starts_with(h) || h.starts_with(&path) {
-            return Err(problem(format!(
-                "overlaps {}, which the agent must not see; choose a folder outside it",
-                h.display()
-            )));
-        }
-    }
-    for masked in default_hidden_folders() {
-        if masked.starts_with(&path) {
-            return Err(problem(format!(
-                "is or holds {}, which the sandbox hides; choose a folder inside it, or elsewhere",
-                masked.display()
-            )));
-        }
-    }
-    Ok(path)
 }
 
 /// The entry point of `ale sandbox-exec`: reads the [`LaunchSpec`] from stdin, sets the
@@ -484,6 +473,9 @@ pub async fn probe(ale_exe: &Path, spec: &LaunchSpec) -> Result<(), SandboxError
         .unwrap_or("the launcher failed without saying why")
         .trim_start_matches("ale sandbox: ")
         .to_string();
+    if output.status.code() == Some(PROGRAM_NOT_RUNNABLE) {
+        return Err(SandboxError::ProgramNotRunnable(reason));
+    }
     Err(SandboxError::Unavailable(reason))
 }
 
@@ -550,24 +542,5 @@ mod tests {
         assert_eq!(resolve_user(&nobody.uid.to_string()).unwrap(), nobody);
         assert!(resolve_user("no-such-user-here").is_err());
         assert!(resolve_user("0").is_ok_and(|u| u.uid == 0));
-    }
-
-    #[test]
-    fn a_workdir_may_not_overlap_a_hidden_path() {
-        let tmp = tempfile::tempdir().unwrap();
-        let state = tmp.path().join("state");
-        std::fs::create_dir(&state).unwrap();
-        let state = std::fs::canonicalize(&state).unwrap();
-        let root = std::fs::canonicalize(tmp.path()).unwrap();
-        assert!(resolve_workdir(&state, std::slice::from_ref(&state)).is_err());
-        assert!(resolve_workdir(&root, std::slice::from_ref(&state)).is_err());
-        // A home, or a folder holding homes, would lift the mask.
-        assert!(resolve_workdir(Path::new("/"), &[]).is_err());
-        if Path::new("/root").is_dir() {
-            assert!(resolve_workdir(Path::new("/root"), &[]).is_err());
-        }
-        let work = root.join("work");
-        std::fs::create_dir(&work).unwrap();
-        assert_eq!(resolve_workdir(&work, &[state]).unwrap(), work);
     }
 }

@@ -23,6 +23,7 @@ use crate::StateDirArg;
 const RUN_EXAMPLES: &str = "Examples:
   ale harness run --task cartpole-balance --policy heuristic
   ale harness run --task cartpole-balance -- target/release/examples/cartpole_agent
+  ale harness run --task cartpole-balance --expose ~/.pyenv/versions/3.11.7 -- venv/bin/python agent.py
   ale harness run --task mountaincar-sarsa-reproduction --faithfulness verdict.json -- ./my_agent
   ale harness run --task cartpole-balance --policy random --progress json
   ale harness run --task nav2d-barn --submission ./my-submission";
@@ -115,6 +116,11 @@ pub struct SandboxArgs {
     /// the sandbox's private /tmp]
     #[arg(long, value_name = "DIR")]
     pub workdir: Option<PathBuf>,
+    /// A host folder the agent sees read-only at its own path, inside a hidden home too
+    /// (repeatable): the Python installation a venv was made from, say. Refused if it holds
+    /// the state dir, a home, a socket or a key.
+    #[arg(long, value_name = "DIR")]
+    pub expose: Vec<PathBuf>,
     /// The user a sandboxed agent runs as when the harness is root (name or uid).
     #[arg(long, value_name = "USER", default_value = ale_harness::sandbox::DEFAULT_AGENT_USER)]
     pub agent_user: String,
@@ -152,6 +158,7 @@ impl SandboxArgs {
                 NetworkChoice::Host => Network::Host,
             },
             workdir: self.workdir.clone(),
+            expose: self.expose.clone(),
             agent_user: self.agent_user.clone(),
             extra_env: self.env.clone(),
         }

@@ -1,0 +1,335 @@
+//! Host folders handed to a sandboxed agent at their own paths: its working directory
+//! (writable) and the `--expose` folders (read-only). Each is checked on its canonical path
+//! before anything is launched: none may lay bare a folder the agent must not see.
+
+use std::path::{Path, PathBuf};
+
+use super::{PRIVATE_TOP_LEVEL, SandboxError, default_hidden_folders};
+
+/// Host folders that hold the kernel's and running programs' state (processes, devices,
+/// sockets): never exposed, nor anything holding them.
+const RUNTIME_FOLDERS: &[&str] = &["/proc", "/sys", "/dev", "/run"];
+
+/// Checks a `--workdir` and returns its canonical path. It may not overlap a `secret` folder
+/// (the state dir) at all, by any of its paths, and may not be one of the folders the sandbox
+/// masks (the homes) nor hold one: only a folder strictly inside a home is bound back in.
+pub fn resolve_workdir(dir: &Path, secret: &[PathBuf]) -> Result<PathBuf, SandboxError> {
+    let problem = |problem: String| SandboxError::Workdir {
+        path: dir.to_path_buf(),
+        problem,
+    };
+    let path = std::fs::canonicalize(dir).map_err(|e| problem(e.to_string()))?;
+    if !path.is_dir() {
+        return Err(problem("not a directory".into()));
+    }
+    refuse_secret_and_masked(&path, secret, &default_hidden_folders()).map_err(problem)?;
+    Ok(path)
+}
+
+/// Checks an `--expose` folder and returns its canonical path. Besides what a working
+/// directory may not be (see [`resolve_workdir`]), it may not be in the working directory nor
+/// be given through a link there; may not be or hold `/tmp`, be in or hold a folder of the
+/// kernel's and running programs' state (`/proc`, `/sys`, `/dev`, `/run`), nor hold a mount of
+/// such state; and may hold no Unix socket, no named pipe and no evaluator's secret or private
+/// key: a read-only mount stops writes, not connections.
+pub fn resolve_exposed(
+    dir: &Path,
+    secret: &[PathBuf],
+    workdir: Option<&Path>,
+) -> Result<PathBuf, SandboxError> {
+    let problem = |problem: String| SandboxError::Expose {
+        path: dir.to_path_buf(),
+        problem,
+    };
+    let path = std::fs::canonicalize(dir).map_err(|e| problem(e.to_string()))?;
+    if !path.is_dir() {
+        return Err(problem("not a directory".into()));
+    }
+    if let Some(workdir) = workdir {
+        // Shown (writable) already.
+        if path.starts_with(workdir) {
+            return Err(problem(format!(
+                "is in the working directory {}, which the agent sees (writable) already",
+                workdir.display()
+            )));
+        }
+        // An agent that had this working directory before could have placed the link, and so
+        // chosen what is exposed.
+        if let Some(link) = links_on_the_way(dir).find(|link| link.starts_with(workdir)) {
+            return Err(problem(format!(
+                "leads to {} through the link {}, in the working directory, where an agent \
+                 could have placed it; give the folder's own path if it is the one you mean",
+                path.display(),
+                link.display()
+            )));
+        }
+    }
+    for runtime in RUNTIME_FOLDERS.iter().map(Path::new) {
+        if path.starts_with(runtime) || runtime.starts_with(&path) {
+            return Err(problem(format!(
+                "is in or holds {}, the host's running state (processes, devices, sockets), \
+                 which the agent must not see; expose the installation the agent needs",
+                runtime.display()
+            )));
+        }
+    }
+    for private in PRIVATE_TOP_LEVEL.iter().map(|p| Path::new("/").join(p)) {
+        if private.starts_with(&path) {
+            return Err(problem(format!(
+                "is or holds {}, which the sandbox replaces with the agent's own; expose a \
+                 folder inside it",
+                private.display()
+            )));
+        }
+    }
+    refuse_secret_and_masked(&path, secret, &default_hidden_folders()).map_err(problem)?;
+    refuse_runtime_mounts(&path).map_err(problem)?;
+    refuse_sockets_and_keys(&path).map_err(problem)?;
+    Ok(path)
+}
+
+/// Where each link is that the path `given` (relative to the working directory, or absolute)
+/// goes through, itself included: the link's folder, resolved, and its name.
+fn links_on_the_way(given: &Path) -> impl Iterator<Item = PathBuf> + '_ {
+    given.ancestors().filter_map(|step| {
+        let name = step.file_name()?;
+        if !std::fs::symlink_metadata(step).is_ok_and(|m| m.file_type().is_symlink()) {
+            return None;
+        }
+        let folder = match step.parent() {
+            Some(folder) if !folder.as_os_str().is_empty() => folder,
+            _ => Path::new("."),
+        };
+        Some(std::fs::canonicalize(folder).ok()?.join(name))
+    })
+}
+
+/// Refuses a folder holding a mount of the kernel's or running programs' state (a `proc` in a
+/// chroot, say): the agent would see the host's processes or devices through it.
+#[cfg(target_os = "linux")]
+fn refuse_runtime_mounts(path: &Path) -> Result<(), String> {
+    use super::mounts;
+    let table = mounts::read_mounts(Path::new("/"))?;
+    match mounts::runtime_mount_within(&table, path) {
+        Some((point, fstype)) => Err(format!(
+            "holds {} (a {fstype} mount: the host's running state), which the agent must not see",
+            point.display()
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn refuse_runtime_mounts(_: &Path) -> Result<(), String> {
+    Ok(())
+}
+
+/// Refuses a folder `path` (canonical) that overlaps a `secret` folder, or is or holds a
+/// `masked` one, at any of the paths the mount table shows them at.
+fn refuse_secret_and_masked(
+    path: &Path,
+    secret: &[PathBuf],
+    masked: &[PathBuf],
+) -> Result<(), String> {
+    for s in secret {
+        if path.starts_with(s) || s.starts_with(path) {
+            return Err(format!(
+                "overlaps {}, which the agent must not see; choose a folder outside it",
+                s.display()
+            ));
+        }
+    }
+    for m in masked {
+        if m.starts_with(path) {
+            return Err(format!(
+                "is or holds {}, which the sandbox hides; choose a folder inside it, or elsewhere",
+                m.display()
+            ));
+        }
+    }
+    refuse_other_paths(path, secret, masked)
+}
+
+/// The same as [`refuse_secret_and_masked`] for the other paths a secret or masked folder is
+/// reachable by: its filesystem mounted a second time (a bind mount), found in the mount table.
+#[cfg(target_os = "linux")]
+fn refuse_other_paths(path: &Path, secret: &[PathBuf], masked: &[PathBuf]) -> Result<(), String> {
+    use super::mounts;
+    let table = mounts::read_mounts(Path::new("/"))?;
+    for s in secret {
+        for alias in mounts::aliases(s, &table)? {
+            if path.starts_with(&alias) || alias.starts_with(path) {
+                return Err(format!(
+                    "overlaps {}, where {} is mounted a second time, which the agent must not \
+                     see; choose a folder outside it",
+                    alias.display(),
+                    s.display()
+                ));
+            }
+        }
+    }
+    for m in masked {
+        if let Some(alias) = mounts::aliases(m, &table)?
+            .into_iter()
+            .find(|alias| alias.starts_with(path))
+        {
+            return Err(format!(
+                "holds {}, where {} is mounted a second time, which the agent must not see",
+                alias.display(),
+                m.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn refuse_other_paths(_: &Path, _: &[PathBuf], _: &[PathBuf]) -> Result<(), String> {
+    Ok(())
+}
+
+/// Refuses a folder holding a Unix socket or a named pipe (another evaluator's socket, a
+/// program's of the operator's own) or an evaluator's secret or private key. Links are not followed: inside the sandbox a
+/// link leads wherever its target is there, which the masks cover. A folder the harness cannot
+/// read is skipped: the agent, of the same or a less privileged user, cannot read it either.
+fn refuse_sockets_and_keys(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::FileTypeExt;
+    let secrets = [
+        ale_proto::layout::SECRET_FILE,
+        ale_proto::layout::EVALUATOR_KEY_FILE,
+        ale_proto::layout::HARNESS_KEY_FILE,
+    ];
+    let mut folders = vec![path.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                folders.push(entry.path());
+            } else if kind.is_socket() || kind.is_fifo() {
+                return Err(format!(
+                    "holds the {} {}, through which the agent could talk to a program outside \
+                     (a read-only mount does not stop that); expose a folder without one",
+                    if kind.is_socket() {
+                        "Unix socket"
+                    } else {
+                        "named pipe"
+                    },
+                    entry.path().display()
+                ));
+            } else if secrets.iter().any(|s| entry.file_name() == *s) {
+                return Err(format!(
+                    "holds {}, an evaluator's secret or private key, which the agent must not see",
+                    entry.path().display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workdir_may_not_overlap_a_hidden_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        std::fs::create_dir(&state).unwrap();
+        let state = std::fs::canonicalize(&state).unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        assert!(resolve_workdir(&state, std::slice::from_ref(&state)).is_err());
+        assert!(resolve_workdir(&root, std::slice::from_ref(&state)).is_err());
+        // A home, or a folder holding homes, would lift the mask.
+        assert!(resolve_workdir(Path::new("/"), &[]).is_err());
+        if Path::new("/root").is_dir() {
+            assert!(resolve_workdir(Path::new("/root"), &[]).is_err());
+        }
+        let work = root.join("work");
+        std::fs::create_dir(&work).unwrap();
+        assert_eq!(resolve_workdir(&work, &[state]).unwrap(), work);
+    }
+
+    fn refusal(dir: &Path, secret: &[PathBuf], workdir: Option<&Path>) -> String {
+        match resolve_exposed(dir, secret, workdir) {
+            Err(e) => e.to_string(),
+            Ok(path) => panic!("--expose {} was accepted", path.display()),
+        }
+    }
+
+    #[test]
+    fn an_exposed_folder_may_lay_bare_no_secret_no_home_and_no_socket() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let state = root.join("state");
+        std::fs::create_dir(&state).unwrap();
+        let secret = [state.clone()];
+        let text = refusal(&state, &secret, None);
+        assert!(
+            text.contains("--expose") && text.contains("overlaps"),
+            "{text}"
+        );
+        assert!(refusal(&root, &secret, None).contains("overlaps"));
+        assert!(refusal(&state.join("."), &secret, None).contains("overlaps"));
+        // A link to the state dir is the state dir.
+        let link = root.join("link");
+        std::os::unix::fs::symlink(&state, &link).unwrap();
+        assert!(refusal(&link, &secret, None).contains("overlaps"));
+        // Homes, the host's running state, the sandbox's own /tmp.
+        if Path::new("/root").is_dir() {
+            assert!(refusal(Path::new("/root"), &[], None).contains("hides"));
+        }
+        assert!(refusal(Path::new("/"), &[], None).contains("holds"));
+        assert!(refusal(Path::new("/proc/self"), &[], None).contains("/proc"));
+        assert!(refusal(Path::new("/tmp"), &[], None).contains("replaces"));
+        // A socket, or an evaluator's key, anywhere inside.
+        let sockets = root.join("sockets/deep");
+        std::fs::create_dir_all(&sockets).unwrap();
+        let _listener = std::os::unix::net::UnixListener::bind(sockets.join("s")).unwrap();
+        assert!(refusal(&root.join("sockets"), &[], None).contains("socket"));
+        let keys = root.join("keys");
+        std::fs::create_dir(&keys).unwrap();
+        std::fs::write(keys.join(ale_proto::layout::EVALUATOR_KEY_FILE), "k").unwrap();
+        assert!(refusal(&keys, &[], None).contains("private key"));
+        // A named pipe.
+        let pipes = root.join("pipes");
+        std::fs::create_dir(&pipes).unwrap();
+        let fifo =
+            std::ffi::CString::new(pipes.join("p").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid C string.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        assert!(refusal(&pipes, &[], None).contains("named pipe"));
+        // The working directory, and what is in it, are shown already.
+        let work = root.join("work");
+        std::fs::create_dir_all(work.join("venv")).unwrap();
+        assert!(refusal(&work, &secret, Some(&work)).contains("working directory"));
+        assert!(refusal(&work.join("venv"), &secret, Some(&work)).contains("working directory"));
+        // A link an earlier agent left in the working directory does not choose what is
+        // exposed.
+        let elsewhere = root.join("elsewhere/lib");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(root.join("elsewhere"), work.join("planted")).unwrap();
+        let text = refusal(&work.join("planted/lib"), &secret, Some(&work));
+        assert!(
+            text.contains("through the link") && text.contains("planted"),
+            "{text}"
+        );
+        assert_eq!(
+            resolve_exposed(&elsewhere, &secret, Some(&work)).unwrap(),
+            elsewhere
+        );
+
+        let python = root.join("python");
+        std::fs::create_dir(&python).unwrap();
+        std::os::unix::fs::symlink(&state, python.join("state-link")).unwrap();
+        assert_eq!(
+            resolve_exposed(&python, &secret, Some(&work)).unwrap(),
+            python
+        );
+    }
+}
