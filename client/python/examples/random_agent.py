@@ -6,7 +6,7 @@ Practice (an evaluator on the default endpoint, or --endpoint):
 
 Official, under the harness (the same script; it sees ALE_ENV_HANDLE and plays the session):
 
-    ale harness run --task cartpole-balance -- python examples/random_agent.py
+    ale harness run --task cartpole-balance -- .venv/bin/python "$PWD/examples/random_agent.py"
 """
 
 from __future__ import annotations

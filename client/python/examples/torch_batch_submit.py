@@ -13,7 +13,7 @@ Practice (writes the file; an evaluator on the default endpoint, or --endpoint):
 Official, the script itself as the submitting agent (it sees ALE_ENV_HANDLE and
 ALE_SUBMISSION_DIR, trains on the practice channel it was handed, and submits):
 
-    ale harness run --task mountaincar-continuous --network none -- python examples/torch_batch_submit.py
+    ale harness run --task mountaincar-continuous -- .venv/bin/python "$PWD/examples/torch_batch_submit.py"
 """
 
 from __future__ import annotations

@@ -15,9 +15,9 @@ AGENTS = PACKAGE / "tests" / "agents"
 
 
 def hidden_by_the_sandbox(path: pathlib.Path) -> bool:
-    """Whether `path` lies in a folder the sandbox hides (users' homes)."""
+    """Whether `path` lies in a folder the sandbox hides (users' homes) or replaces (/tmp)."""
     path = path.resolve()
-    homes = [pathlib.Path("/home"), pathlib.Path("/root")]
+    homes = [pathlib.Path("/home"), pathlib.Path("/root"), pathlib.Path("/tmp")]
     if os.environ.get("HOME"):
         homes.append(pathlib.Path(os.environ["HOME"]))
     return any(path == h.resolve() or h.resolve() in path.parents for h in homes if h.exists())
@@ -27,8 +27,8 @@ def harness_run(evaluator, task, agent, tmp_path):
     """`ale harness run` of `agent` with this venv's interpreter; returns (exit, report, log)."""
     command = [str(ale_binary()), "harness", "run", "--task", task, "--state-dir", str(evaluator.state_dir),
                "--progress", "json", "--workdir", str(tmp_path)]
-    # What lies in a home (an interpreter from pyenv or conda, this venv, this checkout) is
-    # exposed read-only, as docs/harness.md tells Python users to do.
+    # What lies in a home or /tmp (an interpreter from pyenv or conda, this venv, this
+    # checkout) is exposed read-only, as docs/harness.md tells Python users to do.
     needed = sorted({pathlib.Path(p).resolve() for p in (sys.base_prefix, sys.prefix, PACKAGE)})
     for path in needed:
         if hidden_by_the_sandbox(path) and not any(other in path.parents for other in needed):
