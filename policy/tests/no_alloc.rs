@@ -5,7 +5,8 @@
 //! a change either way is noticed.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ale_policy::{BatchPolicy, MlpPolicy};
 use ale_sims::{BoxSpace, DType, DiscreteSpace, Space};
@@ -13,13 +14,21 @@ use safetensors::{Dtype, tensor::TensorView};
 
 struct Counting;
 
-static COUNTING: AtomicBool = AtomicBool::new(false);
+thread_local! {
+    // Only the acting thread counts: the test harness's own threads (its "running for over
+    // 60 seconds" notice on a loaded machine) allocate at any moment.
+    static COUNTING: Cell<bool> = const { Cell::new(false) };
+}
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+
+fn counting() -> bool {
+    COUNTING.try_with(Cell::get).unwrap_or(false)
+}
 
 // SAFETY: forwards to the system allocator unchanged; only counts calls.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counting() {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         unsafe { System.alloc(layout) }
@@ -30,7 +39,7 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if COUNTING.load(Ordering::Relaxed) {
+        if counting() {
             ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         }
         unsafe { System.realloc(ptr, layout, new_size) }
@@ -83,13 +92,13 @@ fn acting_on_a_block_allocates_only_the_matrix_packing_buffers() {
 
     let calls = 50;
     ALLOCATIONS.store(0, Ordering::Relaxed);
-    COUNTING.store(true, Ordering::Relaxed);
+    COUNTING.set(true);
     for i in 0..calls {
         // Smaller blocks reuse the same buffers.
         let rows = if i % 2 == 0 { n } else { 64 };
         policy.act(&obs[..rows * 4], rows, &mut actions).unwrap();
     }
-    COUNTING.store(false, Ordering::Relaxed);
+    COUNTING.set(false);
     let layers = 3;
     assert_eq!(
         ALLOCATIONS.load(Ordering::Relaxed),

@@ -94,3 +94,21 @@ def test_an_eval_session_ignores_the_seed_and_aborts_on_a_mid_episode_reset(eval
         harness.eval_result(official.session_id, end_session=True)
     with pytest.raises(ale_client.Closed):
         harness.eval_result(official.session_id)
+
+
+def test_without_a_plain_authority_grpcio_is_refused_on_a_unix_socket(evaluator):
+    """The reason the package names the authority (docs/protocol.md): grpc-core sends the
+    socket path as `:authority`, which the evaluator's HTTP/2 stack resets. If this ever
+    passes, the server accepts such requests and the doc should say so."""
+    import grpc
+
+    from ale_client._proto import catalog_pb2, catalog_pb2_grpc
+
+    for socket in (evaluator.harness_socket, evaluator.agent_socket):
+        with grpc.insecure_channel(f"unix:{socket}") as raw:
+            with pytest.raises(grpc.RpcError) as refused:
+                catalog_pb2_grpc.CatalogStub(raw).ListTasks(catalog_pb2.ListTasksRequest(), timeout=10)
+            assert refused.value.code() == grpc.StatusCode.INTERNAL
+        # The same call through the package answers.
+        with ale_client.Connection(f"unix://{socket}") as connection:
+            assert len(connection.task_messages()) == len(ale_client.BUILTIN_TASKS)
