@@ -186,10 +186,15 @@ async fn router(
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AleEnvServer<AleEnvService>>().await;
     health.set_serving::<CatalogServer<CatalogService>>().await;
-    let reflection = tonic_reflection::server::Builder::configure()
-        .register_encoded_file_descriptor_set(ale_proto::FILE_DESCRIPTOR_SET)
-        .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
-        .build_v1()?;
+    // Both reflection versions: v1, and v1alpha, the only one many tools speak (Python's
+    // grpcio-reflection, several GUI and CLI clients).
+    let reflection = || {
+        tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(ale_proto::FILE_DESCRIPTOR_SET)
+            .register_encoded_file_descriptor_set(tonic_health::pb::FILE_DESCRIPTOR_SET)
+    };
+    let reflection_v1 = reflection().build_v1()?;
+    let reflection_v1alpha = reflection().build_v1alpha()?;
     Ok(Server::builder()
         .layer(MapResponseLayer::new(
             size_cap_is_resource_exhausted as HttpResponseMap,
@@ -200,7 +205,8 @@ async fn router(
         )
         .add_service(CatalogServer::new(CatalogService::new(evaluator.clone())))
         .add_service(health_service)
-        .add_service(reflection))
+        .add_service(reflection_v1)
+        .add_service(reflection_v1alpha))
 }
 
 /// An accepted connection tagged with its [`ConnectionId`], which tonic hands to every request
