@@ -56,7 +56,9 @@ pub fn downsample(values: &[f64], max_points: usize) -> Vec<(f64, f64)> {
     out
 }
 
-/// Bounds of `values` padded a little, never empty.
+/// Bounds of `values` padded a little, never empty. When no value is negative (a count, a
+/// duration, a success rate) the axis starts at 0 and the padding goes only upwards: a chart
+/// of steps never shows a negative number of them.
 pub fn bounds(values: impl Iterator<Item = f64>) -> [f64; 2] {
     let (lo, hi) = values
         .filter(|v| v.is_finite())
@@ -72,6 +74,9 @@ pub fn bounds(values: impl Iterator<Item = f64>) -> [f64; 2] {
     } else {
         (hi.abs() * 0.5).max(1.0)
     };
+    if lo >= 0.0 {
+        return [0.0, hi + pad];
+    }
     [lo - pad, hi + pad]
 }
 
@@ -320,6 +325,18 @@ pub fn report_lines<'a>(report: &Report, theme: &Theme) -> Vec<Line<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chart_of_non_negative_values_starts_at_zero_and_pads_upwards() {
+        // acrobot-swingup's mean_steps: the axis once ran from -14 to 152.
+        let steps = [143.0, 61.0, 500.0, 88.0];
+        assert_eq!(bounds(steps.iter().copied()), [0.0, 500.0 + 43.9]);
+        assert_eq!(bounds([0.0, 0.0].into_iter()), [0.0, 1.0]);
+        assert_eq!(bounds([1.0].into_iter()), [0.0, 2.0]);
+        // A metric that can be negative keeps padding on both sides.
+        assert_eq!(bounds([-200.0, -100.0].into_iter()), [-210.0, -90.0]);
+        assert_eq!(bounds([].into_iter()), [0.0, 1.0]);
+    }
 
     #[test]
     fn downsampling_bounds_the_points_and_keeps_the_extremes() {
