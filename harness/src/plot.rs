@@ -203,14 +203,55 @@ pub fn render_file(data: &PlotData, path: &Path) -> Result<(), PlotError> {
     })
 }
 
+/// A rectangle in image pixels, corners inclusive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PixelRect {
+    pub left: i32,
+    pub top: i32,
+    pub right: i32,
+    pub bottom: i32,
+}
+
+impl PixelRect {
+    pub fn overlaps(&self, other: &PixelRect) -> bool {
+        self.left <= other.right
+            && other.left <= self.right
+            && self.top <= other.bottom
+            && other.top <= self.bottom
+    }
+}
+
+/// Where a plot put its parts, in image pixels: the plotting area, each bar, and the legend.
+/// The legend has a strip of its own below the chart, so it can never cover data.
+#[derive(Debug, Clone)]
+pub struct PlotLayout {
+    pub plot_area: PixelRect,
+    pub bars: Vec<PixelRect>,
+    pub legend: PixelRect,
+}
+
+/// The layout `data` is drawn with (the same code draws it; nothing is written).
+pub fn layout(data: &PlotData) -> Result<PlotLayout, PlotError> {
+    let mut svg = String::new();
+    draw(
+        data,
+        SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area(),
+    )
+    .map_err(|e| PlotError::Draw(e.to_string()))
+}
+
+/// Height of the legend's strip at the bottom of the image.
+const LEGEND_HEIGHT: u32 = 36;
+
 fn draw<DB: DrawingBackend>(
     data: &PlotData,
     root: DrawingArea<DB, plotters::coord::Shift>,
-) -> Result<(), Box<dyn std::error::Error>>
+) -> Result<PlotLayout, Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
 {
     root.fill(&WHITE)?;
+    let (chart_area, legend_area) = root.split_vertically(HEIGHT - LEGEND_HEIGHT);
     let n = data.episodes.len().max(1) as u32;
     let highest = data
         .played()
@@ -220,9 +261,10 @@ where
         .fold(0.0f64, f64::max);
     let y_max = if highest > 0.0 { highest * 1.15 } else { 1.0 };
     let arrow = data.direction;
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(&chart_area)
         .caption(&data.title, ("sans-serif", 20))
         .margin(16)
+        .margin_bottom(4)
         .x_label_area_size(40)
         .y_label_area_size(64)
         .build_cartesian_2d(0.0..f64::from(n), 0.0..y_max)?;
@@ -236,47 +278,109 @@ where
         .draw()?;
     let completed = RGBColor(70, 120, 200);
     let failed = RGBColor(210, 80, 70);
-    chart
-        .draw_series(data.played().map(|e| {
-            let colour = if e.outcome == Outcome::Completed {
-                completed
-            } else {
-                failed
-            };
-            let x = f64::from(e.index);
-            Rectangle::new(
-                [(x + 0.12, 0.0), (x + 0.88, e.metric.max(0.0))],
-                colour.mix(0.75).filled(),
-            )
-        }))?
-        .label("per-rollout metric (red: failed)")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], completed.filled()));
-    chart
-        .draw_series(LineSeries::new(
-            data.running_mean()
-                .into_iter()
-                .map(|(i, m)| (f64::from(i) + 0.5, m)),
-            BLACK.stroke_width(2),
-        ))?
-        .label("running mean")
-        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], BLACK.stroke_width(2)));
     let target = RGBColor(40, 160, 80);
-    chart
-        .draw_series(LineSeries::new(
-            [(0.0, data.target), (f64::from(n), data.target)],
-            target.stroke_width(2),
-        ))?
-        .label(format!("target {}", data.target))
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], target.stroke_width(2)));
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .position(SeriesLabelPosition::LowerRight)
-        .draw()?;
+    let mut bars = Vec::new();
+    let mut rects = Vec::new();
+    for e in data.played() {
+        let colour = if e.outcome == Outcome::Completed {
+            completed
+        } else {
+            failed
+        };
+        let x = f64::from(e.index);
+        let corners = [(x + 0.12, 0.0), (x + 0.88, e.metric.max(0.0))];
+        let (a, b) = (
+            chart.backend_coord(&corners[0]),
+            chart.backend_coord(&corners[1]),
+        );
+        bars.push(PixelRect {
+            left: a.0.min(b.0),
+            top: a.1.min(b.1),
+            right: a.0.max(b.0),
+            bottom: a.1.max(b.1),
+        });
+        rects.push(Rectangle::new(corners, colour.mix(0.75).filled()));
+    }
+    chart.draw_series(rects)?;
+    chart.draw_series(LineSeries::new(
+        data.running_mean()
+            .into_iter()
+            .map(|(i, m)| (f64::from(i) + 0.5, m)),
+        BLACK.stroke_width(2),
+    ))?;
+    chart.draw_series(LineSeries::new(
+        [(0.0, data.target), (f64::from(n), data.target)],
+        target.stroke_width(2),
+    ))?;
+    let (x_range, y_range) = chart.plotting_area().get_pixel_range();
+    let plot_area = PixelRect {
+        left: x_range.start,
+        top: y_range.start,
+        right: x_range.end - 1,
+        bottom: y_range.end - 1,
+    };
+    let legend = draw_legend(
+        &legend_area,
+        x_range.start,
+        &[
+            (
+                LegendMark::Swatch(completed),
+                "completed rollout".to_string(),
+            ),
+            (LegendMark::Swatch(failed), "failed rollout".to_string()),
+            (LegendMark::Line(BLACK), "running mean".to_string()),
+            (LegendMark::Line(target), format!("target {}", data.target)),
+        ],
+    )?;
     root.present()?;
-    Ok(())
+    Ok(PlotLayout {
+        plot_area,
+        bars,
+        legend,
+    })
+}
+
+enum LegendMark {
+    Swatch(RGBColor),
+    Line(RGBColor),
+}
+
+/// One row of legend entries in `area` (the strip under the chart), starting at `left`;
+/// returns the pixels it covers.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    left: i32,
+    entries: &[(LegendMark, String)],
+) -> Result<PixelRect, Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    let style = TextStyle::from(("sans-serif", 14).into_font()).color(&BLACK);
+    let (offset_x, offset_y) = area.get_base_pixel();
+    let middle = (LEGEND_HEIGHT / 2) as i32;
+    let mut x = left;
+    for (mark, label) in entries {
+        match mark {
+            LegendMark::Swatch(colour) => area.draw(&Rectangle::new(
+                [(x, middle - 6), (x + 12, middle + 6)],
+                colour.mix(0.75).filled(),
+            ))?,
+            LegendMark::Line(colour) => area.draw(&PathElement::new(
+                vec![(x, middle), (x + 14, middle)],
+                colour.stroke_width(2),
+            ))?,
+        }
+        x += 20;
+        area.draw(&Text::new(label.clone(), (x, middle - 7), style.clone()))?;
+        let (width, _) = area.estimate_text_size(label, &style)?;
+        x += width as i32 + 24;
+    }
+    Ok(PixelRect {
+        left: offset_x + left,
+        top: offset_y,
+        right: offset_x + x,
+        bottom: offset_y + LEGEND_HEIGHT as i32 - 1,
+    })
 }
 
 /// Writes `plot.png` and `plot.svg` (0600) into a run folder, as new files: a file or link
@@ -325,6 +429,32 @@ mod tests {
                 episode(2, Outcome::Completed, 400.0),
                 episode(3, Outcome::NotRun, 0.0),
             ],
+        }
+    }
+
+    #[test]
+    fn no_legend_pixel_lies_over_a_bar_or_the_plotting_area() {
+        // `ale demo`'s shape: every rollout at the top, where a corner legend sat on the last
+        // seven bars.
+        for (rollouts, value) in [(20u32, 500.0), (100, 500.0), (7, 0.5), (1, 1e9)] {
+            let mut d = data();
+            d.episodes = (0..rollouts)
+                .map(|i| episode(i, Outcome::Completed, value))
+                .collect();
+            let layout = layout(&d).unwrap();
+            assert_eq!(layout.bars.len(), rollouts as usize);
+            for bar in &layout.bars {
+                assert!(
+                    !bar.overlaps(&layout.legend),
+                    "{bar:?} under {:?}",
+                    layout.legend
+                );
+                assert!(
+                    bar.left >= layout.plot_area.left && bar.right <= layout.plot_area.right + 1
+                );
+            }
+            assert!(!layout.plot_area.overlaps(&layout.legend));
+            assert!(layout.legend.bottom < HEIGHT as i32 && layout.legend.right < WIDTH as i32);
         }
     }
 
