@@ -6,6 +6,8 @@ use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogC
 use ale_proto::{BatchId, EnvHandle, SessionId, TaskSpec, agent_env};
 use ale_sims::{Space, Tensor};
 use tonic::transport::{Channel, Endpoint};
+use tonic_health::pb::health_check_response::ServingStatus;
+use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
 
 use crate::error::ClientError;
 
@@ -23,6 +25,7 @@ use crate::error::ClientError;
 pub struct Client {
     env: AleEnvClient<Channel>,
     catalog: CatalogClient<Channel>,
+    health: HealthClient<Channel>,
 }
 
 /// A value in an info map.
@@ -155,8 +158,23 @@ impl Client {
         .map_err(connect_err)?;
         Ok(Client {
             env: AleEnvClient::new(channel.clone()),
-            catalog: CatalogClient::new(channel),
+            catalog: CatalogClient::new(channel.clone()),
+            health: HealthClient::new(channel),
         })
+    }
+
+    /// Whether the evaluator says it is serving (`grpc.health.v1.Health/Check` for the whole
+    /// server). An evaluator that cannot be reached is an error, not `false`.
+    pub async fn serving(&self) -> Result<bool, ClientError> {
+        let answer = self
+            .health
+            .clone()
+            .check(HealthCheckRequest {
+                service: String::new(),
+            })
+            .await?
+            .into_inner();
+        Ok(answer.status() == ServingStatus::Serving)
     }
 
     /// Every task the evaluator hosts.

@@ -77,7 +77,13 @@ pub struct Note {
 pub enum Connection {
     Connecting,
     Connected,
-    Lost { error: String },
+    /// Back after being lost; shown for a few seconds, then `Connected`.
+    Reconnected {
+        at: Instant,
+    },
+    Lost {
+        error: String,
+    },
 }
 
 /// What a view's update asks for beyond its own state. The app applies them in order.
@@ -145,6 +151,8 @@ pub struct App {
 
 /// How often a lost connection is retried.
 const RECONNECT_EVERY: Duration = Duration::from_secs(1);
+/// How long the header says "reconnected".
+const RECONNECTED_SHOWN: Duration = Duration::from_secs(5);
 /// Lists start on the fourth row (header, tabs, block border) in the list views.
 const FIRST_LIST_ROW: u16 = 3;
 
@@ -198,6 +206,7 @@ impl App {
                 self.pending = self.pending.saturating_sub(1);
                 self.on_reply(reply)
             }
+            Msg::Health(health) => self.on_health(health, Instant::now()),
             Msg::Harness(event) => self.eval.on_harness(event),
             Msg::Runs(listed) => self.runs.on_listed(listed),
             Msg::Verified(verification) => self.runs.on_verified(verification),
@@ -327,8 +336,56 @@ impl App {
         Vec::new()
     }
 
+    /// The health watcher's view, which notices a lost evaluator with no request in flight.
+    pub fn on_health(&mut self, health: Result<(), String>, now: Instant) -> Vec<Outcome> {
+        match (health, &self.connection) {
+            (Err(error), Connection::Lost { .. }) => {
+                self.connection = Connection::Lost { error };
+                Vec::new()
+            }
+            (Err(error), _) => {
+                self.practice.on_failed(true);
+                self.connection = Connection::Lost {
+                    error: error.clone(),
+                };
+                vec![Outcome::warn(format!(
+                    "lost the evaluator at {}: {error}; reconnecting",
+                    self.endpoint_label
+                ))]
+            }
+            (Ok(()), Connection::Lost { .. }) => {
+                self.connection = Connection::Reconnected { at: now };
+                let mut outcomes = vec![Outcome::rpc(Request::ListTasks)];
+                let recreated = self.practice.recreate();
+                let said = if recreated.is_empty() {
+                    "reconnected".to_string()
+                } else {
+                    match self.practice.restore_seed() {
+                        Some(seed) => format!(
+                            "reconnected; the practice env is a new one, reset on the last seed ({seed})"
+                        ),
+                        None => "reconnected; the practice env is a new one".to_string(),
+                    }
+                };
+                outcomes.extend(recreated);
+                outcomes.push(Outcome::say(said));
+                outcomes
+            }
+            (Ok(()), Connection::Connecting) => {
+                self.connection = Connection::Connected;
+                Vec::new()
+            }
+            (Ok(()), _) => Vec::new(),
+        }
+    }
+
     fn on_tick(&mut self, now: Instant) -> Vec<Outcome> {
         let mut outcomes = Vec::new();
+        if let Connection::Reconnected { at } = self.connection
+            && now.duration_since(at) >= RECONNECTED_SHOWN
+        {
+            self.connection = Connection::Connected;
+        }
         if matches!(self.connection, Connection::Lost { .. })
             && self.pending == 0
             && self
@@ -345,7 +402,9 @@ impl App {
     fn on_reply(&mut self, reply: Reply) -> Vec<Outcome> {
         match reply {
             Reply::Tasks(tasks) => {
-                self.connection = Connection::Connected;
+                if !matches!(self.connection, Connection::Reconnected { .. }) {
+                    self.connection = Connection::Connected;
+                }
                 self.tasks.set_list(tasks);
                 Vec::new()
             }

@@ -135,6 +135,9 @@ pub enum Msg {
     /// Time passes: drives auto-play and reconnection.
     Tick(Instant),
     Reply(Reply),
+    /// The health watcher saw the evaluator answer (`Ok`) or not (`Err`, why), after having
+    /// seen the opposite (or at first).
+    Health(Result<(), String>),
     Harness(HarnessEvent),
     /// The state dir's runs, or why they could not be listed.
     Runs(Result<Vec<RunEntry>, String>),

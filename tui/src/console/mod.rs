@@ -13,6 +13,7 @@ pub mod app;
 pub mod effects;
 pub mod eval;
 pub mod harness_child;
+pub mod health;
 pub mod keys;
 pub mod message;
 pub mod practice;
@@ -77,6 +78,7 @@ impl Console {
     pub fn new(app: App, endpoint: String, state_dir: PathBuf, ale_exe: PathBuf) -> Console {
         let (requests, request_rx) = unbounded_channel();
         let (sender, messages) = unbounded_channel();
+        tokio::spawn(health::watch(endpoint.clone(), sender.clone()));
         tokio::spawn(worker::run(endpoint, request_rx, sender.clone()));
         let mut console = Console {
             app,

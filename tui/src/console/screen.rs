@@ -73,6 +73,7 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
     let (dot, status, style) = match &app.connection {
         Connection::Connecting => ("○", "connecting", Style::default().fg(theme.warn)),
         Connection::Connected => ("●", "connected", Style::default().fg(theme.ok)),
+        Connection::Reconnected { .. } => ("●", "reconnected", Style::default().fg(theme.ok)),
         Connection::Lost { .. } => (
             "●",
             "connection lost, retrying",

@@ -632,3 +632,127 @@ fn a_runs_dir_that_cannot_be_read_is_reported() {
     assert!(screen.contains("cannot list the runs in"), "{screen}");
     assert!(!screen.contains("No runs yet"), "{screen}");
 }
+
+#[test]
+fn the_header_says_each_connection_state() {
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "http://127.0.0.1:50051".into(),
+        Seeds::new(1),
+    );
+    let mut rows = String::new();
+    for state in [
+        Connection::Connecting,
+        Connection::Connected,
+        Connection::Lost {
+            error: "connection refused".into(),
+        },
+        Connection::Reconnected {
+            at: std::time::Instant::now(),
+        },
+    ] {
+        app.connection = state;
+        rows.push_str(render(&app, 100, 24).lines().next().unwrap());
+        rows.push('\n');
+    }
+    insta::assert_snapshot!("header_connection_states_100", rows);
+}
+
+/// `ale serve` as a child process on `listen`; returns it and its agent channel's URL.
+fn spawn_evaluator(state: &std::path::Path, listen: &str) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(ale_exe())
+        .args(["serve", "--state-dir"])
+        .arg(state)
+        .args(["--listen", listen])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    for line in stdout.lines() {
+        let line = line.unwrap();
+        if let Some(url) = line.trim().strip_prefix("agent channel:") {
+            return (child, url.trim().to_string());
+        }
+    }
+    panic!("ale serve ended before it was ready");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_evaluator_shows_as_lost_with_no_key_pressed_and_its_return_restores_practice() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let (mut server, endpoint) = spawn_evaluator(&state, "127.0.0.1:0");
+    let app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        endpoint.clone(),
+        Seeds::new(1),
+    );
+    let mut console = Console::new(app, endpoint.clone(), state.clone(), ale_exe());
+    assert!(
+        console
+            .settle(Duration::from_secs(10), |a| !a.tasks.list.is_empty()
+                && a.connection == Connection::Connected)
+            .await
+    );
+    // Open a practice env on the first task and note its seed.
+    console.handle(key(KeyCode::Enter));
+    assert!(
+        console
+            .settle(Duration::from_secs(10), |a| a
+                .practice
+                .observation
+                .is_some())
+            .await
+    );
+    let task = console.app.practice.spec.as_ref().unwrap().task.id.clone();
+    let seed = console.app.practice.seed.unwrap();
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let started = std::time::Instant::now();
+    assert!(
+        console
+            .settle(Duration::from_secs(5), |a| matches!(
+                a.connection,
+                Connection::Lost { .. }
+            ))
+            .await,
+        "no key pressed, yet the header must change"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(render(&console.app, 100, 24).contains("connection lost, retrying"));
+
+    // The evaluator comes back on the same address.
+    let listen = endpoint.trim_start_matches("http://").to_string();
+    let (mut server, _) = spawn_evaluator(&state, &listen);
+    assert!(
+        console
+            .settle(Duration::from_secs(10), |a| matches!(
+                a.connection,
+                Connection::Reconnected { .. }
+            ) && a
+                .practice
+                .observation
+                .is_some())
+            .await
+    );
+    let practice = &console.app.practice;
+    assert!(practice.recreated, "marked as a new env");
+    assert_eq!(practice.spec.as_ref().unwrap().task.id, task);
+    assert_eq!(practice.seed, Some(seed), "reset on the last seed");
+    let screen = render(&console.app, 100, 24);
+    assert!(screen.contains("reconnected"), "{screen}");
+    assert!(screen.contains("new env after reconnect"), "{screen}");
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

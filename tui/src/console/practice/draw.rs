@@ -53,7 +53,11 @@ pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, a
         format!("· seed {seed} · ep {} · step {} ", p.episode, p.step),
         format!("· seed {seed} · step {} ", p.step),
     ];
-    let id = format!(" {} ", spec.task.id);
+    let id = if p.recreated {
+        format!(" {} (new env after reconnect) ", spec.task.id)
+    } else {
+        format!(" {} ", spec.task.id)
+    };
     let rest = candidates
         .iter()
         .find(|c| id.chars().count() + c.chars().count() <= room)

@@ -79,6 +79,10 @@ pub struct Practice {
     pub box_cursor: usize,
     /// A reset or step is in flight; no other is sent until it answers.
     pub busy: bool,
+    /// This env was made after the evaluator came back: the one before went with it.
+    pub recreated: bool,
+    /// The seed to reset a recreated env with (the last one the old env used).
+    restore_seed: Option<u64>,
     last_play: Option<Instant>,
 }
 
@@ -105,6 +109,8 @@ impl Default for Practice {
             box_action: Vec::new(),
             box_cursor: 0,
             busy: false,
+            recreated: false,
+            restore_seed: None,
             last_play: None,
         }
     }
@@ -124,6 +130,29 @@ impl Practice {
             ..Practice::default()
         };
         vec![Outcome::rpc(Request::CreatePractice { task_id })]
+    }
+
+    /// After the evaluator came back: a new env of the same task, reset with the last seed.
+    /// Nothing if there was no env.
+    pub fn recreate(&mut self) -> Vec<Outcome> {
+        let Some(task_id) = self
+            .spec
+            .as_ref()
+            .map(|s| s.task.id.clone())
+            .or_else(|| self.creating.clone())
+        else {
+            return Vec::new();
+        };
+        let seed = self.seed;
+        let outcomes = self.create(task_id);
+        self.recreated = true;
+        self.restore_seed = seed;
+        outcomes
+    }
+
+    /// The seed a recreated env will be reset with.
+    pub fn restore_seed(&self) -> Option<u64> {
+        self.restore_seed
     }
 
     fn reset(&mut self, seed: u64) -> Vec<Outcome> {
@@ -339,7 +368,11 @@ impl Practice {
                     _ => Vec::new(),
                 };
                 self.spec = Some(*spec);
-                return self.reset(seeds.next_seed());
+                let seed = self
+                    .restore_seed
+                    .take()
+                    .unwrap_or_else(|| seeds.next_seed());
+                return self.reset(seed);
             }
             Reply::Reset { observation, info } => {
                 self.busy = false;
