@@ -678,7 +678,8 @@ fn spawn_evaluator(state: &std::path::Path, listen: &str) -> (std::process::Chil
             return (child, url.trim().to_string());
         }
     }
-    panic!("ale serve ended before it was ready");
+    let status = child.wait();
+    panic!("ale serve ended before it was ready: {status:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
