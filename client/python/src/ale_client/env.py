@@ -101,13 +101,11 @@ class AleEnv(gymnasium.Env):
         timeout: Optional[float] = None,
     ) -> "AleEnv":
         """A new practice env of `task_id` on the evaluator at `endpoint`."""
-        connection = Connection(resolve_endpoint(endpoint), timeout=timeout)
-        try:
-            created = connection.call("CreateEnv", pb.CreateEnvRequest(task_id=task_id))
-            return cls(created.handle, connection=connection, owns_connection=True, render_mode=render_mode)
-        except BaseException:
-            connection.close()
-            raise
+
+        def handle(connection: Connection) -> str:
+            return connection.call("CreateEnv", pb.CreateEnvRequest(task_id=task_id)).handle
+
+        return cls._on_own_connection(endpoint, timeout, handle, render_mode)
 
     @classmethod
     def attach(
@@ -119,9 +117,20 @@ class AleEnv(gymnasium.Env):
         timeout: Optional[float] = None,
     ) -> "AleEnv":
         """The existing env `handle` (an official env a harness created, or a practice env)."""
+        return cls._on_own_connection(endpoint, timeout, lambda _: handle, render_mode)
+
+    @classmethod
+    def _on_own_connection(
+        cls,
+        endpoint: Optional[str],
+        timeout: Optional[float],
+        handle: Callable[[Connection], str],
+        render_mode: Optional[str],
+    ) -> "AleEnv":
+        """An env on a connection of its own, which is closed again if building the env fails."""
         connection = Connection(resolve_endpoint(endpoint), timeout=timeout)
         try:
-            return cls(handle, connection=connection, owns_connection=True, render_mode=render_mode)
+            return cls(handle(connection), connection=connection, owns_connection=True, render_mode=render_mode)
         except BaseException:
             connection.close()
             raise
