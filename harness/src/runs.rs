@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ale_proto::layout;
+use ale_proto::layout::{self, INTERRUPTED_FILE};
 use ale_proto::trajectory::TRAJECTORY_FILE;
 
 use crate::report::Report;
@@ -61,6 +61,22 @@ fn summarize(dir: &Path) -> RunSummary {
     }
     match std::fs::read_to_string(dir.join(TRAJECTORY_FILE)) {
         Err(e) => RunSummary::Unreadable(format!("no report and no trajectory: {e}")),
+        Ok(text) if dir.join(INTERRUPTED_FILE).exists() => {
+            // Its whole lines say which task; `verify` judges the record (a torn line breaks it).
+            let whole = text.rfind('\n').map_or(0, |newline| newline + 1);
+            let torn = if whole < text.len() {
+                ", torn last line"
+            } else {
+                ""
+            };
+            match verify_trajectory(&text[..whole]) {
+                Err(e) => RunSummary::Unreadable(format!("trajectory does not verify: {e}")),
+                Ok(v) => RunSummary::Unreported {
+                    task_id: v.run.task_id,
+                    status: format!("interrupted{torn}"),
+                },
+            }
+        }
         Ok(text) => match verify_trajectory(&text) {
             Err(e) => RunSummary::Unreadable(format!("trajectory does not verify: {e}")),
             Ok(v) => RunSummary::Unreported {

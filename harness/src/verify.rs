@@ -10,13 +10,13 @@
 use std::collections::BTreeMap;
 
 use ale_proto::records::{
-    EpisodeRecord, EvalResultRecord, Outcome, RolloutStarted, RunStarted, SessionStarted,
-    SubmissionReceived,
+    EpisodeRecord, EvalResultRecord, InterruptedRun, Outcome, RolloutStarted, RunStarted,
+    SessionStarted, SubmissionReceived,
 };
 use ale_proto::task_spec::TaskMode;
 use std::path::{Path, PathBuf};
 
-use ale_proto::layout::REPORT_FILE;
+use ale_proto::layout::{INTERRUPTED_FILE, REPORT_FILE};
 use ale_proto::signature;
 use ale_proto::trajectory::{
     self, EventKind, HARNESS_LOG_FILE, Level, SealedEvent, TRAJECTORY_FILE,
@@ -441,6 +441,22 @@ pub fn verify_harness_log(
     text: &str,
     trajectory_head: &str,
 ) -> Result<VerifiedHarnessLog, VerifyError> {
+    let log = verify_harness_log_so_far(text, trajectory_head)?;
+    if log.read.is_none() {
+        return Err(VerifyError {
+            line: log.events,
+            reason: "the harness log has no result_read event".into(),
+        });
+    }
+    Ok(log)
+}
+
+/// [`verify_harness_log`] of a log that may end before `result_read`: the log of a run whose
+/// evaluator was interrupted, so that no result was ever there to read.
+fn verify_harness_log_so_far(
+    text: &str,
+    trajectory_head: &str,
+) -> Result<VerifiedHarnessLog, VerifyError> {
     let chain = trajectory::verify(text).map_err(|e| VerifyError {
         line: e.line,
         reason: e.reason,
@@ -490,12 +506,6 @@ pub fn verify_harness_log(
         line: 1,
         reason: "the harness log is empty".into(),
     })?;
-    if read.is_none() {
-        return Err(VerifyError {
-            line: chain.events.len(),
-            reason: "the harness log has no result_read event".into(),
-        });
-    }
     Ok(VerifiedHarnessLog {
         events: chain.events.len(),
         head: chain.head,
@@ -526,10 +536,14 @@ impl RecordKeys {
 }
 
 /// A run folder (or a lone trajectory) that verified. As JSON (`ale harness verify --json`,
-/// see docs/harness.md) it is `{"trajectory": …, "harness_log": … | null, "report": … | null}`.
+/// see docs/harness.md) it is `{"trajectory": …, "interrupted": … | null,
+/// "harness_log": … | null, "report": … | null}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunVerification {
     pub trajectory: VerifiedTrajectory,
+    /// The evaluator found the session unfinished when it started again: the run was
+    /// interrupted and has no result (see [`InterruptedRun`]).
+    pub interrupted: Option<InterruptedRun>,
     /// Absent while the harness has not read the result.
     pub harness_log: Option<VerifiedHarnessLog>,
     /// Absent while the harness has not reported.
@@ -590,11 +604,52 @@ pub fn verify_trajectory_file(
     trajectory
         .check_signature(evaluator_key)
         .map_err(|e| broken(e.to_string()))?;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let interrupted = check_interrupted(folder, &trajectory)?;
     Ok(RunVerification {
         trajectory,
+        interrupted,
         harness_log: None,
         report: None,
     })
+}
+
+/// Reads the `interrupted.json` beside a verified trajectory, if there is one, and checks that
+/// it names the trajectory as it is: unfinished, with the same last event. A trajectory
+/// changed since the evaluator found it, or a finished one marked interrupted, is broken.
+pub fn check_interrupted(
+    dir: &Path,
+    trajectory: &VerifiedTrajectory,
+) -> Result<Option<InterruptedRun>, RunVerifyError> {
+    let path = dir.join(INTERRUPTED_FILE);
+    let broken = |reason: String| RunVerifyError {
+        path: path.clone(),
+        reason,
+    };
+    let text = match std::fs::read(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(broken(format!("cannot read it: {e}"))),
+    };
+    let found: InterruptedRun =
+        serde_json::from_slice(&text).map_err(|e| broken(format!("malformed: {e}")))?;
+    if trajectory.result.is_some() {
+        return Err(broken(
+            "it says the run was interrupted, but its trajectory records a finished session".into(),
+        ));
+    }
+    if found.events != trajectory.events as u64
+        || found.head != trajectory.head
+        || found.torn_bytes != 0
+    {
+        return Err(broken(format!(
+            "the trajectory changed after the evaluator found the run interrupted: it then \
+             held {} whole events (head {}) and {} bytes of a torn line, it now holds {} \
+             (head {})",
+            found.events, found.head, found.torn_bytes, trajectory.events, trajectory.head
+        )));
+    }
+    Ok(Some(found))
 }
 
 /// Verifies a run folder: the trajectory and its signature, the harness log and its
@@ -624,11 +679,16 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
             "it records run {run_id}, but it is in the folder of another run"
         )));
     }
+    let interrupted = check_interrupted(dir, &trajectory)?;
     let harness_log = match read(HARNESS_LOG_FILE)? {
         None => None,
         Some(text) => {
-            let log = verify_harness_log(&text, &trajectory.head)
-                .map_err(|e| broken(HARNESS_LOG_FILE)(e.to_string()))?;
+            let log = if interrupted.is_some() {
+                verify_harness_log_so_far(&text, &trajectory.head)
+            } else {
+                verify_harness_log(&text, &trajectory.head)
+            }
+            .map_err(|e| broken(HARNESS_LOG_FILE)(e.to_string()))?;
             if log.started.run_id != trajectory.run.run_id {
                 return Err(broken(HARNESS_LOG_FILE)(format!(
                     "it is the log of run {}, not of {run_id}",
@@ -651,6 +711,7 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
     };
     Ok(RunVerification {
         trajectory,
+        interrupted,
         harness_log,
         report,
     })

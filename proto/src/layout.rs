@@ -21,6 +21,9 @@ pub const AGENT_ENDPOINT_FILE: &str = "agent.endpoint";
 pub const AGENT_SOCKET: &str = "agent.sock";
 /// What the agent printed (stdout and stderr), in a run folder. The agent's own words.
 pub const AGENT_LOG_FILE: &str = "agent.log";
+/// In a run folder: the evaluator found the run's session unfinished when it started, see
+/// [`crate::records::InterruptedRun`].
+pub const INTERRUPTED_FILE: &str = "interrupted.json";
 /// The harness's report in a run folder.
 pub const REPORT_FILE: &str = "report.json";
 /// The evaluator's Ed25519 signing key: its 32-byte seed (0600).

@@ -248,6 +248,25 @@ pub struct RolloutStarted {
     pub seed_commitment: String,
 }
 
+/// What `<run dir>/interrupted.json` ([`crate::layout::INTERRUPTED_FILE`]) holds: a run whose
+/// session never finished, found by the evaluator when it started again on the state dir (the
+/// evaluator that wrote the run was killed, or its machine went down). The session's hidden
+/// seeds died with that process, so the run can never be resumed; its trajectory is left
+/// exactly as it was found, unsigned. This file is the evaluator's statement of what it found,
+/// not a signed record: a verifier checks that it names the trajectory's actual last event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterruptedRun {
+    /// When the evaluator found the run unfinished.
+    pub found_unix_ms: u64,
+    /// Whole events in the trajectory when it was found.
+    pub events: u64,
+    /// The hash of the last whole event (the 64 zero hex digits of the genesis for none).
+    pub head: String,
+    /// Bytes after the last whole line: a line the interruption cut short (0 if none).
+    pub torn_bytes: u64,
+}
+
 /// Data of a `rollout_finished` event: the rollout's [`EpisodeRecord`].
 pub type RolloutFinished = EpisodeRecord;
 

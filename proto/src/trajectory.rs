@@ -71,6 +71,21 @@ pub enum EventKind {
 }
 
 impl EventKind {
+    /// The name as the `kind` field holds it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventKind::RunStarted => "run_started",
+            EventKind::SubmissionReceived => "submission_received",
+            EventKind::SessionStarted => "session_started",
+            EventKind::RolloutStarted => "rollout_started",
+            EventKind::RolloutFinished => "rollout_finished",
+            EventKind::SessionFinished => "session_finished",
+            EventKind::HarnessStarted => "harness_started",
+            EventKind::ResultRead => "result_read",
+            EventKind::RunScored => "run_scored",
+        }
+    }
+
     /// Whether only the evaluator writes this kind (into `trajectory.jsonl`).
     pub fn is_evaluator_event(self) -> bool {
         !matches!(
@@ -315,10 +330,18 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
     let mut prev = GENESIS;
     let mut events = Vec::new();
     if !text.is_empty() && !text.ends_with('\n') {
-        let line = text.lines().count();
+        // The whole lines before a torn one are checked first: a break among them is the first.
+        let whole = text.rfind('\n').map_or(0, |newline| newline + 1);
+        let before = verify(&text[..whole])?;
+        let line = before.events.len() + 1;
         return Err(ChainError {
             line,
-            reason: "the last line is incomplete (no newline): the file was cut short".into(),
+            reason: format!(
+                "the last line is incomplete (no newline, {} bytes): the file was cut short; \
+                 the {} lines before it chain correctly",
+                text.len() - whole,
+                line - 1
+            ),
         });
     }
     for (i, line) in text.lines().enumerate() {
@@ -501,6 +524,23 @@ mod tests {
     }
 
     #[test]
+    fn event_kind_names_are_the_serialised_ones() {
+        for kind in [
+            EventKind::RunStarted,
+            EventKind::SubmissionReceived,
+            EventKind::SessionStarted,
+            EventKind::RolloutStarted,
+            EventKind::RolloutFinished,
+            EventKind::SessionFinished,
+            EventKind::HarnessStarted,
+            EventKind::ResultRead,
+            EventKind::RunScored,
+        ] {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.as_str());
+        }
+    }
+
+    #[test]
     fn a_sealed_chain_verifies() {
         let text = sample_chain();
         let verified = verify(&text).unwrap();
@@ -589,13 +629,37 @@ mod tests {
         let truncated = &text[..text.len() - 1];
         assert!(verify(truncated).is_err());
     }
+
+    #[test]
+    fn a_torn_last_line_is_named_after_the_whole_lines_are_checked() {
+        let text = sample_chain();
+        let torn = &text[..text.len() - 40];
+        let err = verify(torn).unwrap_err();
+        assert_eq!(err.line, 3);
+        assert!(
+            err.reason.contains("incomplete") && err.reason.contains("the 2 lines before it"),
+            "{}",
+            err.reason
+        );
+        // A break before the torn line is reported first.
+        let edited = torn.replacen("\"i\":1", "\"i\":7", 1);
+        assert_eq!(verify(&edited).unwrap_err().line, 2);
+    }
 }
 
 /// Appends sealed events of one level to a chained file, each reaching the OS before `append`
 /// returns.
+///
+/// The file only ever ends on a whole line: a write the disk refuses part-way (full, over a
+/// size limit) is cut back to the last line that was written whole, so what stays on disk is a
+/// valid prefix of the chain, never a torn line.
 #[derive(Debug)]
 pub struct ChainWriter {
-    file: std::io::BufWriter<std::fs::File>,
+    file: std::fs::File,
+    /// Sealed lines not yet handed to the OS (only while buffered).
+    pending: Vec<u8>,
+    /// How many bytes of the file are whole lines handed to the OS.
+    written: u64,
     /// Whether lines may wait in memory (see [`ChainWriter::set_buffered`]).
     buffered: bool,
     /// A write or flush failed: what reached the file is a valid prefix of the chain, and
@@ -607,13 +671,18 @@ pub struct ChainWriter {
     signed: bool,
 }
 
+/// How many sealed bytes a buffered writer keeps in memory before it hands them to the OS.
+const BUFFER_BYTES: usize = 64 << 10;
+
 impl ChainWriter {
     /// Starts a new chained file at `path` (0600); fails if anything, even a link, is there
     /// (see [`crate::private_files::create_private_file`]).
     pub fn create(path: &std::path::Path, level: Level) -> std::io::Result<ChainWriter> {
         let file = crate::private_files::create_private_file(path, 0o600)?;
         Ok(ChainWriter {
-            file: std::io::BufWriter::with_capacity(64 << 10, file),
+            file,
+            pending: Vec::with_capacity(BUFFER_BYTES),
+            written: 0,
             buffered: false,
             failed: false,
             chain: Chain::new(),
@@ -675,7 +744,6 @@ impl ChainWriter {
         data: &PreparedData,
         key: Option<&ed25519_dalek::SigningKey>,
     ) -> std::io::Result<String> {
-        use std::io::Write;
         if self.signed {
             return Err(std::io::Error::other(
                 "the record is signed and closed; nothing can be appended to it",
@@ -683,15 +751,11 @@ impl ChainWriter {
         }
         self.check_not_failed()?;
         let mut chain = self.chain.clone();
-        let (mut line, hash) = chain.seal_with(self.level, kind, crate::now_unix_ms(), data, key);
-        line.push('\n');
-        let mut written = self.file.write_all(line.as_bytes());
-        if written.is_ok() && (!self.buffered || key.is_some()) {
-            written = self.file.flush();
-        }
-        if let Err(e) = written {
-            self.failed = true;
-            return Err(e);
+        let (line, hash) = chain.seal_with(self.level, kind, crate::now_unix_ms(), data, key);
+        self.pending.extend_from_slice(line.as_bytes());
+        self.pending.push(b'\n');
+        if !self.buffered || key.is_some() || self.pending.len() >= BUFFER_BYTES {
+            self.flush()?;
         }
         self.chain = chain;
         self.signed = key.is_some();
@@ -707,13 +771,29 @@ impl ChainWriter {
         self.flush()
     }
 
-    /// Hands every line written so far to the OS.
+    /// Hands every line written so far to the OS. If the OS takes only part of them, the file
+    /// is cut back to the lines it held before, and the record is closed.
     pub fn flush(&mut self) -> std::io::Result<()> {
         use std::io::Write;
         self.check_not_failed()?;
-        let flushed = self.file.flush();
-        self.failed = flushed.is_err();
-        flushed
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        match (&self.file).write_all(&self.pending) {
+            Ok(()) => {
+                self.written += self.pending.len() as u64;
+                self.pending.clear();
+                Ok(())
+            }
+            Err(e) => {
+                self.failed = true;
+                self.pending.clear();
+                // Shrinking needs no space, so it works on a full disk too. Should it fail
+                // anyway, the torn line stays and verification reports it.
+                let _ = self.file.set_len(self.written);
+                Err(e)
+            }
+        }
     }
 
     fn check_not_failed(&self) -> std::io::Result<()> {
@@ -728,7 +808,7 @@ impl ChainWriter {
     /// Forces everything written so far to stable storage.
     pub fn sync(&mut self) -> std::io::Result<()> {
         self.flush()?;
-        self.file.get_ref().sync_data()
+        self.file.sync_data()
     }
 
     pub fn head(&self) -> String {

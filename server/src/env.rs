@@ -178,7 +178,7 @@ impl Env {
         now: Instant,
     ) -> Result<Env, Error> {
         let mut trajectory = crate::trajectory::create(runs_dir, &run_id, signer)?;
-        trajectory.append(
+        let started = trajectory.append(
             EventKind::RunStarted,
             &RunStarted {
                 run_id: run_id.clone(),
@@ -209,7 +209,13 @@ impl Env {
                 time_budget_seconds: task.eval.time_budget_seconds,
                 evaluator_version: env!("CARGO_PKG_VERSION").to_string(),
             },
-        )?;
+        );
+        if let Err(e) = started {
+            // No run exists without its first event: leave no empty run folder behind.
+            drop(trajectory);
+            crate::trajectory::discard(runs_dir, &run_id);
+            return Err(e.into());
+        }
         Ok(Env {
             handle,
             sim: build_sim(&task)?,
@@ -256,6 +262,14 @@ impl Env {
                 Stage::Batch(run) => Some(run.clone()),
                 _ => None,
             },
+            Kind::Practice(_) => None,
+        }
+    }
+
+    /// The run of an official env.
+    pub fn run_id(&self) -> Option<&RunId> {
+        match &self.kind {
+            Kind::Official(o) => Some(&o.run_id),
             Kind::Practice(_) => None,
         }
     }

@@ -1,7 +1,7 @@
 //! The evaluator: the env table, official runs and sessions, and the privilege rules. The gRPC
 //! service is a thin layer over this.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -15,6 +15,7 @@ use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, StepInfo};
 use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, Shared, lock};
 use crate::error::Error;
+use crate::interrupted::{MarkedRun, mark_interrupted_runs};
 use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
 use crate::task::{Task, TaskRegistry};
@@ -351,6 +352,19 @@ impl Evaluator {
     pub fn batch_status(&self, channel: Channel, batch_id: &BatchId) -> Result<BatchStatus, Error> {
         let run = self.batches.get(batch_id)?;
         Ok(run.status(channel == Channel::Harness))
+    }
+
+    /// Marks the runs an earlier evaluator on this state dir left unfinished (see
+    /// [`crate::interrupted`]) and returns them. Call it once this evaluator is known to be the
+    /// state dir's only one (its sockets are bound); its own runs are never marked.
+    pub fn mark_interrupted_runs(&self) -> Vec<MarkedRun> {
+        // Held throughout, so that no official env (no run folder) is made while runs are read.
+        let _envs = lock(&self.envs);
+        let live: HashSet<String> = lock(&self.sessions)
+            .values()
+            .filter_map(|env| lock(env).run_id().map(|r| r.as_str().to_string()))
+            .collect();
+        mark_interrupted_runs(&ale_proto::layout::runs_dir(&self.state_dir), &live)
     }
 
     /// Ends every running session (the evaluator is going away) and flushes their

@@ -20,6 +20,7 @@ mod env;
 mod env_table;
 mod error;
 mod evaluator;
+pub mod interrupted;
 pub mod seeds;
 pub mod serve;
 pub mod service;

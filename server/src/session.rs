@@ -213,7 +213,6 @@ impl Session {
         let i = self.next;
         let rollout = &mut self.rollouts[i];
         sim.reset(rollout.seed.reveal());
-        rollout.record.outcome = Outcome::InProgress;
         self.trajectory.append(
             EventKind::RolloutStarted,
             &RolloutStarted {
@@ -221,6 +220,7 @@ impl Session {
                 seed_commitment: rollout.record.seed_commitment.clone(),
             },
         )?;
+        rollout.record.outcome = Outcome::InProgress;
         self.current = Some(i);
         self.next += 1;
         Ok(self.progress(i))
@@ -299,16 +299,27 @@ impl Session {
             rollout.record.outcome = Outcome::NotRun;
             rollout.record.metric = failure;
         }
-        self.next = self.rollouts.len();
-        self.status = status;
-        self.status_message = message;
+        let running_next = std::mem::replace(&mut self.next, self.rollouts.len());
+        let running_status = std::mem::replace(&mut self.status, status);
+        let running_message = std::mem::replace(&mut self.status_message, message);
         // The event cannot hold its own hash; readers take the head from the chain.
         let record = self.record_at(String::new());
         // The last event, signed: a re-sealed record no longer verifies.
-        let data = PreparedData::of_sorted(&record)
-            .map_err(|e| Error::Internal(format!("cannot serialise the session's result: {e}")))?;
-        self.trajectory
-            .append_final(EventKind::SessionFinished, &data)?;
+        let recorded = PreparedData::of_sorted(&record)
+            .map_err(|e| Error::Internal(format!("cannot serialise the session's result: {e}")))
+            .and_then(|data| {
+                self.trajectory
+                    .append_final(EventKind::SessionFinished, &data)
+                    .map_err(Error::from)
+            });
+        if let Err(e) = recorded {
+            // A result that is not on record is not the session's result: it stays running
+            // (and can record nothing more), so no reader takes it for a final one.
+            self.next = running_next;
+            self.status = running_status;
+            self.status_message = running_message;
+            return Err(e);
+        }
         tracing::info!(session = %self.id, status = ?self.status, value = record.value, "eval session finished");
         Ok(())
     }

@@ -24,10 +24,27 @@ pub struct TrajectoryWriter {
     signer: SigningKey,
 }
 
+/// What a client is told when a trusted event cannot be recorded (a full disk, a state dir
+/// that went read-only): the request that caused it fails, and the run can go no further,
+/// since an official step that is not on record must never count.
+fn unrecorded(kind: EventKind, cause: std::io::Error) -> std::io::Error {
+    std::io::Error::new(
+        cause.kind(),
+        format!(
+            "the evaluator could not record the trusted event {} ({cause}), so this request is \
+             refused and the run records nothing more; the evaluator's operator must free space \
+             in (or repair) its state dir, then start a new run",
+            kind.as_str()
+        ),
+    )
+}
+
 impl TrajectoryWriter {
     /// Appends one trusted event; returns its hash.
     pub fn append(&mut self, kind: EventKind, data: &impl Serialize) -> std::io::Result<String> {
-        self.chain.append(kind, data)
+        self.chain
+            .append(kind, data)
+            .map_err(|e| unrecorded(kind, e))
     }
 
     /// Appends one trusted event whose data was serialised beforehand; returns its hash.
@@ -36,7 +53,9 @@ impl TrajectoryWriter {
         kind: EventKind,
         data: &PreparedData,
     ) -> std::io::Result<String> {
-        self.chain.append_prepared(kind, data)
+        self.chain
+            .append_prepared(kind, data)
+            .map_err(|e| unrecorded(kind, e))
     }
 
     /// Appends the last event, signed over its hash (the final head), and syncs the file.
@@ -47,8 +66,9 @@ impl TrajectoryWriter {
     ) -> std::io::Result<String> {
         let hash = self
             .chain
-            .append_signed_prepared(kind, data, &self.signer)?;
-        self.chain.sync()?;
+            .append_signed_prepared(kind, data, &self.signer)
+            .and_then(|hash| self.chain.sync().map(|()| hash))
+            .map_err(|e| unrecorded(kind, e))?;
         Ok(hash)
     }
 
@@ -74,9 +94,20 @@ pub fn create(
 ) -> std::io::Result<TrajectoryWriter> {
     check_private_dir(runs_dir)?;
     let run_dir = runs_dir.join(run_id.as_str());
-    create_private_dir(&run_dir)?;
-    Ok(TrajectoryWriter {
-        chain: ChainWriter::create(&run_dir.join(TRAJECTORY_FILE), Level::TrustedEvaluator)?,
-        signer,
-    })
+    create_private_dir(&run_dir).map_err(|e| unrecorded(EventKind::RunStarted, e.into()))?;
+    let chain = ChainWriter::create(&run_dir.join(TRAJECTORY_FILE), Level::TrustedEvaluator)
+        .map_err(|e| unrecorded(EventKind::RunStarted, e))?;
+    Ok(TrajectoryWriter { chain, signer })
+}
+
+/// Removes the run folder [`create`] made, and its trajectory, when not even `run_started`
+/// could be recorded: there is no run to keep. Only those two names are removed, never
+/// anything else that might be in the folder; a failure is logged, not fatal.
+pub fn discard(runs_dir: &Path, run_id: &RunId) {
+    let run_dir = runs_dir.join(run_id.as_str());
+    let removed = std::fs::remove_file(run_dir.join(TRAJECTORY_FILE))
+        .and_then(|()| std::fs::remove_dir(&run_dir));
+    if let Err(e) = removed {
+        tracing::warn!(run = %run_id, error = %e, "cannot remove the folder of a run that could not start");
+    }
 }

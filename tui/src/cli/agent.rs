@@ -29,6 +29,22 @@ pub struct AgentArgs {
     /// Kill this process with SIGKILL after this many steps (for testing crash handling).
     #[arg(long, hide = true, value_name = "STEPS")]
     pub crash_after_steps: Option<u64>,
+    /// Stop playing, and wait to be killed, after this many steps: mid-rollout, unless the
+    /// count ends one (for testing what a harness does with an agent killed from outside).
+    #[arg(long, hide = true, value_name = "STEPS")]
+    pub hang_after_steps: Option<u64>,
+    /// Stop playing, and wait to be killed, after this many whole rollouts, before the next
+    /// Reset (for testing an agent killed between rollouts).
+    #[arg(long, hide = true, value_name = "ROLLOUTS")]
+    pub hang_after_rollouts: Option<u32>,
+}
+
+/// What a test agent does once it has played as far as it was told: nothing, until killed.
+async fn hang() -> ! {
+    eprintln!("agent: hanging until killed");
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+    }
 }
 
 pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
@@ -51,15 +67,22 @@ async fn play(args: AgentArgs) -> anyhow::Result<ExitCode> {
         session.episodes
     );
     let mut steps = 0;
-    for _ in 0..session.episodes {
-        if let Some(limit) = args.crash_after_steps {
+    let counts_steps = args.crash_after_steps.is_some() || args.hang_after_steps.is_some();
+    for played in 0..session.episodes {
+        if args.hang_after_rollouts == Some(played) {
+            hang().await;
+        }
+        if counts_steps {
             let mut observation = env.reset(None).await?.observation;
             loop {
-                if steps >= limit {
+                if args.crash_after_steps.is_some_and(|limit| steps >= limit) {
                     // SAFETY: raising a signal on ourselves.
                     unsafe {
                         libc::raise(libc::SIGKILL);
                     }
+                }
+                if args.hang_after_steps.is_some_and(|limit| steps >= limit) {
+                    hang().await;
                 }
                 let step = env.step(&agent.act(&observation)).await?;
                 steps += 1;

@@ -573,6 +573,17 @@ fn verification_rows(
             trajectory.events, trajectory.head
         ),
     )];
+    if let Some(found) = &verified.interrupted {
+        rows.push((
+            "interrupted".into(),
+            format!(
+                "the evaluator stopped before the session finished; its restart found {} events \
+                 ending at this head. The session's hidden seeds died with it: it cannot be \
+                 resumed, and it has no result or signature",
+                found.events
+            ),
+        ));
+    }
     rows.push((
         "evaluator signature".into(),
         if trajectory.signature.is_some() {

@@ -101,6 +101,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
             agent_socket,
         )
         .await?;
+        // Bound, so no other evaluator serves this state dir: what is unfinished is interrupted.
+        server.evaluator().mark_interrupted_runs();
         // Whoever reads the announcement may signal at once: the handlers are in place first.
         let stop = stop_signal()?;
         announce(&server);
