@@ -250,6 +250,8 @@ fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
+    // Text is measured for the legend whatever the backend, so the font must be there.
+    register_font();
     root.fill(&WHITE)?;
     let (chart_area, legend_area) = root.split_vertically(HEIGHT - LEGEND_HEIGHT);
     let n = data.episodes.len().max(1) as u32;
