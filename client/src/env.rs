@@ -21,6 +21,7 @@ use crate::error::ClientError;
 /// ```
 #[derive(Clone)]
 pub struct Client {
+    channel: Channel,
     env: AleEnvClient<Channel>,
     catalog: CatalogClient<Channel>,
 }
@@ -155,7 +156,8 @@ impl Client {
         .map_err(connect_err)?;
         Ok(Client {
             env: AleEnvClient::new(channel.clone()),
-            catalog: CatalogClient::new(channel),
+            catalog: CatalogClient::new(channel.clone()),
+            channel,
         })
     }
 
@@ -216,6 +218,12 @@ impl Client {
     /// The raw generated client, for RPCs this wrapper does not cover.
     pub fn raw(&self) -> AleEnvClient<Channel> {
         self.env.clone()
+    }
+
+    /// The connection itself, for the other services the evaluator serves on it
+    /// (`grpc.health.v1.Health`, `grpc.reflection.v1.ServerReflection`).
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
     }
 }
 
