@@ -23,6 +23,7 @@ use crate::error::ClientError;
 /// ```
 #[derive(Clone)]
 pub struct Client {
+    channel: Channel,
     env: AleEnvClient<Channel>,
     catalog: CatalogClient<Channel>,
     health: HealthClient<Channel>,
@@ -159,7 +160,8 @@ impl Client {
         Ok(Client {
             env: AleEnvClient::new(channel.clone()),
             catalog: CatalogClient::new(channel.clone()),
-            health: HealthClient::new(channel),
+            health: HealthClient::new(channel.clone()),
+            channel,
         })
     }
 
@@ -234,6 +236,12 @@ impl Client {
     /// The raw generated client, for RPCs this wrapper does not cover.
     pub fn raw(&self) -> AleEnvClient<Channel> {
         self.env.clone()
+    }
+
+    /// The connection itself, for the other services the evaluator serves on it
+    /// (`grpc.health.v1.Health`, `grpc.reflection.v1.ServerReflection`).
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
     }
 }
 

@@ -39,6 +39,10 @@ enum Command {
     /// Measure the evaluator.
     #[command(subcommand)]
     Bench(cli::bench::BenchCommand),
+    /// Check an evaluator (ours or another) against the protocol: a line per case, the counts last.
+    Conformance(cli::conformance::ConformanceArgs),
+    /// Load an evaluator with many clients stepping practice envs; report steps/s, latency, errors.
+    Load(cli::load::LoadArgs),
     /// The agent sandbox's launcher, run by the harness (not for direct use).
     #[command(name = ale_harness::sandbox::LAUNCHER_SUBCOMMAND, hide = true)]
     SandboxExec,
@@ -75,6 +79,8 @@ fn main() -> std::process::ExitCode {
         Command::Plot(args) => cli::plot::run(args),
         Command::Agent(args) => cli::agent::run(args),
         Command::Bench(cmd) => cli::bench::run(cmd),
+        Command::Conformance(args) => cli::conformance::run(args),
+        Command::Load(args) => cli::load::run(args),
         Command::SandboxExec => unreachable!("handled before logging starts"),
     };
     match result {

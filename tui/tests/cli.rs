@@ -90,6 +90,8 @@ fn help_texts() {
         ("harness_run", vec!["harness", "run", "--help"]),
         ("harness_verify", vec!["harness", "verify", "--help"]),
         ("sims_replay", vec!["sims", "replay", "--help"]),
+        ("conformance", vec!["conformance", "--help"]),
+        ("load", vec!["load", "--help"]),
     ] {
         let out = Command::new(ALE)
             .args(&args)

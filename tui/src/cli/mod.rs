@@ -2,8 +2,10 @@
 
 pub mod agent;
 pub mod bench;
+pub mod conformance;
 pub mod demo;
 pub mod harness;
+pub mod load;
 pub mod plot;
 pub mod serve;
 pub mod sims;
