@@ -40,7 +40,7 @@ fn ale(args: &[&str]) -> std::process::Output {
 /// Reads a `ale serve` child's announcement up to its agent channel's URL.
 fn agent_endpoint_of(child: &mut Child) -> String {
     let stdout = child.stdout.take().unwrap();
-    let endpoint = BufReader::new(stdout)
+    BufReader::new(stdout)
         .lines()
         .map_while(Result::ok)
         .find_map(|l| {
@@ -48,8 +48,7 @@ fn agent_endpoint_of(child: &mut Child) -> String {
                 .strip_prefix("agent channel:")
                 .map(|e| e.trim().to_string())
         })
-        .expect("serve prints its agent endpoint");
-    endpoint
+        .expect("serve prints its agent endpoint")
 }
 
 /// `ale serve` on a free port, with `extra` arguments; returns the child and its agent URL.
@@ -106,10 +105,10 @@ fn harness_run(state: &Path, args: &[&str]) -> (Child, Receiver<serde_json::Valu
     let (send, receive) = channel();
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Ok(value) = serde_json::from_str(&line) {
-                if send.send(value).is_err() {
-                    return;
-                }
+            if let Ok(value) = serde_json::from_str(&line)
+                && send.send(value).is_err()
+            {
+                return;
             }
         }
     });
@@ -586,7 +585,7 @@ fn sigkill_mid_session_leaves_whole_lines_and_a_restart_marks_the_run_interrupte
     // Every line the evaluator wrote is whole and chains: run_started, session_started,
     // rollout 0 started and finished, rollout 1 started.
     let runs = state.join("runs");
-    let played = runs.join(&other_run(&state, &idle_run.run_id));
+    let played = runs.join(other_run(&state, &idle_run.run_id));
     let text = std::fs::read_to_string(played.join(TRAJECTORY_FILE)).unwrap();
     let verified = ale_harness::verify::verify_trajectory(&text).unwrap();
     assert_eq!(verified.events, 5);

@@ -122,10 +122,12 @@ fn numbers(text: &str) -> Vec<u64> {
             found.push(n);
         }
         let hex = token.trim_start_matches("0x");
-        if !hex.is_empty() && hex.len() <= 16 && hex.chars().all(|c| c.is_ascii_hexdigit()) {
-            if let Ok(n) = u64::from_str_radix(hex, 16) {
-                found.push(n);
-            }
+        if !hex.is_empty()
+            && hex.len() <= 16
+            && hex.chars().all(|c| c.is_ascii_hexdigit())
+            && let Ok(n) = u64::from_str_radix(hex, 16)
+        {
+            found.push(n);
         }
     }
     found.sort_unstable();
