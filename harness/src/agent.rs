@@ -12,7 +12,7 @@ use ale_proto::EnvHandle;
 use tokio::process::{Child, Command};
 
 use crate::error::HarnessError;
-use crate::sandbox::{self, LaunchSpec, SandboxMode, SandboxOptions};
+use crate::sandbox::{self, LaunchSpec, PinnedPath, SandboxMode, SandboxOptions};
 
 /// The most of an agent's output `agent.log` keeps; the rest is counted and dropped.
 pub const AGENT_LOG_LIMIT: u64 = 16 << 20;
@@ -71,9 +71,9 @@ fn create_log(path: &Path) -> std::io::Result<std::fs::File> {
 /// sits inside the evaluator's private state dir, which nobody else can traverse).
 fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
     if let (Some(dir), Some(user)) = (&spec.submission_dir, spec.agent_user) {
-        std::os::unix::fs::lchown(dir, Some(user.uid), Some(user.gid)).map_err(|cause| {
+        std::os::unix::fs::lchown(&dir.path, Some(user.uid), Some(user.gid)).map_err(|cause| {
             HarnessError::Records {
-                path: dir.clone(),
+                path: dir.path.clone(),
                 cause,
             }
         })?;
@@ -82,7 +82,7 @@ fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
 }
 
 /// The launch spec of a sandboxed agent. Every folder and the program are checked here, before
-/// anything is launched.
+/// anything is launched, and pinned: the launcher binds what was checked, or nothing.
 pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
     let (program, _) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
     let options = launch.sandbox;
@@ -106,8 +106,9 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         .transpose()?;
     let mut exposed = Vec::with_capacity(options.expose.len());
     for dir in &options.expose {
-        let dir = sandbox::resolve_exposed(dir, launch.hidden, workdir.as_deref())?;
-        if !exposed.contains(&dir) {
+        let workdir = workdir.as_ref().map(|w| w.path.as_path());
+        let dir = sandbox::resolve_exposed(dir, launch.hidden, workdir)?;
+        if !exposed.iter().any(|e: &PinnedPath| e.path == dir.path) {
             exposed.push(dir);
         }
     }
@@ -115,28 +116,42 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
     let (program, program_file) = match sandbox::resolve_program(program)? {
         sandbox::AgentProgram::OnPath(name) => (name, None),
         sandbox::AgentProgram::File(file) => {
-            let bound: Vec<PathBuf> = exposed.iter().chain(&workdir).cloned().collect();
+            let bound: Vec<PathBuf> = exposed
+                .iter()
+                .chain(&workdir)
+                .map(|dir| dir.path.clone())
+                .collect();
             let view = sandbox::SandboxView {
                 masked: &masked,
                 bound: &bound,
             };
-            let program_file = sandbox::program_binding(&file, launch.hidden, &view)?;
+            let program_file = sandbox::program_binding(&file, launch.hidden, &view)?
+                .map(|canonical| {
+                    PinnedPath::of(&canonical).map_err(|e| sandbox::SandboxError::Program {
+                        path: file.invoked.clone(),
+                        problem: e.to_string(),
+                    })
+                })
+                .transpose()?;
             (file.invoked, program_file)
         }
     };
     let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
-    let agent_socket =
-        std::fs::canonicalize(launch.agent_socket).map_err(|cause| HarnessError::AgentSocket {
+    let agent_socket = std::fs::canonicalize(launch.agent_socket)
+        .and_then(|socket| PinnedPath::of(&socket))
+        .map_err(|cause| HarnessError::AgentSocket {
             socket: launch.agent_socket.to_path_buf(),
             cause,
         })?;
     let submission_dir = launch
         .submission_dir
         .map(|dir| {
-            std::fs::canonicalize(dir).map_err(|cause| HarnessError::Records {
-                path: dir.to_path_buf(),
-                cause,
-            })
+            std::fs::canonicalize(dir)
+                .and_then(|dir| PinnedPath::of(&dir))
+                .map_err(|cause| HarnessError::Records {
+                    path: dir.to_path_buf(),
+                    cause,
+                })
         })
         .transpose()?;
     // argv[0] names the program as it is started: Python finds its venv from it, and the

@@ -475,3 +475,36 @@ fn a_plain_program_inside_a_hidden_home_still_runs_on_its_own() {
     says(&visible_link, &[("--expose", &bin)], "by-a-visible-link");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A folder's name need not be UTF-8: such a folder inside a hidden home is exposed like any
+/// other (the launch spec carries the name as bytes).
+#[test]
+fn a_folder_whose_name_is_not_utf8_is_exposed() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch("not-utf8");
+    let home = home_in(&dir);
+    let exposed = home.join(std::ffi::OsStr::from_bytes(b"py\xff"));
+    std::fs::create_dir(&exposed).unwrap();
+    set_mode(&exposed, 0o755);
+    std::fs::write(exposed.join("marker"), "exposed\n").unwrap();
+    set_mode(&exposed.join("marker"), 0o644);
+    let work = agent_folder(&dir.join("work"));
+    let state = dir.join("state");
+    let script = format!(
+        "cat {}/py*/marker > {}/read.txt",
+        home.display(),
+        work.display()
+    );
+    let report = report(&harness_run(
+        &state,
+        Some(&home),
+        &[("--workdir", &work), ("--expose", &exposed)],
+        &["sh", "-c", &script],
+    ));
+    assert_eq!(report["agent"]["exit"], "exited with status 0", "{report}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("read.txt")).unwrap(),
+        "exposed\n"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,9 +1,16 @@
 //! Host folders handed to a sandboxed agent at their own paths: its working directory
 //! (writable) and the `--expose` folders (read-only). Each is checked on its canonical path
-//! before anything is launched: none may lay bare a folder the agent must not see.
+//! before anything is launched: none may lay bare a folder the agent must not see. Each is
+//! pinned (see [`PinnedPath`]) when it is checked, and its contents are read through that
+//! pin: the launcher binds the folder that was checked, or none.
 
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
+use super::pinned::{FileId, Opening, PinnedPath, open_without_links};
 use super::{PRIVATE_TOP_LEVEL, SandboxError, default_hidden_folders};
 
 /// Host folders that hold the kernel's and running programs' state (processes, devices,
@@ -13,17 +20,32 @@ const RUNTIME_FOLDERS: &[&str] = &["/proc", "/sys", "/dev", "/run"];
 /// Checks a `--workdir` and returns its canonical path. It may not overlap a `secret` folder
 /// (the state dir) at all, by any of its paths, and may not be one of the folders the sandbox
 /// masks (the homes) nor hold one: only a folder strictly inside a home is bound back in.
-pub fn resolve_workdir(dir: &Path, secret: &[PathBuf]) -> Result<PathBuf, SandboxError> {
+pub fn resolve_workdir(dir: &Path, secret: &[PathBuf]) -> Result<PinnedPath, SandboxError> {
     let problem = |problem: String| SandboxError::Workdir {
         path: dir.to_path_buf(),
         problem,
     };
-    let path = std::fs::canonicalize(dir).map_err(|e| problem(e.to_string()))?;
-    if !path.is_dir() {
-        return Err(problem("not a directory".into()));
-    }
-    refuse_secret_and_masked(&path, secret, &default_hidden_folders()).map_err(problem)?;
-    Ok(path)
+    let (pinned, _) = open_folder(dir).map_err(problem)?;
+    refuse_secret_and_masked(&pinned.path, secret, &default_hidden_folders()).map_err(problem)?;
+    Ok(pinned)
+}
+
+/// The canonical path of the folder `dir`, pinned, and the folder opened: every later look at
+/// its contents goes through that descriptor, whatever its path leads to by then.
+fn open_folder(dir: &Path) -> Result<(PinnedPath, OwnedFd), String> {
+    let path = std::fs::canonicalize(dir).map_err(|e| e.to_string())?;
+    let folder = open_without_links(&path, Opening::Folder).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ENOTDIR) {
+            "not a directory".to_string()
+        } else {
+            e.to_string()
+        }
+    })?;
+    let meta = std::fs::File::from(folder.try_clone().map_err(|e| e.to_string())?)
+        .metadata()
+        .map_err(|e| e.to_string())?;
+    let id = FileId::of(&meta);
+    Ok((PinnedPath { path, id }, folder))
 }
 
 /// Checks an `--expose` folder and returns its canonical path. Besides what a working
@@ -31,20 +53,19 @@ pub fn resolve_workdir(dir: &Path, secret: &[PathBuf]) -> Result<PathBuf, Sandbo
 /// be given through a link there; may not be or hold `/tmp`, be in or hold a folder of the
 /// kernel's and running programs' state (`/proc`, `/sys`, `/dev`, `/run`), nor hold a mount of
 /// such state; and may hold no Unix socket, no named pipe and no evaluator's secret or private
-/// key: a read-only mount stops writes, not connections.
+/// key, by name or as a hard link to a `secret` folder's: a read-only mount stops writes, not
+/// connections.
 pub fn resolve_exposed(
     dir: &Path,
     secret: &[PathBuf],
     workdir: Option<&Path>,
-) -> Result<PathBuf, SandboxError> {
+) -> Result<PinnedPath, SandboxError> {
     let problem = |problem: String| SandboxError::Expose {
         path: dir.to_path_buf(),
         problem,
     };
-    let path = std::fs::canonicalize(dir).map_err(|e| problem(e.to_string()))?;
-    if !path.is_dir() {
-        return Err(problem("not a directory".into()));
-    }
+    let (pinned, folder) = open_folder(dir).map_err(problem)?;
+    let path = pinned.path.as_path();
     if let Some(workdir) = workdir {
         // Shown (writable) already.
         if path.starts_with(workdir) {
@@ -65,7 +86,7 @@ pub fn resolve_exposed(
         }
     }
     for runtime in RUNTIME_FOLDERS.iter().map(Path::new) {
-        if path.starts_with(runtime) || runtime.starts_with(&path) {
+        if path.starts_with(runtime) || runtime.starts_with(path) {
             return Err(problem(format!(
                 "is in or holds {}, the host's running state (processes, devices, sockets), \
                  which the agent must not see; expose the installation the agent needs",
@@ -74,7 +95,7 @@ pub fn resolve_exposed(
         }
     }
     for private in PRIVATE_TOP_LEVEL.iter().map(|p| Path::new("/").join(p)) {
-        if private.starts_with(&path) {
+        if private.starts_with(path) {
             return Err(problem(format!(
                 "is or holds {}, which the sandbox replaces with the agent's own; expose a \
                  folder inside it",
@@ -82,10 +103,10 @@ pub fn resolve_exposed(
             )));
         }
     }
-    refuse_secret_and_masked(&path, secret, &default_hidden_folders()).map_err(problem)?;
-    refuse_runtime_mounts(&path).map_err(problem)?;
-    refuse_sockets_and_keys(&path).map_err(problem)?;
-    Ok(path)
+    refuse_secret_and_masked(path, secret, &default_hidden_folders()).map_err(problem)?;
+    refuse_runtime_mounts(path).map_err(problem)?;
+    refuse_sockets_and_keys(folder, path, &key_files(secret)).map_err(problem)?;
+    Ok(pinned)
 }
 
 /// Where each link is that the path `given` (relative to the working directory, or absolute)
@@ -188,45 +209,118 @@ fn refuse_other_paths(_: &Path, _: &[PathBuf], _: &[PathBuf]) -> Result<(), Stri
     Ok(())
 }
 
+/// The names an evaluator's secret and private keys have in its state dir.
+const KEY_FILES: [&str; 3] = [
+    ale_proto::layout::SECRET_FILE,
+    ale_proto::layout::EVALUATOR_KEY_FILE,
+    ale_proto::layout::HARNESS_KEY_FILE,
+];
+
+/// Which files the secret and private keys in the `secret` folders (the state dir) are: a hard
+/// link to one, by any name, is the key itself.
+fn key_files(secret: &[PathBuf]) -> Vec<FileId> {
+    secret
+        .iter()
+        .flat_map(|folder| KEY_FILES.iter().map(move |name| folder.join(name)))
+        .filter_map(|key| std::fs::symlink_metadata(key).ok())
+        .filter(|meta| meta.is_file())
+        .map(|meta| FileId::of(&meta))
+        .collect()
+}
+
+/// A folder [`refuse_sockets_and_keys`] has still to read: its name in its parent (open).
+struct Pending {
+    parent: Rc<OwnedFd>,
+    name: CString,
+    path: PathBuf,
+}
+
 /// Refuses a folder holding a Unix socket or a named pipe (another evaluator's socket, a
-/// program's of the operator's own) or an evaluator's secret or private key. Links are not followed: inside the sandbox a
-/// link leads wherever its target is there, which the masks cover. A folder the harness cannot
-/// read is skipped: the agent, of the same or a less privileged user, cannot read it either.
-fn refuse_sockets_and_keys(path: &Path) -> Result<(), String> {
-    use std::os::unix::fs::FileTypeExt;
-    let secrets = [
-        ale_proto::layout::SECRET_FILE,
-        ale_proto::layout::EVALUATOR_KEY_FILE,
-        ale_proto::layout::HARNESS_KEY_FILE,
-    ];
-    let mut folders = vec![path.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        let Ok(entries) = std::fs::read_dir(&folder) else {
+/// program's of the operator's own), or an evaluator's secret or private key: a file by such a
+/// name, or a hard link to one of `keys` by any name. Hard links in general are allowed: uv
+/// and conda install packages as hard links into their caches. Links are not followed: inside
+/// the sandbox a link leads wherever its target is there, which the masks cover. The tree is
+/// read from the descriptor `folder` down, each folder opened in its parent without following
+/// a link, so it is the tree the launcher binds. A folder the harness cannot read is skipped:
+/// the agent, of the same or a less privileged user, cannot read it either.
+fn refuse_sockets_and_keys(folder: OwnedFd, path: &Path, keys: &[FileId]) -> Result<(), String> {
+    use nix::fcntl::OFlag;
+    let mut pending = Vec::new();
+    check_entries(folder, path, keys, &mut pending)?;
+    while let Some(Pending { parent, name, path }) = pending.pop() {
+        let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let Ok(folder) = nix::fcntl::openat(
+            parent.as_fd(),
+            name.as_c_str(),
+            flags,
+            nix::sys::stat::Mode::empty(),
+        ) else {
             continue;
         };
-        for entry in entries.flatten() {
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            if kind.is_dir() {
-                folders.push(entry.path());
-            } else if kind.is_socket() || kind.is_fifo() {
-                return Err(format!(
-                    "holds the {} {}, through which the agent could talk to a program outside \
-                     (a read-only mount does not stop that); expose a folder without one",
-                    if kind.is_socket() {
-                        "Unix socket"
-                    } else {
-                        "named pipe"
-                    },
-                    entry.path().display()
-                ));
-            } else if secrets.iter().any(|s| entry.file_name() == *s) {
-                return Err(format!(
-                    "holds {}, an evaluator's secret or private key, which the agent must not see",
-                    entry.path().display()
-                ));
-            }
+        check_entries(folder, &path, keys, &mut pending)?;
+    }
+    Ok(())
+}
+
+/// Checks the entries of one folder of [`refuse_sockets_and_keys`]; queues its subfolders.
+fn check_entries(
+    folder: OwnedFd,
+    path: &Path,
+    keys: &[FileId],
+    pending: &mut Vec<Pending>,
+) -> Result<(), String> {
+    use nix::sys::stat::SFlag;
+    let Ok(shared) = folder.try_clone().map(Rc::new) else {
+        return Ok(());
+    };
+    let Ok(mut dir) = nix::dir::Dir::from_fd(folder) else {
+        return Ok(());
+    };
+    let names: Vec<CString> = dir
+        .iter()
+        .flatten()
+        .map(|entry| entry.file_name().to_owned())
+        .filter(|name| name.as_bytes() != b"." && name.as_bytes() != b"..")
+        .collect();
+    drop(dir);
+    for name in names {
+        let entry_path = path.join(OsStr::from_bytes(name.as_bytes()));
+        let Ok(stat) = nix::sys::stat::fstatat(
+            shared.as_fd(),
+            name.as_c_str(),
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        ) else {
+            continue;
+        };
+        let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
+        if kind == SFlag::S_IFDIR {
+            pending.push(Pending {
+                parent: Rc::clone(&shared),
+                name,
+                path: entry_path,
+            });
+        } else if kind == SFlag::S_IFSOCK || kind == SFlag::S_IFIFO {
+            return Err(format!(
+                "holds the {} {}, through which the agent could talk to a program outside \
+                 (a read-only mount does not stop that); expose a folder without one",
+                if kind == SFlag::S_IFSOCK {
+                    "Unix socket"
+                } else {
+                    "named pipe"
+                },
+                entry_path.display()
+            ));
+        } else if KEY_FILES.iter().any(|k| k.as_bytes() == name.as_bytes()) {
+            return Err(format!(
+                "holds {}, an evaluator's secret or private key, which the agent must not see",
+                entry_path.display()
+            ));
+        } else if kind == SFlag::S_IFREG && keys.contains(&FileId::of_stat(&stat)) {
+            return Err(format!(
+                "holds {}, a hard link to an evaluator's secret or private key in the state \
+                 dir, which the agent must not see; remove the link",
+                entry_path.display()
+            ));
         }
     }
     Ok(())
@@ -252,13 +346,19 @@ mod tests {
         }
         let work = root.join("work");
         std::fs::create_dir(&work).unwrap();
-        assert_eq!(resolve_workdir(&work, &[state]).unwrap(), work);
+        let pinned = resolve_workdir(&work, &[state]).unwrap();
+        assert_eq!(pinned.path, work);
+        assert_eq!(
+            pinned.id,
+            FileId::of(&std::fs::metadata(&work).unwrap()),
+            "the working directory is pinned to the folder that was checked"
+        );
     }
 
     fn refusal(dir: &Path, secret: &[PathBuf], workdir: Option<&Path>) -> String {
         match resolve_exposed(dir, secret, workdir) {
             Err(e) => e.to_string(),
-            Ok(path) => panic!("--expose {} was accepted", path.display()),
+            Ok(pinned) => panic!("--expose {} was accepted", pinned.path.display()),
         }
     }
 
@@ -320,7 +420,9 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            resolve_exposed(&elsewhere, &secret, Some(&work)).unwrap(),
+            resolve_exposed(&elsewhere, &secret, Some(&work))
+                .unwrap()
+                .path,
             elsewhere
         );
 
@@ -328,8 +430,37 @@ mod tests {
         std::fs::create_dir(&python).unwrap();
         std::os::unix::fs::symlink(&state, python.join("state-link")).unwrap();
         assert_eq!(
-            resolve_exposed(&python, &secret, Some(&work)).unwrap(),
+            resolve_exposed(&python, &secret, Some(&work)).unwrap().path,
             python
+        );
+    }
+
+    #[test]
+    fn a_hard_link_to_a_key_is_the_key_by_any_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let state = root.join("state");
+        std::fs::create_dir(&state).unwrap();
+        let key = state.join(ale_proto::layout::EVALUATOR_KEY_FILE);
+        std::fs::write(&key, "seed").unwrap();
+        let python = root.join("python/lib");
+        std::fs::create_dir_all(&python).unwrap();
+        std::fs::hard_link(&key, python.join("libfoo.so")).unwrap();
+        let secret = [state];
+        let text = refusal(&root.join("python"), &secret, None);
+        assert!(
+            text.contains("hard link") && text.contains("libfoo.so"),
+            "{text}"
+        );
+        // Other hard links (uv and conda install packages so) are fine.
+        std::fs::remove_file(python.join("libfoo.so")).unwrap();
+        std::fs::write(root.join("cache"), "package").unwrap();
+        std::fs::hard_link(root.join("cache"), python.join("module.py")).unwrap();
+        assert_eq!(
+            resolve_exposed(&root.join("python"), &secret, None)
+                .unwrap()
+                .path,
+            root.join("python")
         );
     }
 }

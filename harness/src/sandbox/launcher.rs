@@ -4,8 +4,9 @@
 //! The filesystem is built the way bubblewrap builds one: a tmpfs becomes the root for a
 //! moment, with the host's root under `/oldroot` and the agent's future root (another tmpfs)
 //! under `/newroot`; the host's top-level folders are bind-mounted read-only into the new root,
-//! private mounts are added, and finally the new root is pivoted into place and the host's
-//! root detached, so no path leads back out.
+//! private mounts are added, the host files the harness checked (working directory, exposed
+//! folders, sockets, program) are bound in through descriptors (see `binds`), and finally the
+//! new root is pivoted into place and the host's root detached, so no path leads back out.
 
 use std::ffi::{CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
@@ -20,8 +21,9 @@ use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Gid, Pid, Uid, fork, pivot_root};
 
+use super::binds::{self, Binding, Kind, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
 use super::{
-    LaunchSpec, Network, PRIVATE_TOP_LEVEL, PROGRAM_NOT_RUNNABLE, SANDBOX_AGENT_SOCKET,
+    LaunchSpec, Network, PRIVATE_TOP_LEVEL, PROGRAM_NOT_RUNNABLE, PinnedPath, SANDBOX_AGENT_SOCKET,
     SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME, SANDBOX_SUBMISSION_DIR, SETUP_FAILED, UserIds, mounts,
 };
 
@@ -433,42 +435,12 @@ const OLDROOT: &str = "/oldroot";
 /// Device nodes the agent gets, bound from the host's `/dev`.
 const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
 
-const MOUNT_ATTR_RDONLY: u64 = 0x1;
-const MOUNT_ATTR_NOSUID: u64 = 0x2;
-const MOUNT_ATTR_NODEV: u64 = 0x4;
-const AT_RECURSIVE: libc::c_uint = 0x8000;
-
-#[repr(C)]
-struct MountAttr {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-/// Sets mount attributes on `path` and every mount below it (mount_setattr(2), Linux ≥ 5.12):
-/// a recursive bind mount made read-only this way leaves no writable submount behind.
+/// Sets mount attributes on `path` and every mount below it: a recursive bind mount made
+/// read-only this way leaves no writable submount behind.
 fn set_attributes_recursively(path: &Path, attr_set: u64) -> Setup<()> {
     let c_path = CString::new(path.as_os_str().as_bytes()).map_err(fail("path"))?;
-    let attr = MountAttr {
-        attr_set,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
-    // SAFETY: a valid C string and a properly sized, initialised mount_attr.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            AT_RECURSIVE,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    Errno::result(rc)
-        .map(drop)
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    binds::set_attributes(nix::fcntl::AT_FDCWD, &c_path, AT_RECURSIVE, attr_set)
         .map_err(fail(format!("cannot make {} read-only", path.display())))
 }
 
@@ -542,22 +514,6 @@ fn is_in_own_tmpfs(path: &Path, masks: &[PathBuf]) -> bool {
     is_in_private_tmpfs(path) || masks.iter().any(|m| path.starts_with(m))
 }
 
-/// Creates the folders down to `path` inside the new root where the sandbox has its own
-/// tmpfs; elsewhere they exist already, since the host's folders are bound there.
-fn make_parents(path: &Path, masks: &[PathBuf]) -> Setup<()> {
-    if !is_in_own_tmpfs(path, masks) {
-        return Ok(());
-    }
-    let mut at = PathBuf::from("/");
-    for component in path.parent().into_iter().flat_map(Path::components) {
-        if let Component::Normal(name) = component {
-            at.push(name);
-            mkdir(&in_newroot(&at), 0o755)?;
-        }
-    }
-    Ok(())
-}
-
 /// Builds the agent's root and pivots into it. Returns the working directory to start in.
 fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     // Nothing we mount from here on propagates back to the host.
@@ -584,6 +540,11 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
     nix::unistd::chdir("/").map_err(fail("chdir /"))?;
     let oldroot = Path::new(OLDROOT);
     let newroot = Path::new(NEWROOT);
+    // Host files are bound from beneath this descriptor, onto mount points beneath the other,
+    // never by a path that could lead elsewhere (see `binds`). Both close before the host's
+    // root is detached.
+    let host_root = binds::Root::open(oldroot).map_err(Failure)?;
+    let new_root = binds::Root::open(newroot).map_err(Failure)?;
 
     // The host's top-level entries, read-only; the private ones are replaced below.
     let entries = std::fs::read_dir(oldroot).map_err(fail("cannot list the host's /"))?;
@@ -688,75 +649,91 @@ fn build_filesystem(spec: &LaunchSpec) -> Setup<PathBuf> {
 
     // What the agent must not see, before anything is bound beneath.
     if let Some(dir) = &spec.workdir {
-        refuse_hidden_inside(&spec.hidden, dir, "the working directory")?;
+        refuse_hidden_inside(&spec.hidden, &dir.path, "the working directory")?;
     }
     for dir in &spec.exposed {
-        refuse_hidden_inside(&spec.hidden, dir, "the exposed folder")?;
+        refuse_hidden_inside(&spec.hidden, &dir.path, "the exposed folder")?;
     }
     let masks = mask_hidden_folders(&spec.hidden)?;
+    let bind_host =
+        |binding: Binding<'_>| binds::bind_pinned(&host_root, &new_root, &binding).map_err(Failure);
 
     // The way out: the evaluator's agent socket.
     let socket = Path::new(SANDBOX_AGENT_SOCKET);
-    make_parents(socket, &masks)?;
-    let socket_target = in_newroot(socket);
-    touch(&socket_target)?;
-    bind(&host_path(&spec.agent_socket)?, &socket_target)?;
+    bind_host(Binding {
+        what: "the agent socket",
+        pinned: &spec.agent_socket,
+        at: socket,
+        kind: Kind::File,
+        attributes: 0,
+        may_create: is_in_own_tmpfs(socket, &masks),
+    })?;
 
     // A batch task's submission folder: the one host folder the agent may write to.
     if let Some(dir) = &spec.submission_dir {
-        let target_path = Path::new(SANDBOX_SUBMISSION_DIR);
-        make_parents(target_path, &masks)?;
-        let target = in_newroot(target_path);
-        mkdir(&target, 0o755)?;
-        bind(&host_path(dir)?, &target)?;
-        set_attributes_recursively(&target, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)?;
+        let at = Path::new(SANDBOX_SUBMISSION_DIR);
+        bind_host(Binding {
+            what: "the submission folder",
+            pinned: dir,
+            at,
+            kind: Kind::Folder,
+            attributes: MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+            may_create: is_in_own_tmpfs(at, &masks),
+        })?;
     }
 
-    // The working directory (writable) and the exposed folders (read-only), outer ones first,
-    // so that one inside another keeps its own access.
-    let mut folders: Vec<(&Path, u64)> = spec
+    // The working directory (writable) and the exposed folders (read-only), at their own
+    // paths, outer ones first, so that one inside another keeps its own access.
+    let read_only = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+    let mut folders: Vec<(&PinnedPath, u64, &str)> = spec
         .exposed
         .iter()
-        .map(|dir| {
-            let read_only = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-            (dir.as_path(), read_only)
-        })
-        .chain(
-            spec.workdir
-                .iter()
-                .map(|dir| (dir.as_path(), MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)),
-        )
+        .map(|dir| (dir, read_only, "the exposed folder"))
+        .chain(spec.workdir.iter().map(|dir| {
+            (
+                dir,
+                MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+                "the working directory",
+            )
+        }))
         .collect();
-    folders.sort_by_key(|(dir, _)| dir.components().count());
-    for (dir, attributes) in folders {
-        make_parents(dir, &masks)?;
-        let target = in_newroot(dir);
-        mkdir(&target, 0o755)?;
-        bind(&host_path(dir)?, &target)?;
-        set_attributes_recursively(&target, attributes)?;
+    folders.sort_by_key(|(dir, _, _)| dir.path.components().count());
+    for (dir, attributes, what) in folders {
+        bind_host(Binding {
+            what,
+            pinned: dir,
+            at: &dir.path,
+            kind: Kind::Folder,
+            attributes,
+            may_create: is_in_own_tmpfs(&dir.path, &masks),
+        })?;
     }
-    let workdir = spec
-        .workdir
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(SANDBOX_DEFAULT_WORKDIR));
+    let workdir = spec.workdir.as_ref().map_or_else(
+        || PathBuf::from(SANDBOX_DEFAULT_WORKDIR),
+        |dir| dir.path.clone(),
+    );
 
     // A program started by a path where the sandbox has folders of its own (or hidden ones)
     // is bound there read-only, on its own. One inside a bound folder is there already;
     // nothing may be created in a host folder.
     if let Some(file) = &spec.program_file {
         let at = &spec.program;
-        let target = in_newroot(at);
-        let visible = std::fs::symlink_metadata(&target).is_ok();
-        if at.is_absolute() && is_in_own_tmpfs(at, &masks) && !visible {
-            make_parents(at, &masks)?;
-            touch(&target)?;
-            bind(&host_path(file)?, &target)?;
-            set_attributes_recursively(
-                &target,
-                MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
-            )?;
+        if at.is_absolute()
+            && is_in_own_tmpfs(at, &masks)
+            && !binds::exists(&new_root, at, "the agent program").map_err(Failure)?
+        {
+            bind_host(Binding {
+                what: "the agent program",
+                pinned: file,
+                at,
+                kind: Kind::File,
+                attributes: read_only,
+                may_create: true,
+            })?;
         }
     }
+    drop(host_root);
+    drop(new_root);
 
     for mask in &masks {
         mount(

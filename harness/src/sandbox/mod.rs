@@ -12,16 +12,20 @@
 //! sandbox; it starts the agent, reaps orphans, and exits with the agent's status, at which
 //! point the kernel kills whatever is left in the namespace.
 
+#[cfg(target_os = "linux")]
+mod binds;
 mod folders;
 #[cfg(target_os = "linux")]
 mod launcher;
 #[cfg(target_os = "linux")]
 mod mounts;
+mod pinned;
 mod program;
 
 use std::path::{Path, PathBuf};
 
 pub use folders::{resolve_exposed, resolve_workdir};
+pub use pinned::{FileId, PinnedPath};
 pub use program::{
     AgentProgram, HiddenProgram, MissingFolder, ProgramFile, SandboxView, Unseen, program_binding,
     resolve_program,
@@ -90,35 +94,39 @@ pub struct UserIds {
     pub gid: u32,
 }
 
-/// Everything the launcher needs, decided by the harness. Serialized as JSON onto the
-/// launcher's command line: the contract between the two processes.
+/// Everything the launcher needs, decided by the harness. Serialized as JSON into the
+/// launcher's stdin: the contract between the two processes. Every host path the launcher
+/// binds is pinned ([`PinnedPath`]): it binds the file the harness checked, or fails.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LaunchSpec {
     /// The program: a name looked up in the agent's `PATH`, or the absolute path it is started
     /// by ([`ProgramFile::invoked`]: a link in its name is kept).
+    #[serde(with = "pinned::spec_path")]
     pub program: PathBuf,
     /// The file (canonical) a program path the sandbox would not show leads to, bound
     /// read-only on its own at [`LaunchSpec::program`].
-    pub program_file: Option<PathBuf>,
+    pub program_file: Option<PinnedPath>,
     /// `argv`, including `argv[0]`.
     pub args: Vec<String>,
     /// The agent's whole environment.
     pub env: Vec<(String, String)>,
     /// A host directory bind-mounted writable at the same path and used as the working
     /// directory; `None`: a fresh [`SANDBOX_DEFAULT_WORKDIR`].
-    pub workdir: Option<PathBuf>,
+    pub workdir: Option<PinnedPath>,
     /// Host directories (canonical) bind-mounted read-only, `nosuid`, `nodev` at their own
     /// paths, inside a hidden folder too.
-    pub exposed: Vec<PathBuf>,
-    /// The evaluator's agent socket on the host, bind-mounted at [`SANDBOX_AGENT_SOCKET`].
-    pub agent_socket: PathBuf,
+    pub exposed: Vec<PinnedPath>,
+    /// The evaluator's agent socket on the host (canonical), bind-mounted at
+    /// [`SANDBOX_AGENT_SOCKET`].
+    pub agent_socket: PinnedPath,
     /// For a batch task: the evaluator's submission folder on the host (canonical),
     /// bind-mounted writable at [`SANDBOX_SUBMISSION_DIR`]; the only host folder the agent can
     /// write to.
-    pub submission_dir: Option<PathBuf>,
+    pub submission_dir: Option<PinnedPath>,
     /// Host folders (canonical) the agent must not see: each shows as an empty read-only
     /// folder, in which only the paths the sandbox binds (working directory, exposed folders,
     /// program) appear.
+    #[serde(with = "pinned::spec_path::many")]
     pub hidden: Vec<PathBuf>,
     /// The process that started the launcher (the harness): if it dies, so does the sandbox.
     pub parent_pid: u32,
@@ -423,9 +431,9 @@ pub fn launcher_command(ale_exe: &Path) -> tokio::process::Command {
 }
 
 /// What the launcher reads on stdin.
-pub fn spec_bytes(spec: &LaunchSpec) -> Vec<u8> {
-    // A LaunchSpec is plain data and always serializes.
-    serde_json::to_vec(spec).unwrap_or_default()
+pub fn spec_bytes(spec: &LaunchSpec) -> std::io::Result<Vec<u8>> {
+    serde_json::to_vec(spec)
+        .map_err(|e| std::io::Error::other(format!("cannot write the launch spec: {e}")))
 }
 
 /// Hands `spec` to a launcher started with [`launcher_command`].
@@ -438,7 +446,7 @@ pub async fn send_spec(
         .stdin
         .take()
         .ok_or_else(|| std::io::Error::other("the launcher's stdin is not piped"))?;
-    stdin.write_all(&spec_bytes(spec)).await?;
+    stdin.write_all(&spec_bytes(spec)?).await?;
     stdin.shutdown().await
 }
 
