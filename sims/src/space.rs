@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::echo::Echo;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor, TensorData};
 
@@ -174,8 +175,8 @@ impl Space {
                 }
                 if b.low.len() != n || b.high.len() != n {
                     return Err(InvalidSpace(format!(
-                        "Box of shape {:?} needs {n} bounds each, got {} low and {} high",
-                        b.shape,
+                        "Box of shape {} needs {n} bounds each, got {} low and {} high",
+                        Echo(b.shape.as_slice()),
                         b.low.len(),
                         b.high.len()
                     )));
@@ -217,8 +218,9 @@ impl Space {
             Space::MultiDiscrete(m) => {
                 if m.nvec.len() != m.start.len() || m.nvec.contains(&0) {
                     return Err(InvalidSpace(format!(
-                        "MultiDiscrete needs one start per entry and every n > 0, got nvec {:?} start {:?}",
-                        m.nvec, m.start
+                        "MultiDiscrete needs one start per entry and every n > 0, got nvec {} start {}",
+                        Echo(m.nvec.as_slice()),
+                        Echo(m.start.as_slice())
                     )));
                 }
                 Ok(())
@@ -228,12 +230,13 @@ impl Space {
                 for (name, space) in entries {
                     if matches!(space, Space::Dict(_)) {
                         return Err(InvalidSpace(format!(
-                            "Dict entry {name:?} is itself a Dict; nesting is not supported"
+                            "Dict entry {} is itself a Dict; nesting is not supported",
+                            Echo(name.as_str())
                         )));
                     }
-                    space
-                        .validate()
-                        .map_err(|e| InvalidSpace(format!("Dict entry {name:?}: {}", e.0)))?;
+                    space.validate().map_err(|e| {
+                        InvalidSpace(format!("Dict entry {}: {}", Echo(name.as_str()), e.0))
+                    })?;
                 }
                 Ok(())
             }
@@ -313,9 +316,9 @@ impl Space {
         }
         if !self.shape_is(value.shape()) {
             return Err(self.error(format!(
-                "expected shape {:?}, got {:?}",
+                "expected shape {:?}, got {}",
                 self.shape(),
-                value.shape()
+                Echo(value.shape())
             )));
         }
         self.check_elements(value.data(), 0)
