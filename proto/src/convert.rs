@@ -2,7 +2,8 @@
 //! arrives from a peer goes through `TryFrom` here once, at the boundary.
 
 use ale_sims::{
-    BoxSpace, DType, DiscreteSpace, MultiDiscreteSpace, ShapeMismatch, Space, Tensor, TensorData,
+    BoxSpace, DType, DiscreteSpace, Echo, MultiDiscreteSpace, ShapeMismatch, Space, Tensor,
+    TensorData,
 };
 
 use crate::pb;
@@ -14,7 +15,7 @@ pub enum WireError {
         "tensor dtype is unset or unknown ({0}); set one of float32, float64, int64, int32, uint8, bool"
     )]
     UnknownDType(i32),
-    #[error("tensor shape {0:?} has a negative dimension")]
+    #[error("tensor shape {} has a negative dimension", Echo(.0.as_slice()))]
     NegativeDimension(Vec<i64>),
     #[error(
         "a {dtype} tensor must carry its data in the `{expected}` field only, but `{got}` is filled"

@@ -3,17 +3,21 @@
 use std::time::Duration;
 
 use ale_proto::{BatchId, EnvHandle, SessionId};
+use ale_sims::Echo;
 use tonic::{Code, Status};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("unknown task {id:?}; known tasks: {known}")]
+    #[error("unknown task {}; known tasks: {known}", Echo(.id.as_str()))]
     UnknownTask { id: String, known: String },
-    #[error("unknown env handle {0:?}: create an env with CreateEnv first")]
+    #[error("unknown env handle {}: create an env with CreateEnv first", Echo(.0.as_str()))]
     UnknownHandle(EnvHandle),
-    #[error("unknown eval session {0:?}")]
+    #[error("unknown eval session {}", Echo(.0.as_str()))]
     UnknownSession(SessionId),
-    #[error("unknown batch id {0:?}: no such batch evaluation was submitted to this evaluator")]
+    #[error(
+        "unknown batch id {}: no such batch evaluation was submitted to this evaluator",
+        Echo(.0.as_str())
+    )]
     UnknownBatch(BatchId),
     #[error("bad action for {task}: {detail}")]
     BadAction { task: String, detail: String },
@@ -69,6 +73,30 @@ pub enum Error {
     TooManyEnvs(EnvCap),
     #[error("cannot write the trajectory: {0}")]
     Trajectory(#[from] std::io::Error),
+    #[error("{0}")]
+    TooManyRequestBytes(RequestBytesCap),
+    #[error(
+        "the request was not received and answered within {0:?}, the evaluator's request \
+         timeout (ale serve --request-timeout): send each request whole, without pausing"
+    )]
+    RequestTimeout(Duration),
+}
+
+/// The cap on request bytes a request's body ran into while it arrived; the message names the
+/// cap, its value and the `ale serve` flag that sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RequestBytesCap {
+    #[error(
+        "this connection already holds {cap} bytes of requests not yet fully received, its cap \
+         (ale serve --max-connection-request-bytes): send large requests one at a time"
+    )]
+    Connection { cap: usize },
+    #[error(
+        "the evaluator already holds {cap} bytes of requests not yet fully received, beyond each \
+         connection's own {reserve}, its cap (ale serve --max-request-bytes): retry shortly; \
+         a connection's first {reserve} bytes in flight are never refused this way"
+    )]
+    Evaluator { cap: usize, reserve: usize },
 }
 
 /// The env cap a `CreateEnv` ran into; the message names the cap, its value, the `ale serve`
@@ -115,7 +143,10 @@ impl Error {
             | Error::BatchEnvNotInteractive { .. }
             | Error::AlreadySubmitted(_) => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
-            Error::TooManyEnvs(_) | Error::TooManyBatchRuns(_) => Code::ResourceExhausted,
+            Error::TooManyEnvs(_) | Error::TooManyBatchRuns(_) | Error::TooManyRequestBytes(_) => {
+                Code::ResourceExhausted
+            }
+            Error::RequestTimeout(_) => Code::DeadlineExceeded,
             Error::Trajectory(_) | Error::Internal(_) => Code::Internal,
         }
     }

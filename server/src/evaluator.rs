@@ -143,6 +143,11 @@ impl Evaluator {
         &self.tasks
     }
 
+    /// The env caps it was started with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     pub fn state_dir(&self) -> &Path {
         &self.state_dir
     }

@@ -11,8 +11,8 @@ use tonic::{Request, Response, Status};
 
 use crate::batch::BatchState;
 use crate::env::StepInfo;
-use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
+use crate::serve::ConnectionInfo;
 
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
 #[derive(Clone)]
@@ -66,7 +66,10 @@ impl AleEnv for AleEnvService {
         request: Request<pb::CreateEnvRequest>,
     ) -> Result<Response<pb::CreateEnvResponse>, Status> {
         // Set by the listener for every connection it accepts; absent only in-process.
-        let connection = request.extensions().get::<ConnectionId>().copied();
+        let connection = request
+            .extensions()
+            .get::<ConnectionInfo>()
+            .map(|info| info.id);
         let req = request.into_inner();
         let created =
             self.evaluator

@@ -13,6 +13,7 @@ pub mod acrobot;
 pub mod action;
 pub mod cartpole;
 pub mod draw;
+mod echo;
 pub mod mountain_car;
 pub mod mountain_car_continuous;
 pub mod nav2d;
@@ -27,6 +28,7 @@ pub mod swarm2d;
 mod tensor;
 
 pub use draw::{Drawing, Role, Shape, Viewport};
+pub use echo::{ECHO_LIMIT, Echo};
 pub use registry::{SIMS, SimInfo, find};
 pub use rng::Rng;
 pub use sim::{Counter, EpisodeClock, Sim, SimError, Transition, state_array};

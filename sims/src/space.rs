@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use crate::echo::Echo;
 use crate::rng::Rng;
 use crate::tensor::{DType, Tensor, TensorData};
 
@@ -118,6 +119,48 @@ impl DiscreteSpace {
     }
 }
 
+/// The value of `dtype` nearest to `v` (itself in `[lo, hi]`) that lies in `[lo, hi]`, as
+/// f64; `None` if the interval holds no value of `dtype`. A float64 holds every value.
+fn member_within(dtype: DType, v: f64, lo: f64, hi: f64) -> Option<f64> {
+    let inside = |x: f64| (lo..=hi).contains(&x);
+    match dtype {
+        DType::F64 => Some(v),
+        DType::F32 => {
+            let mut x = v as f32;
+            if f64::from(x) < lo {
+                x = f32_step(x, true);
+            } else if f64::from(x) > hi {
+                x = f32_step(x, false);
+            }
+            Some(f64::from(x)).filter(|x| inside(*x))
+        }
+        DType::I64 | DType::I32 | DType::U8 | DType::Bool => {
+            let (min, max) = match dtype {
+                DType::I32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
+                DType::U8 => (0.0, 255.0),
+                DType::Bool => (0.0, 1.0),
+                _ => (i64::MIN as f64, i64::MAX as f64),
+            };
+            let x = v.ceil().max(lo.ceil()).max(min).min(max);
+            Some(x).filter(|x| inside(*x) && x.fract() == 0.0)
+        }
+    }
+}
+
+/// The next float32 above (`up`) or below `x`, for a finite or infinite `x`.
+fn f32_step(x: f32, up: bool) -> f32 {
+    if x.is_nan() || (up && x == f32::INFINITY) || (!up && x == f32::NEG_INFINITY) {
+        return x;
+    }
+    if x == 0.0 {
+        let tiny = f32::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    let bits = x.to_bits();
+    let away_from_zero = (x > 0.0) == up;
+    f32::from_bits(if away_from_zero { bits + 1 } else { bits - 1 })
+}
+
 impl Space {
     /// Checks that the description itself is sound; spaces that arrive over the wire go
     /// through this before use.
@@ -132,8 +175,8 @@ impl Space {
                 }
                 if b.low.len() != n || b.high.len() != n {
                     return Err(InvalidSpace(format!(
-                        "Box of shape {:?} needs {n} bounds each, got {} low and {} high",
-                        b.shape,
+                        "Box of shape {} needs {n} bounds each, got {} low and {} high",
+                        Echo(b.shape.as_slice()),
                         b.low.len(),
                         b.high.len()
                     )));
@@ -148,6 +191,12 @@ impl Space {
                     if lo.is_nan() || hi.is_nan() || lo > hi {
                         return Err(InvalidSpace(format!(
                             "Box element {i} has bounds [{lo}, {hi}]"
+                        )));
+                    }
+                    if member_within(b.dtype, *lo, *lo, *hi).is_none() {
+                        return Err(InvalidSpace(format!(
+                            "Box element {i} has bounds [{lo}, {hi}], which hold no {} value",
+                            b.dtype
                         )));
                     }
                 }
@@ -169,8 +218,9 @@ impl Space {
             Space::MultiDiscrete(m) => {
                 if m.nvec.len() != m.start.len() || m.nvec.contains(&0) {
                     return Err(InvalidSpace(format!(
-                        "MultiDiscrete needs one start per entry and every n > 0, got nvec {:?} start {:?}",
-                        m.nvec, m.start
+                        "MultiDiscrete needs one start per entry and every n > 0, got nvec {} start {}",
+                        Echo(m.nvec.as_slice()),
+                        Echo(m.start.as_slice())
                     )));
                 }
                 Ok(())
@@ -180,12 +230,13 @@ impl Space {
                 for (name, space) in entries {
                     if matches!(space, Space::Dict(_)) {
                         return Err(InvalidSpace(format!(
-                            "Dict entry {name:?} is itself a Dict; nesting is not supported"
+                            "Dict entry {} is itself a Dict; nesting is not supported",
+                            Echo(name.as_str())
                         )));
                     }
-                    space
-                        .validate()
-                        .map_err(|e| InvalidSpace(format!("Dict entry {name:?}: {}", e.0)))?;
+                    space.validate().map_err(|e| {
+                        InvalidSpace(format!("Dict entry {}: {}", Echo(name.as_str()), e.0))
+                    })?;
                 }
                 Ok(())
             }
@@ -265,9 +316,9 @@ impl Space {
         }
         if !self.shape_is(value.shape()) {
             return Err(self.error(format!(
-                "expected shape {:?}, got {:?}",
+                "expected shape {:?}, got {}",
                 self.shape(),
-                value.shape()
+                Echo(value.shape())
             )));
         }
         self.check_elements(value.data(), 0)
@@ -381,6 +432,9 @@ impl Space {
                     } else {
                         v.clamp(lo, hi)
                     };
+                    // A bound the dtype cannot hold (a fractional bound of an integer Box, an
+                    // f32 Box bound between two f32 values): step inside, to a value it holds.
+                    let v = member_within(b.dtype, v, lo, hi).unwrap_or(v);
                     out.push(v);
                 }
             }
@@ -518,6 +572,38 @@ mod tests {
             labels: Vec::new(),
         };
         assert!(!d.contains(i64::MAX) && !d.contains(i64::MIN));
+    }
+
+    /// Regression (fuzz target `space`): a Box whose bounds hold no value of its dtype was
+    /// valid, and its samples were not members.
+    #[test]
+    fn a_box_whose_bounds_hold_no_value_of_its_dtype_is_invalid() {
+        for (dtype, lo, hi) in [
+            (DType::F32, 9.44e-322, 9.5e-322),
+            (DType::F32, 0.1, 0.1),
+            (DType::I32, 0.5, 0.7),
+            (DType::U8, 300.0, 400.0),
+        ] {
+            let e = Space::Box(BoxSpace::uniform(vec![1], dtype, lo, hi))
+                .validate()
+                .unwrap_err();
+            assert!(e.0.contains("hold no"), "{e:?}");
+        }
+        for (dtype, lo, hi) in [
+            (DType::F32, 0.1, 0.2),
+            (DType::F32, 1e-40, 1e-38),
+            (DType::I32, 0.5, 1.7),
+            (DType::U8, -3.0, 0.5),
+            (DType::I64, f64::NEG_INFINITY, f64::INFINITY),
+        ] {
+            let space = Space::Box(BoxSpace::uniform(vec![3], dtype, lo, hi));
+            space.validate().unwrap();
+            let mut rng = Rng::new(5);
+            for _ in 0..50 {
+                let sample = space.sample(&mut rng);
+                space.check(&sample).unwrap();
+            }
+        }
     }
 
     #[test]

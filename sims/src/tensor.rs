@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use crate::echo::Echo;
+
 /// Element type of a tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -108,12 +110,13 @@ impl ShapeMismatch {
     fn describe(&self) -> String {
         match self.expected {
             Some(n) => format!(
-                "a tensor of shape {:?} holds {n} elements, but {} were given",
-                self.shape, self.got
+                "a tensor of shape {} holds {n} elements, but {} were given",
+                Echo(self.shape.as_slice()),
+                self.got
             ),
             None => format!(
-                "a tensor of shape {:?} would hold more elements than can be addressed",
-                self.shape
+                "a tensor of shape {} would hold more elements than can be addressed",
+                Echo(self.shape.as_slice())
             ),
         }
     }

@@ -1,6 +1,8 @@
 //! A real evaluator on 127.0.0.1 and a private Unix socket, for tests.
 #![allow(dead_code)]
 
+pub mod raw_h2;
+
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +48,29 @@ impl TestServer {
     /// Starts with extra task files `(name, toml)`.
     pub async fn start_with(tasks: &[(&str, String)], limits: Limits) -> TestServer {
         Self::start_with_batch(tasks, limits, ale_server::BatchOptions::default()).await
+    }
+
+    /// Starts with the built-in tasks and the listeners' bounds of `options`.
+    pub async fn start_serving(options: ale_server::serve::ServeOptions) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let seeds = RecordingSeeds::default();
+        let evaluator = Evaluator::with_seed_source(
+            TaskRegistry::builtin().unwrap(),
+            &dir.path().join("state"),
+            Box::new(seeds.clone()),
+            Limits::default(),
+        )
+        .unwrap();
+        let state = dir.path().join("state");
+        let server = ale_server::serve::start_with(
+            Arc::new(evaluator),
+            "127.0.0.1:0".parse().unwrap(),
+            ale_proto::layout::agent_socket(&state),
+            options,
+        )
+        .await
+        .unwrap();
+        TestServer { server, seeds, dir }
     }
 
     /// Starts with extra task files and the batch pipeline's options.

@@ -6,8 +6,10 @@ use std::num::NonZeroUsize;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use ale_harness::evaluator_process::ready;
+use ale_server::serve::ServeOptions;
 use ale_server::{BatchOptions, Evaluator, Limits, TaskRegistry};
 use anyhow::Context;
 
@@ -47,6 +49,61 @@ pub struct ServeArgs {
     /// Batch runs queued or running at once; beyond it SubmitBatchEval is refused.
     #[arg(long, value_name = "N", default_value_t = default_cap(BatchOptions::default().max_runs))]
     pub max_batch_runs: NonZeroUsize,
+    /// Agent connections open at once (TCP and agent socket); more are closed as soon as accepted.
+    #[arg(long, value_name = "N", default_value_t = default_cap(ServeOptions::default().max_agent_connections))]
+    pub max_agent_connections: NonZeroUsize,
+    /// Harness connections open at once; never counted against the agent cap.
+    #[arg(long, value_name = "N", default_value_t = default_cap(ServeOptions::default().max_harness_connections))]
+    pub max_harness_connections: NonZeroUsize,
+    /// Requests (HTTP/2 streams) one connection may have open at once.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..),
+        default_value_t = ServeOptions::default().max_concurrent_streams
+    )]
+    pub max_concurrent_streams: u32,
+    /// Bytes of requests not yet fully received that one connection may hold.
+    #[arg(long, value_name = "BYTES", default_value_t = default_cap(ServeOptions::default().max_connection_request_bytes))]
+    pub max_connection_request_bytes: NonZeroUsize,
+    /// Bytes of requests not yet fully received that all connections may hold, beyond each one's 64 KiB.
+    #[arg(long, value_name = "BYTES", default_value_t = default_cap(ServeOptions::default().max_request_bytes))]
+    pub max_request_bytes: NonZeroUsize,
+    /// Seconds one request may take, from its first byte to its answer.
+    #[arg(long, value_name = "SECS", default_value_t = Seconds(ServeOptions::default().request_timeout))]
+    pub request_timeout: Seconds,
+    /// Seconds after which an agent connection with no traffic is closed.
+    #[arg(long, value_name = "SECS", default_value_t = Seconds(ServeOptions::default().idle_timeout))]
+    pub idle_timeout: Seconds,
+    /// Seconds a shutdown waits for requests in flight before dropping their connections.
+    #[arg(long, value_name = "SECS", default_value_t = Seconds(ServeOptions::default().shutdown_deadline))]
+    pub shutdown_deadline: Seconds,
+}
+
+/// A positive duration given in seconds, whole or decimal (`5`, `0.5`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Seconds(pub Duration);
+
+impl std::str::FromStr for Seconds {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Seconds, String> {
+        let expected =
+            || format!("expected a positive number of seconds, like 5 or 0.5, got {text:?}");
+        let secs: f64 = text.parse().map_err(|_| expected())?;
+        if secs.is_nan() || secs <= 0.0 {
+            return Err(expected());
+        }
+        Duration::try_from_secs_f64(secs)
+            .map(Seconds)
+            .map_err(|_| expected())
+    }
+}
+
+impl std::fmt::Display for Seconds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.as_secs_f64())
+    }
 }
 
 /// The library's default caps are all at least 1.
@@ -62,6 +119,20 @@ impl ServeArgs {
             max_practice_envs_per_connection: self.max_practice_envs_per_connection.get(),
             max_official_envs: self.max_official_envs.get(),
             ..Limits::default()
+        }
+    }
+
+    /// The listeners' bounds and shutdown deadline.
+    pub fn serve_options(&self) -> ServeOptions {
+        ServeOptions {
+            max_agent_connections: self.max_agent_connections.get(),
+            max_harness_connections: self.max_harness_connections.get(),
+            max_concurrent_streams: self.max_concurrent_streams,
+            max_connection_request_bytes: self.max_connection_request_bytes.get(),
+            max_request_bytes: self.max_request_bytes.get(),
+            request_timeout: self.request_timeout.0,
+            idle_timeout: self.idle_timeout.0,
+            shutdown_deadline: self.shutdown_deadline.0,
         }
     }
 
@@ -92,15 +163,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
     let rt = super::runtime(args.threads)?;
     rt.block_on(async move {
+        let options = args.serve_options();
         let agent_socket = args
             .agent_socket
             .unwrap_or_else(|| ale_proto::layout::agent_socket(&state_dir));
-        let server = ale_server::serve::start_with_agent_socket(
-            Arc::new(evaluator),
-            args.listen,
-            agent_socket,
-        )
-        .await?;
+        let server =
+            ale_server::serve::start_with(Arc::new(evaluator), args.listen, agent_socket, options)
+                .await?;
         // Bound, so no other evaluator serves this state dir: what is unfinished is interrupted.
         server.evaluator().mark_interrupted_runs();
         // Whoever reads the announcement may signal at once: the handlers are in place first.
@@ -146,4 +215,20 @@ fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
             _ = interrupt.recv() => {}
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seconds_are_positive_whole_or_decimal_numbers() {
+        assert_eq!("5".parse(), Ok(Seconds(Duration::from_secs(5))));
+        assert_eq!("0.25".parse(), Ok(Seconds(Duration::from_millis(250))));
+        for bad in ["0", "-1", "NaN", "inf", "5s", ""] {
+            let e = bad.parse::<Seconds>().unwrap_err();
+            assert!(e.contains("positive number of seconds"), "{bad}: {e}");
+        }
+        assert_eq!(Seconds(Duration::from_millis(500)).to_string(), "0.5");
+    }
 }

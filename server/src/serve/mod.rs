@@ -1,31 +1,43 @@
 //! Runs the evaluator on its two listeners: the agent channel on TCP and the harness channel
-//! on a Unix socket inside the private state dir, each with health and reflection.
+//! on a Unix socket inside the private state dir, each with health and reflection, each under
+//! the bounds of [`ServeOptions`].
+
+mod connections;
+pub mod fd_limit;
+mod options;
+mod requests;
 
 use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use ale_proto::pb::{ale_env_server::AleEnvServer, catalog_server::CatalogServer};
 use ale_proto::private_files::{PrivateFileError, replace_private_file};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
-use tokio_stream::wrappers::UnixListenerStream;
-use tokio_stream::{Stream, StreamExt};
 use tonic::transport::Server;
-use tonic::transport::server::{Connected, Router, TcpIncoming};
+use tonic::transport::server::Router;
 use tower::layer::util::{Identity, Stack};
 use tower::util::MapResponseLayer;
 
-use crate::env_table::ConnectionId;
 use crate::evaluator::{Channel, Evaluator};
 use crate::service::{AleEnvService, CatalogService};
 use ale_proto::layout;
+pub(crate) use connections::ConnectionInfo;
+use connections::{Admission, ConnectionGate, Incoming};
+pub use options::{
+    CONNECTION_RESERVE_BYTES, CONNECTION_WINDOW_BYTES, MAX_HEADER_LIST_BYTES, MAX_MESSAGE_BYTES,
+    STREAM_WINDOW_BYTES, ServeOptions,
+};
+use requests::{RequestBoundsLayer, RequestBytesPool};
+
+/// How long a shutdown waits, once its deadline has passed and the connections are being
+/// dropped, for the listeners to finish.
+const DROP_WAIT: Duration = Duration::from_secs(1);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -50,6 +62,12 @@ pub enum ServeError {
     EndpointFile(PrivateFileError),
     #[error("cannot build the reflection service: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
+    #[error(
+        "the open-file limit ({limit}) leaves no file descriptor for agent connections beside \
+         the {reserved} set aside for the harness channel, official envs and the evaluator \
+         itself: raise it (ulimit -n), or lower --max-harness-connections or --max-official-envs"
+    )]
+    NoRoomForAgents { limit: u64, reserved: u64 },
 }
 
 /// A running evaluator. Dropping it does not stop it; call [`RunningServer::shutdown`].
@@ -58,7 +76,10 @@ pub struct RunningServer {
     agent_socket: PathBuf,
     harness_socket: PathBuf,
     evaluator: Arc<Evaluator>,
+    agent_connection_cap: usize,
+    shutdown_deadline: Duration,
     stop: watch::Sender<bool>,
+    drop_connections: watch::Sender<bool>,
     tasks: Vec<JoinHandle<Result<(), tonic::transport::Error>>>,
 }
 
@@ -86,15 +107,31 @@ impl RunningServer {
         &self.evaluator
     }
 
-    /// Stops both listeners, ends running eval sessions (recorded as ended early) with their
-    /// trajectories synced, and removes the socket.
+    /// The agent connections served at once: `--max-agent-connections`, or fewer if the
+    /// open-file limit could not hold that many beside the harness's reserve.
+    pub fn agent_connection_cap(&self) -> usize {
+        self.agent_connection_cap
+    }
+
+    /// Stops both listeners and lets requests in flight finish, for at most the shutdown
+    /// deadline; then drops the connections still open. Ends running eval sessions (recorded
+    /// as ended early) with their trajectories synced, and removes the sockets.
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
-        for task in self.tasks {
-            match task.await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::error!(error = %e, "listener stopped with an error"),
-                Err(e) => tracing::error!(error = %e, "listener task failed"),
+        let mut tasks = self.tasks;
+        let drained = tokio::time::timeout(self.shutdown_deadline, join_listeners(&mut tasks));
+        if drained.await.is_err() {
+            tracing::warn!(
+                deadline = ?self.shutdown_deadline,
+                "requests were still in flight at the shutdown deadline; dropping their connections"
+            );
+            let _ = self.drop_connections.send(true);
+            if tokio::time::timeout(DROP_WAIT, join_listeners(&mut tasks))
+                .await
+                .is_err()
+            {
+                tracing::error!("a listener did not stop once its connections were dropped");
+                tasks.iter().for_each(JoinHandle::abort);
             }
         }
         self.evaluator.shutdown();
@@ -102,6 +139,20 @@ impl RunningServer {
         let _ = std::fs::remove_file(&self.agent_socket);
         let _ = std::fs::remove_file(layout::agent_endpoint_file(self.evaluator.state_dir()));
         tracing::info!("evaluator stopped");
+    }
+}
+
+/// Waits for the listener tasks, removing each as it finishes, so that a wait cut short can
+/// be resumed.
+async fn join_listeners(tasks: &mut Vec<JoinHandle<Result<(), tonic::transport::Error>>>) {
+    while let Some(task) = tasks.last_mut() {
+        let result = task.await;
+        tasks.pop();
+        match result {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::error!(error = %e, "listener stopped with an error"),
+            Err(e) => tracing::error!(error = %e, "listener task failed"),
+        }
     }
 }
 
@@ -157,9 +208,6 @@ pub fn bind_private_socket(path: &Path, mode: u32) -> Result<UnixListener, Serve
     Ok(listener)
 }
 
-/// The largest request a client may send.
-pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
-
 /// tonic refuses an oversized request with `OUT_OF_RANGE` before any handler runs; the protocol
 /// names caps `RESOURCE_EXHAUSTED`. No handler answers `OUT_OF_RANGE`, so the rewrite is exact.
 fn size_cap_is_resource_exhausted(mut response: HttpResponse) -> HttpResponse {
@@ -176,13 +224,15 @@ fn size_cap_is_resource_exhausted(mut response: HttpResponse) -> HttpResponse {
 
 type HttpResponse = tonic::codegen::http::Response<tonic::body::Body>;
 type HttpResponseMap = fn(HttpResponse) -> HttpResponse;
+type Layers = Stack<RequestBoundsLayer, Stack<MapResponseLayer<HttpResponseMap>, Identity>>;
 
 /// The services one listener serves: `AleEnv` with that listener's privilege, `Catalog`,
-/// health and reflection.
+/// health and reflection, under the HTTP/2 bounds of `options`.
 async fn router(
     evaluator: &Arc<Evaluator>,
     channel: Channel,
-) -> Result<Router<Stack<MapResponseLayer<HttpResponseMap>, Identity>>, ServeError> {
+    options: &ServeOptions,
+) -> Result<Router<Layers>, ServeError> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<AleEnvServer<AleEnvService>>().await;
     health.set_serving::<CatalogServer<CatalogService>>().await;
@@ -196,9 +246,16 @@ async fn router(
     let reflection_v1 = reflection().build_v1()?;
     let reflection_v1alpha = reflection().build_v1alpha()?;
     Ok(Server::builder()
+        .max_concurrent_streams(options.max_concurrent_streams)
+        .initial_stream_window_size(STREAM_WINDOW_BYTES)
+        .initial_connection_window_size(CONNECTION_WINDOW_BYTES)
+        .http2_max_header_list_size(MAX_HEADER_LIST_BYTES)
         .layer(MapResponseLayer::new(
             size_cap_is_resource_exhausted as HttpResponseMap,
         ))
+        .layer(RequestBoundsLayer {
+            timeout: options.request_timeout,
+        })
         .add_service(
             AleEnvServer::new(AleEnvService::new(evaluator.clone(), channel))
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
@@ -209,91 +266,26 @@ async fn router(
         .add_service(reflection_v1alpha))
 }
 
-/// An accepted connection tagged with its [`ConnectionId`], which tonic hands to every request
-/// on it as a request extension.
-struct IdentifiedIo<IO> {
-    io: IO,
-    id: ConnectionId,
-}
-
-impl<IO> Connected for IdentifiedIo<IO> {
-    type ConnectInfo = ConnectionId;
-
-    fn connect_info(&self) -> ConnectionId {
-        self.id
-    }
-}
-
-impl<IO: AsyncRead + Unpin> AsyncRead for IdentifiedIo<IO> {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
-    }
-}
-
-impl<IO: AsyncWrite + Unpin> AsyncWrite for IdentifiedIo<IO> {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write(cx, buf)
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().io).poll_shutdown(cx)
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[std::io::IoSlice<'_>],
-    ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-}
-
-/// Tags each connection `incoming` accepts with a fresh id from `next_id`, which both
-/// listeners share so an id names one connection of this evaluator.
-fn identified<IO>(
-    incoming: impl Stream<Item = std::io::Result<IO>>,
-    next_id: Arc<AtomicU64>,
-) -> impl Stream<Item = std::io::Result<IdentifiedIo<IO>>> {
-    incoming.map(move |accepted| {
-        accepted.map(|io| IdentifiedIo {
-            io,
-            id: ConnectionId(next_id.fetch_add(1, Ordering::Relaxed)),
-        })
-    })
-}
-
-/// Starts serving `evaluator`: the agent channel on `listen` (TCP) and on its state dir's
-/// `agent.sock`, the harness channel on its state dir's harness socket.
+/// Starts serving `evaluator` with the default [`ServeOptions`]: the agent channel on `listen`
+/// (TCP) and on its state dir's `agent.sock`, the harness channel on its state dir's harness
+/// socket.
 pub async fn start(
     evaluator: Arc<Evaluator>,
     listen: SocketAddr,
 ) -> Result<RunningServer, ServeError> {
     let agent_socket = layout::agent_socket(evaluator.state_dir());
-    start_with_agent_socket(evaluator, listen, agent_socket).await
+    start_with(evaluator, listen, agent_socket, ServeOptions::default()).await
 }
 
-/// Like [`start`], with the agent channel's Unix socket at `agent_socket`.
-pub async fn start_with_agent_socket(
+/// Like [`start`], with the agent channel's Unix socket at `agent_socket` and the bounds of
+/// `options`. Raises the process's soft open-file limit to its hard limit first.
+pub async fn start_with(
     evaluator: Arc<Evaluator>,
     listen: SocketAddr,
     agent_socket: PathBuf,
+    options: ServeOptions,
 ) -> Result<RunningServer, ServeError> {
+    let agent_connection_cap = agent_connection_cap(&evaluator, &options)?;
     let listen_err = |cause| ServeError::Listen {
         addr: listen,
         cause,
@@ -320,20 +312,42 @@ pub async fn start_with_agent_socket(
             let _ = stopped.wait_for(|s| *s).await;
         }
     };
-    let agent = router(&evaluator, Channel::Agent).await?;
-    let agent_local = router(&evaluator, Channel::Agent).await?;
-    let harness = router(&evaluator, Channel::Harness).await?;
-    let next_id = Arc::new(AtomicU64::new(0));
-    let tcp = identified(
-        TcpIncoming::from(tcp).with_nodelay(Some(true)),
-        next_id.clone(),
-    );
-    let agent_unix = identified(UnixListenerStream::new(agent_unix), next_id.clone());
-    let unix = identified(UnixListenerStream::new(unix), next_id);
+    let (drop_connections, dropped) = watch::channel(false);
+    let agent_admission = Admission {
+        gate: ConnectionGate::new("agent", "--max-agent-connections", agent_connection_cap),
+        next_id: Arc::new(AtomicU64::new(0)),
+        pool: RequestBytesPool::new(options.max_request_bytes),
+        max_connection_request_bytes: options.max_connection_request_bytes,
+        idle_timeout: Some(options.idle_timeout),
+        drop_connections: dropped,
+    };
+    // The harness's connections have their own cap and are never closed for being idle.
+    let harness_admission = Admission {
+        gate: ConnectionGate::new(
+            "harness",
+            "--max-harness-connections",
+            options.max_harness_connections,
+        ),
+        idle_timeout: None,
+        ..agent_admission.clone()
+    };
+    let agent = router(&evaluator, Channel::Agent, &options).await?;
+    let agent_local = router(&evaluator, Channel::Agent, &options).await?;
+    let harness = router(&evaluator, Channel::Harness, &options).await?;
     let tasks = vec![
-        tokio::spawn(agent.serve_with_incoming_shutdown(tcp, signal())),
-        tokio::spawn(agent_local.serve_with_incoming_shutdown(agent_unix, signal())),
-        tokio::spawn(harness.serve_with_incoming_shutdown(unix, signal())),
+        tokio::spawn(
+            agent.serve_with_incoming_shutdown(
+                Incoming::new(tcp, agent_admission.clone()),
+                signal(),
+            ),
+        ),
+        tokio::spawn(
+            agent_local
+                .serve_with_incoming_shutdown(Incoming::new(agent_unix, agent_admission), signal()),
+        ),
+        tokio::spawn(
+            harness.serve_with_incoming_shutdown(Incoming::new(unix, harness_admission), signal()),
+        ),
     ];
     tracing::info!(agent = %agent_addr, harness = %harness_socket.display(), "evaluator listening");
     Ok(RunningServer {
@@ -341,9 +355,46 @@ pub async fn start_with_agent_socket(
         agent_socket,
         harness_socket,
         evaluator,
+        agent_connection_cap,
+        shutdown_deadline: options.shutdown_deadline,
         stop,
+        drop_connections,
         tasks,
     })
+}
+
+/// Raises the open-file limit and answers how many agent connections fit under it beside the
+/// file descriptors the harness channel and official envs may need.
+fn agent_connection_cap(
+    evaluator: &Evaluator,
+    options: &ServeOptions,
+) -> Result<usize, ServeError> {
+    let limit = match fd_limit::raise_open_file_limit() {
+        Ok(limit) => limit.soft,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot read the open-file limit; assuming the caps fit");
+            return Ok(options.max_agent_connections);
+        }
+    };
+    let reserved = fd_limit::reserved_fds(
+        options.max_harness_connections,
+        evaluator.limits().max_official_envs,
+    );
+    let cap = fd_limit::agent_connections_that_fit(limit, reserved, options.max_agent_connections);
+    if cap == 0 {
+        return Err(ServeError::NoRoomForAgents { limit, reserved });
+    }
+    if cap < options.max_agent_connections {
+        tracing::warn!(
+            limit,
+            reserved,
+            cap,
+            "the open-file limit holds only {cap} agent connections beside the harness's \
+             reserve, fewer than --max-agent-connections {}",
+            options.max_agent_connections
+        );
+    }
+    Ok(cap)
 }
 
 #[cfg(test)]
