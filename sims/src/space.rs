@@ -118,6 +118,48 @@ impl DiscreteSpace {
     }
 }
 
+/// The value of `dtype` nearest to `v` (itself in `[lo, hi]`) that lies in `[lo, hi]`, as
+/// f64; `None` if the interval holds no value of `dtype`. A float64 holds every value.
+fn member_within(dtype: DType, v: f64, lo: f64, hi: f64) -> Option<f64> {
+    let inside = |x: f64| (lo..=hi).contains(&x);
+    match dtype {
+        DType::F64 => Some(v),
+        DType::F32 => {
+            let mut x = v as f32;
+            if f64::from(x) < lo {
+                x = f32_step(x, true);
+            } else if f64::from(x) > hi {
+                x = f32_step(x, false);
+            }
+            Some(f64::from(x)).filter(|x| inside(*x))
+        }
+        DType::I64 | DType::I32 | DType::U8 | DType::Bool => {
+            let (min, max) = match dtype {
+                DType::I32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
+                DType::U8 => (0.0, 255.0),
+                DType::Bool => (0.0, 1.0),
+                _ => (i64::MIN as f64, i64::MAX as f64),
+            };
+            let x = v.ceil().max(lo.ceil()).max(min).min(max);
+            Some(x).filter(|x| inside(*x) && x.fract() == 0.0)
+        }
+    }
+}
+
+/// The next float32 above (`up`) or below `x`, for a finite or infinite `x`.
+fn f32_step(x: f32, up: bool) -> f32 {
+    if x.is_nan() || (up && x == f32::INFINITY) || (!up && x == f32::NEG_INFINITY) {
+        return x;
+    }
+    if x == 0.0 {
+        let tiny = f32::from_bits(1);
+        return if up { tiny } else { -tiny };
+    }
+    let bits = x.to_bits();
+    let away_from_zero = (x > 0.0) == up;
+    f32::from_bits(if away_from_zero { bits + 1 } else { bits - 1 })
+}
+
 impl Space {
     /// Checks that the description itself is sound; spaces that arrive over the wire go
     /// through this before use.
@@ -148,6 +190,12 @@ impl Space {
                     if lo.is_nan() || hi.is_nan() || lo > hi {
                         return Err(InvalidSpace(format!(
                             "Box element {i} has bounds [{lo}, {hi}]"
+                        )));
+                    }
+                    if member_within(b.dtype, *lo, *lo, *hi).is_none() {
+                        return Err(InvalidSpace(format!(
+                            "Box element {i} has bounds [{lo}, {hi}], which hold no {} value",
+                            b.dtype
                         )));
                     }
                 }
@@ -367,7 +415,7 @@ impl Space {
                             if b.dtype.is_float() {
                                 rng.uniform(lo, hi)
                             } else {
-                                lo + rng.below((hi - lo) as u64 + 1) as f64
+                                lo + rng.below(((hi - lo) as u64).saturating_add(1)) as f64
                             }
                         }
                         (false, false) => rng.normal(),
@@ -381,6 +429,9 @@ impl Space {
                     } else {
                         v.clamp(lo, hi)
                     };
+                    // A bound the dtype cannot hold (a fractional bound of an integer Box, an
+                    // f32 Box bound between two f32 values): step inside, to a value it holds.
+                    let v = member_within(b.dtype, v, lo, hi).unwrap_or(v);
                     out.push(v);
                 }
             }
@@ -518,6 +569,40 @@ mod tests {
             labels: Vec::new(),
         };
         assert!(!d.contains(i64::MAX) && !d.contains(i64::MIN));
+    }
+
+    /// Regression (fuzz target `space`): a Box whose bounds hold no value of its dtype was
+    /// valid, and its samples were not members.
+    #[test]
+    fn a_box_whose_bounds_hold_no_value_of_its_dtype_is_invalid() {
+        for (dtype, lo, hi) in [
+            (DType::F32, 9.44e-322, 9.5e-322),
+            (DType::F32, 0.1, 0.1),
+            (DType::I32, 0.5, 0.7),
+            (DType::U8, 300.0, 400.0),
+        ] {
+            let e = Space::Box(BoxSpace::uniform(vec![1], dtype, lo, hi))
+                .validate()
+                .unwrap_err();
+            assert!(e.0.contains("hold no"), "{e:?}");
+        }
+        for (dtype, lo, hi) in [
+            (DType::F32, 0.1, 0.2),
+            (DType::F32, 1e-40, 1e-38),
+            (DType::I32, 0.5, 1.7),
+            (DType::U8, -3.0, 0.5),
+            (DType::I64, f64::NEG_INFINITY, f64::INFINITY),
+            // Regression: a span wider than u64 overflowed the sampler's count.
+            (DType::U8, -1.2676506002282294e30, 1.0),
+        ] {
+            let space = Space::Box(BoxSpace::uniform(vec![3], dtype, lo, hi));
+            space.validate().unwrap();
+            let mut rng = Rng::new(5);
+            for _ in 0..50 {
+                let sample = space.sample(&mut rng);
+                space.check(&sample).unwrap();
+            }
+        }
     }
 
     #[test]
