@@ -418,7 +418,7 @@ impl Space {
                             if b.dtype.is_float() {
                                 rng.uniform(lo, hi)
                             } else {
-                                lo + rng.below((hi - lo) as u64 + 1) as f64
+                                lo + rng.below(((hi - lo) as u64).saturating_add(1)) as f64
                             }
                         }
                         (false, false) => rng.normal(),
@@ -595,6 +595,8 @@ mod tests {
             (DType::I32, 0.5, 1.7),
             (DType::U8, -3.0, 0.5),
             (DType::I64, f64::NEG_INFINITY, f64::INFINITY),
+            // Regression: a span wider than u64 overflowed the sampler's count.
+            (DType::U8, -1.2676506002282294e30, 1.0),
         ] {
             let space = Space::Box(BoxSpace::uniform(vec![3], dtype, lo, hi));
             space.validate().unwrap();
