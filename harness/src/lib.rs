@@ -7,11 +7,13 @@
 //! - [`scoring`]: the scoring rules, with a breakdown of every factor.
 //! - [`verify`]: checking a trajectory and the harness's own log.
 //! - [`score_file`]: scoring whatever file `ale harness score` is given.
-//! - [`report`]: `report.json`; [`plot`]: its plots; [`runs`]: past runs.
+//! - [`report`]: `report.json`; [`plot`]: its plots; [`runs`]: past runs; [`compare`]: two
+//!   runs of one task side by side.
 //! - [`evaluator_process`]: attaching to the evaluator serving a state dir, or starting one.
 
 pub mod agent;
 pub mod channel;
+pub mod compare;
 mod error;
 pub mod evaluator_process;
 pub mod log;

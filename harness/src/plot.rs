@@ -1,17 +1,22 @@
 //! Plots of a run: the per-episode metric as bars (failed rollouts marked), the running mean,
-//! and the target line. PNG or SVG, chosen by the file's extension. PNG text is drawn with a
-//! font compiled into the binary, so nothing is needed from the system.
+//! and the target line; or of two runs of one task side by side ([`render_compare_file`]).
+//! PNG or SVG, chosen by the file's extension. PNG text is drawn with a font compiled into the
+//! binary, so nothing is needed from the system.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Once;
 
+use ale_proto::RunId;
 use ale_proto::private_files::{PrivateFileError, create_private_file};
-use ale_proto::records::{Direction, EpisodeRecord, Outcome, running_mean};
+use ale_proto::records::{Direction, EpisodeRecord, EvalStatus, Outcome, running_mean};
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use ale_proto::trajectory::TRAJECTORY_FILE;
 
+use crate::compare::DifferentTasks;
 use crate::report::Report;
 use crate::verify::{VerifyError, verify_trajectory};
 
@@ -27,6 +32,8 @@ pub enum PlotError {
     Unverified { path: PathBuf, cause: VerifyError },
     #[error("{}: the plot file must end in .png or .svg", .path.display())]
     Format { path: PathBuf },
+    #[error(transparent)]
+    DifferentTasks(#[from] DifferentTasks),
     #[error("cannot draw the plot: {0}")]
     Draw(String),
     #[error("cannot encode the plot as PNG: {0}")]
@@ -52,7 +59,10 @@ const HEIGHT: u32 = 540;
 /// What a plot shows.
 #[derive(Debug, Clone)]
 pub struct PlotData {
-    pub title: String,
+    pub run_id: RunId,
+    pub task_id: String,
+    /// How the session ended; `None` while it has not.
+    pub status: Option<EvalStatus>,
     pub metric_name: String,
     pub direction: Direction,
     pub target: f64,
@@ -97,7 +107,9 @@ impl PlotData {
             .map(|r| r.episodes.clone())
             .unwrap_or_default();
         Ok(PlotData {
-            title: format!("{} · run {}", verified.run.task_id, verified.run.run_id),
+            run_id: verified.run.run_id.clone(),
+            task_id: verified.run.task_id.clone(),
+            status: verified.result.as_ref().map(|r| r.status),
             metric_name: verified.run.metric_name.clone(),
             direction: verified.run.direction,
             target: verified.run.target,
@@ -107,12 +119,19 @@ impl PlotData {
 
     pub fn from_report(report: &Report) -> PlotData {
         PlotData {
-            title: format!("{} · run {}", report.task.id, report.run_id),
+            run_id: report.run_id.clone(),
+            task_id: report.task.id.clone(),
+            status: Some(report.status),
             metric_name: report.score.metric_name.clone(),
             direction: report.score.direction,
             target: report.score.target,
             episodes: report.episodes.clone(),
         }
+    }
+
+    /// The plot's caption: task and run.
+    pub fn title(&self) -> String {
+        format!("{} · run {}", self.task_id, self.run_id)
     }
 
     /// The running mean after each played rollout, counting failures at their metric.
@@ -159,27 +178,83 @@ impl PlotFormat {
     }
 }
 
-/// Renders `data` as the bytes of a PNG or SVG file.
-pub fn render_bytes(data: &PlotData, format: PlotFormat) -> Result<Vec<u8>, PlotError> {
+/// A picture this module draws: one run, or two runs compared. The same code draws it onto a
+/// bitmap, into SVG, or only to learn its layout.
+trait Figure {
+    fn draw_on<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> Result<PlotLayout, Box<dyn std::error::Error>>
+    where
+        DB::ErrorType: 'static;
+}
+
+impl Figure for PlotData {
+    fn draw_on<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> Result<PlotLayout, Box<dyn std::error::Error>>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(self, root)
+    }
+}
+
+/// Two runs of one task, drawn side by side.
+struct Compared<'a> {
+    left: &'a PlotData,
+    right: &'a PlotData,
+}
+
+impl Figure for Compared<'_> {
+    fn draw_on<DB: DrawingBackend>(
+        &self,
+        root: DrawingArea<DB, Shift>,
+    ) -> Result<PlotLayout, Box<dyn std::error::Error>>
+    where
+        DB::ErrorType: 'static,
+    {
+        draw_compared(self.left, self.right, root)
+    }
+}
+
+fn render(figure: &impl Figure, format: PlotFormat) -> Result<Vec<u8>, PlotError> {
     let failed = |e: Box<dyn std::error::Error>| PlotError::Draw(e.to_string());
     match format {
         PlotFormat::Png => {
-            register_font();
             let mut rgb = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
             let root = BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)).into_drawing_area();
-            draw(data, root).map_err(failed)?;
+            figure.draw_on(root).map_err(failed)?;
             Ok(encode_png(&rgb)?)
         }
         PlotFormat::Svg => {
             let mut svg = String::new();
-            draw(
-                data,
-                SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area(),
-            )
-            .map_err(failed)?;
+            figure
+                .draw_on(SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area())
+                .map_err(failed)?;
             Ok(svg.into_bytes())
         }
     }
+}
+
+fn figure_layout(figure: &impl Figure) -> Result<PlotLayout, PlotError> {
+    let mut svg = String::new();
+    figure
+        .draw_on(SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area())
+        .map_err(|e| PlotError::Draw(e.to_string()))
+}
+
+fn write_file(bytes: Vec<u8>, path: &Path) -> Result<(), PlotError> {
+    std::fs::write(path, bytes).map_err(|cause| PlotError::Write {
+        path: path.to_path_buf(),
+        cause,
+    })
+}
+
+/// Renders `data` as the bytes of a PNG or SVG file.
+pub fn render_bytes(data: &PlotData, format: PlotFormat) -> Result<Vec<u8>, PlotError> {
+    render(data, format)
 }
 
 fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
@@ -196,11 +271,41 @@ fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, png::EncodingError> {
 /// Renders `data` to `path` (`.png` or `.svg`), replacing a file there: for a plot the
 /// operator asked for by name.
 pub fn render_file(data: &PlotData, path: &Path) -> Result<(), PlotError> {
-    let bytes = render_bytes(data, PlotFormat::of(path)?)?;
-    std::fs::write(path, bytes).map_err(|cause| PlotError::Write {
-        path: path.to_path_buf(),
-        cause,
-    })
+    write_file(render_bytes(data, PlotFormat::of(path)?)?, path)
+}
+
+/// Renders two runs of one task side by side as the bytes of a PNG or SVG file: grouped bars
+/// per rollout (`left`'s first), failed rollouts marked, both running means, the target, and
+/// the two run ids in the legend. Runs of different tasks are refused.
+pub fn render_compare_bytes(
+    left: &PlotData,
+    right: &PlotData,
+    format: PlotFormat,
+) -> Result<Vec<u8>, PlotError> {
+    DifferentTasks::check(left, right)?;
+    render(&Compared { left, right }, format)
+}
+
+/// Renders two runs of one task side by side to `path` (`.png` or `.svg`), replacing a file
+/// there. See [`render_compare_bytes`].
+///
+/// ```no_run
+/// use ale_harness::plot::{PlotData, render_compare_file};
+/// use std::path::Path;
+/// let heuristic = PlotData::load(Path::new("runs/run-3f2a…"))?;
+/// let random = PlotData::load(Path::new("runs/run-9c41…"))?;
+/// render_compare_file(&heuristic, &random, Path::new("compare.png"))?;
+/// # Ok::<(), ale_harness::plot::PlotError>(())
+/// ```
+pub fn render_compare_file(
+    left: &PlotData,
+    right: &PlotData,
+    path: &Path,
+) -> Result<(), PlotError> {
+    write_file(
+        render_compare_bytes(left, right, PlotFormat::of(path)?)?,
+        path,
+    )
 }
 
 /// A rectangle in image pixels, corners inclusive.
@@ -219,6 +324,16 @@ impl PixelRect {
             && self.top <= other.bottom
             && other.top <= self.bottom
     }
+
+    /// The rectangle with corners `a` and `b`, in either order.
+    fn spanning(a: (i32, i32), b: (i32, i32)) -> PixelRect {
+        PixelRect {
+            left: a.0.min(b.0),
+            top: a.1.min(b.1),
+            right: a.0.max(b.0),
+            bottom: a.1.max(b.1),
+        }
+    }
 }
 
 /// Where a plot put its parts, in image pixels: the plotting area, each bar, and the legend.
@@ -232,20 +347,33 @@ pub struct PlotLayout {
 
 /// The layout `data` is drawn with (the same code draws it; nothing is written).
 pub fn layout(data: &PlotData) -> Result<PlotLayout, PlotError> {
-    let mut svg = String::new();
-    draw(
-        data,
-        SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area(),
-    )
-    .map_err(|e| PlotError::Draw(e.to_string()))
+    figure_layout(data)
 }
 
-/// Height of the legend's strip at the bottom of the image.
-const LEGEND_HEIGHT: u32 = 36;
+/// The layout two runs are drawn with by [`render_compare_file`] (nothing is written).
+pub fn compare_layout(left: &PlotData, right: &PlotData) -> Result<PlotLayout, PlotError> {
+    DifferentTasks::check(left, right)?;
+    figure_layout(&Compared { left, right })
+}
+
+/// Height of one row of legend entries, and the strip's padding above and below its rows.
+const LEGEND_ROW: u32 = 20;
+const LEGEND_PADDING: u32 = 16;
+
+/// Height of the legend's strip at the bottom of the image, for `rows` rows of entries.
+fn legend_height(rows: u32) -> u32 {
+    LEGEND_PADDING + rows * LEGEND_ROW
+}
+
+const COMPLETED: RGBColor = RGBColor(70, 120, 200);
+const FAILED: RGBColor = RGBColor(210, 80, 70);
+const TARGET: RGBColor = RGBColor(40, 160, 80);
+/// The second run of a comparison (the first is drawn in [`COMPLETED`]'s blue).
+const SECOND: RGBColor = RGBColor(150, 95, 190);
 
 fn draw<DB: DrawingBackend>(
     data: &PlotData,
-    root: DrawingArea<DB, plotters::coord::Shift>,
+    root: DrawingArea<DB, Shift>,
 ) -> Result<PlotLayout, Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
@@ -253,7 +381,7 @@ where
     // Text is measured for the legend whatever the backend, so the font must be there.
     register_font();
     root.fill(&WHITE)?;
-    let (chart_area, legend_area) = root.split_vertically(HEIGHT - LEGEND_HEIGHT);
+    let (chart_area, legend_area) = root.split_vertically(HEIGHT - legend_height(1));
     let n = data.episodes.len().max(1) as u32;
     let highest = data
         .played()
@@ -264,7 +392,7 @@ where
     let y_max = if highest > 0.0 { highest * 1.15 } else { 1.0 };
     let arrow = data.direction;
     let mut chart = ChartBuilder::on(&chart_area)
-        .caption(&data.title, ("sans-serif", 20))
+        .caption(data.title(), ("sans-serif", 20))
         .margin(16)
         .margin_bottom(4)
         .x_label_area_size(40)
@@ -278,29 +406,20 @@ where
         .y_desc(format!("{} ({arrow})", data.metric_name))
         .label_style(("sans-serif", 14))
         .draw()?;
-    let completed = RGBColor(70, 120, 200);
-    let failed = RGBColor(210, 80, 70);
-    let target = RGBColor(40, 160, 80);
     let mut bars = Vec::new();
     let mut rects = Vec::new();
     for e in data.played() {
         let colour = if e.outcome == Outcome::Completed {
-            completed
+            COMPLETED
         } else {
-            failed
+            FAILED
         };
         let x = f64::from(e.index);
         let corners = [(x + 0.12, 0.0), (x + 0.88, e.metric.max(0.0))];
-        let (a, b) = (
+        bars.push(PixelRect::spanning(
             chart.backend_coord(&corners[0]),
             chart.backend_coord(&corners[1]),
-        );
-        bars.push(PixelRect {
-            left: a.0.min(b.0),
-            top: a.1.min(b.1),
-            right: a.0.max(b.0),
-            bottom: a.1.max(b.1),
-        });
+        ));
         rects.push(Rectangle::new(corners, colour.mix(0.75).filled()));
     }
     chart.draw_series(rects)?;
@@ -312,27 +431,21 @@ where
     ))?;
     chart.draw_series(LineSeries::new(
         [(0.0, data.target), (f64::from(n), data.target)],
-        target.stroke_width(2),
+        TARGET.stroke_width(2),
     ))?;
-    let (x_range, y_range) = chart.plotting_area().get_pixel_range();
-    let plot_area = PixelRect {
-        left: x_range.start,
-        top: y_range.start,
-        right: x_range.end - 1,
-        bottom: y_range.end - 1,
-    };
+    let plot_area = plotting_rect(&chart);
     let legend = draw_legend(
         &legend_area,
-        x_range.start,
-        &[
+        plot_area.left,
+        &[vec![
             (
-                LegendMark::Swatch(completed),
+                LegendMark::Swatch(COMPLETED),
                 "completed rollout".to_string(),
             ),
-            (LegendMark::Swatch(failed), "failed rollout".to_string()),
+            (LegendMark::Swatch(FAILED), "failed rollout".to_string()),
             (LegendMark::Line(BLACK), "running mean".to_string()),
-            (LegendMark::Line(target), format!("target {}", data.target)),
-        ],
+            (LegendMark::Line(TARGET), format!("target {}", data.target)),
+        ]],
     )?;
     root.present()?;
     Ok(PlotLayout {
@@ -342,46 +455,228 @@ where
     })
 }
 
+/// The pixels of a chart's plotting area.
+fn plotting_rect<DB: DrawingBackend>(
+    chart: &ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> PixelRect {
+    let (x_range, y_range) = chart.plotting_area().get_pixel_range();
+    PixelRect {
+        left: x_range.start,
+        top: y_range.start,
+        right: x_range.end - 1,
+        bottom: y_range.end - 1,
+    }
+}
+
+/// The y range that shows every value and 0 (bars start there), padded away from 0; a metric
+/// that can be negative (pendulum's return) gets room below 0.
+fn value_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite())
+        .fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if hi - lo <= 0.0 {
+        return 0.0..1.0;
+    }
+    let pad = (hi - lo) * 0.15;
+    let lo = if lo < 0.0 { lo - pad } else { 0.0 };
+    let hi = if hi > 0.0 { hi + pad } else { 0.0 };
+    lo..hi
+}
+
+/// The first 8 characters of a run id's random part, as the console lists runs.
+fn short_id(run_id: &RunId) -> &str {
+    let id = run_id.as_str();
+    let random = id.strip_prefix(RunId::PREFIX).unwrap_or(id);
+    random.get(..8).unwrap_or(random)
+}
+
+/// `left` and `right` (of one task) as grouped bars per rollout, each run in its colour with
+/// its running mean; a failed rollout's bar is red, outlined in its run's colour.
+fn draw_compared<DB: DrawingBackend>(
+    left: &PlotData,
+    right: &PlotData,
+    root: DrawingArea<DB, Shift>,
+) -> Result<PlotLayout, Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    // Text is measured for the legend whatever the backend, so the font must be there.
+    register_font();
+    root.fill(&WHITE)?;
+    let (chart_area, legend_area) = root.split_vertically(HEIGHT - legend_height(2));
+    let n = left.episodes.len().max(right.episodes.len()).max(1) as u32;
+    let y = value_range(
+        left.played()
+            .chain(right.played())
+            .map(|e| e.metric)
+            .chain([left.target, right.target]),
+    );
+    let caption = format!(
+        "{} · run {} vs run {}",
+        left.task_id,
+        short_id(&left.run_id),
+        short_id(&right.run_id)
+    );
+    let mut chart = ChartBuilder::on(&chart_area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(16)
+        .margin_bottom(4)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..f64::from(n), y)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("rollout")
+        .x_label_formatter(&|x| format!("{}", x.floor() as u32 + 1))
+        .y_desc(format!("{} ({})", left.metric_name, left.direction))
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    let sides = [(left, COMPLETED, 0.08), (right, SECOND, 0.52)];
+    let mut bars = Vec::new();
+    for (data, colour, offset) in sides {
+        let mut fills = Vec::new();
+        let mut outlines = Vec::new();
+        for e in data.played() {
+            let x = f64::from(e.index) + offset;
+            let corners = [(x, 0.0), (x + 0.40, e.metric)];
+            bars.push(PixelRect::spanning(
+                chart.backend_coord(&corners[0]),
+                chart.backend_coord(&corners[1]),
+            ));
+            if e.outcome == Outcome::Completed {
+                fills.push(Rectangle::new(corners, colour.mix(0.8).filled()));
+            } else {
+                fills.push(Rectangle::new(corners, FAILED.mix(0.8).filled()));
+                outlines.push(Rectangle::new(corners, colour.stroke_width(2)));
+            }
+        }
+        chart.draw_series(fills)?;
+        chart.draw_series(outlines)?;
+    }
+    for (data, colour, _) in sides {
+        chart.draw_series(LineSeries::new(
+            data.running_mean()
+                .into_iter()
+                .map(|(i, m)| (f64::from(i) + 0.5, m)),
+            darker(colour).stroke_width(2),
+        ))?;
+    }
+    // One task has one target; should the task's file have changed between the runs, each
+    // run's own is drawn and named.
+    let targets: Vec<(f64, String)> = if left.target == right.target {
+        vec![(left.target, format!("target {}", left.target))]
+    } else {
+        vec![
+            (
+                left.target,
+                format!("target {} (run {})", left.target, short_id(&left.run_id)),
+            ),
+            (
+                right.target,
+                format!("target {} (run {})", right.target, short_id(&right.run_id)),
+            ),
+        ]
+    };
+    for (target, _) in &targets {
+        chart.draw_series(LineSeries::new(
+            [(0.0, *target), (f64::from(n), *target)],
+            TARGET.stroke_width(2),
+        ))?;
+    }
+    let plot_area = plotting_rect(&chart);
+    let run_label = |data: &PlotData| match data.status {
+        Some(status) => format!("{} ({status})", data.run_id),
+        None => format!("{} (unfinished)", data.run_id),
+    };
+    let mut rows = vec![
+        vec![
+            (LegendMark::Swatch(COMPLETED), run_label(left)),
+            (
+                LegendMark::Line(darker(COMPLETED)),
+                "its running mean".to_string(),
+            ),
+            (LegendMark::Swatch(FAILED), "failed rollout".to_string()),
+        ],
+        vec![
+            (LegendMark::Swatch(SECOND), run_label(right)),
+            (
+                LegendMark::Line(darker(SECOND)),
+                "its running mean".to_string(),
+            ),
+        ],
+    ];
+    for (_, label) in targets {
+        rows[1].push((LegendMark::Line(TARGET), label));
+    }
+    let legend = draw_legend(&legend_area, plot_area.left, &rows)?;
+    root.present()?;
+    Ok(PlotLayout {
+        plot_area,
+        bars,
+        legend,
+    })
+}
+
+/// `colour` darkened, for a line drawn over bars of that colour.
+fn darker(colour: RGBColor) -> RGBColor {
+    let RGBColor(r, g, b) = colour;
+    RGBColor(r / 10 * 6, g / 10 * 6, b / 10 * 6)
+}
+
 enum LegendMark {
     Swatch(RGBColor),
     Line(RGBColor),
 }
 
-/// One row of legend entries in `area` (the strip under the chart), starting at `left`;
-/// returns the pixels it covers.
+/// Rows of legend entries in `area` (the strip under the chart), starting at `left`, the
+/// entries of each column aligned; returns the pixels they cover.
 fn draw_legend<DB: DrawingBackend>(
-    area: &DrawingArea<DB, plotters::coord::Shift>,
+    area: &DrawingArea<DB, Shift>,
     left: i32,
-    entries: &[(LegendMark, String)],
+    rows: &[Vec<(LegendMark, String)>],
 ) -> Result<PixelRect, Box<dyn std::error::Error>>
 where
     DB::ErrorType: 'static,
 {
     let style = TextStyle::from(("sans-serif", 14).into_font()).color(&BLACK);
     let (offset_x, offset_y) = area.get_base_pixel();
-    let middle = (LEGEND_HEIGHT / 2) as i32;
-    let mut x = left;
-    for (mark, label) in entries {
-        match mark {
-            LegendMark::Swatch(colour) => area.draw(&Rectangle::new(
-                [(x, middle - 6), (x + 12, middle + 6)],
-                colour.mix(0.75).filled(),
-            ))?,
-            LegendMark::Line(colour) => area.draw(&PathElement::new(
-                vec![(x, middle), (x + 14, middle)],
-                colour.stroke_width(2),
-            ))?,
+    let mut widths: Vec<i32> = Vec::new();
+    for row in rows {
+        for (column, (_, label)) in row.iter().enumerate() {
+            let (width, _) = area.estimate_text_size(label, &style)?;
+            match widths.get_mut(column) {
+                Some(w) => *w = (*w).max(width as i32),
+                None => widths.push(width as i32),
+            }
         }
-        x += 20;
-        area.draw(&Text::new(label.clone(), (x, middle - 7), style.clone()))?;
-        let (width, _) = area.estimate_text_size(label, &style)?;
-        x += width as i32 + 24;
+    }
+    let mut right = left;
+    for (r, row) in rows.iter().enumerate() {
+        let middle = (LEGEND_PADDING / 2 + r as u32 * LEGEND_ROW + LEGEND_ROW / 2) as i32;
+        let mut x = left;
+        for ((mark, label), width) in row.iter().zip(&widths) {
+            match mark {
+                LegendMark::Swatch(colour) => area.draw(&Rectangle::new(
+                    [(x, middle - 6), (x + 12, middle + 6)],
+                    colour.mix(0.75).filled(),
+                ))?,
+                LegendMark::Line(colour) => area.draw(&PathElement::new(
+                    vec![(x, middle), (x + 14, middle)],
+                    colour.stroke_width(2),
+                ))?,
+            }
+            x += 20;
+            area.draw(&Text::new(label.clone(), (x, middle - 7), style.clone()))?;
+            x += width + 24;
+        }
+        right = right.max(x);
     }
     Ok(PixelRect {
         left: offset_x + left,
         top: offset_y,
-        right: offset_x + x,
-        bottom: offset_y + LEGEND_HEIGHT as i32 - 1,
+        right: offset_x + right,
+        bottom: offset_y + legend_height(rows.len() as u32) as i32 - 1,
     })
 }
 
@@ -421,7 +716,9 @@ mod tests {
 
     fn data() -> PlotData {
         PlotData {
-            title: "cartpole-balance · test".into(),
+            run_id: RunId::from_wire("run-test"),
+            task_id: "cartpole-balance".into(),
+            status: Some(EvalStatus::Completed),
             metric_name: "mean_return".into(),
             direction: Direction::HigherIsBetter,
             target: 475.0,
@@ -458,6 +755,92 @@ mod tests {
             assert!(!layout.plot_area.overlaps(&layout.legend));
             assert!(layout.legend.bottom < HEIGHT as i32 && layout.legend.right < WIDTH as i32);
         }
+    }
+
+    /// A second run of `data()`'s task, with a real-looking id.
+    fn other_run(rollouts: u32, value: impl Fn(u32) -> f64) -> PlotData {
+        let mut d = data();
+        d.run_id = RunId::from_wire(format!("run-{}", "9c41".repeat(8)));
+        d.status = Some(EvalStatus::BudgetExceeded);
+        d.episodes = (0..rollouts)
+            .map(|i| match value(i) {
+                v if v < 0.0 => episode(i, Outcome::Aborted, 0.0),
+                v => episode(i, Outcome::Completed, v),
+            })
+            .collect();
+        d
+    }
+
+    #[test]
+    fn no_legend_pixel_of_a_comparison_lies_over_a_bar() {
+        for (rollouts, high) in [(20u32, 500.0), (100, 500.0), (7, 0.5), (1, 1e9)] {
+            let mut left = data();
+            left.run_id = RunId::from_wire(format!("run-{}", "3f2a".repeat(8)));
+            left.episodes = (0..rollouts)
+                .map(|i| episode(i, Outcome::Completed, high))
+                .collect();
+            // Every other rollout of the second run failed; the rest reach the top too.
+            let right = other_run(rollouts, |i| if i % 2 == 1 { -1.0 } else { high });
+            let layout = compare_layout(&left, &right).unwrap();
+            // Failed rollouts count their metric (0 here): a bar of no height, still placed.
+            assert_eq!(layout.bars.len(), 2 * rollouts as usize);
+            for bar in &layout.bars {
+                assert!(
+                    !bar.overlaps(&layout.legend),
+                    "{bar:?} under {:?}",
+                    layout.legend
+                );
+                assert!(
+                    bar.left >= layout.plot_area.left && bar.right <= layout.plot_area.right + 1,
+                    "{bar:?} outside {:?}",
+                    layout.plot_area
+                );
+            }
+            // The two bars of a rollout sit side by side, the first run's on the left (at 100
+            // rollouts the gap between them is under a pixel).
+            let (first, second) = (&layout.bars[0], &layout.bars[rollouts as usize]);
+            assert!(first.right <= second.left, "{first:?} {second:?}");
+            assert!(!layout.plot_area.overlaps(&layout.legend));
+            assert!(layout.legend.bottom < HEIGHT as i32 && layout.legend.right < WIDTH as i32);
+        }
+    }
+
+    #[test]
+    fn a_comparison_renders_both_run_ids_and_refuses_two_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        let left = data();
+        let right = other_run(4, |i| f64::from(i) * 100.0);
+        let svg = dir.path().join("c.svg");
+        render_compare_file(&left, &right, &svg).unwrap();
+        let text = std::fs::read_to_string(&svg).unwrap();
+        for expected in [
+            "run-test (completed)",
+            &format!("{} (budget exceeded)", right.run_id),
+            "target 475",
+            "failed rollout",
+        ] {
+            assert!(text.contains(expected), "{expected:?} missing");
+        }
+        let png = dir.path().join("c.png");
+        render_compare_file(&left, &right, &png).unwrap();
+        assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
+
+        let mut acrobot = right.clone();
+        acrobot.task_id = "acrobot-swingup".into();
+        let e = render_compare_file(&left, &acrobot, &dir.path().join("x.png")).unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.contains("cartpole-balance") && message.contains("acrobot-swingup"),
+            "{message}"
+        );
+        assert!(!dir.path().join("x.png").exists());
+    }
+
+    #[test]
+    fn a_comparison_of_negative_metrics_makes_room_below_zero() {
+        assert_eq!(value_range([500.0, 475.0].into_iter()), 0.0..575.0);
+        assert_eq!(value_range([-200.0, -100.0].into_iter()), -230.0..0.0);
+        assert_eq!(value_range([].into_iter()), 0.0..1.0);
     }
 
     #[test]

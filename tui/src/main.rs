@@ -32,7 +32,7 @@ enum Command {
     Sims(cli::sims::SimsCommand),
     /// A whole official evaluation in one command: evaluator, harness and agent.
     Demo(cli::demo::DemoArgs),
-    /// Plot a run: per-episode metric, running mean and target, as PNG or SVG.
+    /// Plot a run (per-episode metric, running mean, target), or compare two, as PNG or SVG.
     Plot(cli::plot::PlotArgs),
     /// A built-in agent for an official env (run by `ale harness run --policy`).
     Agent(cli::agent::AgentArgs),

@@ -90,6 +90,7 @@ fn help_texts() {
         ("harness_run", vec!["harness", "run", "--help"]),
         ("harness_verify", vec!["harness", "verify", "--help"]),
         ("sims_replay", vec!["sims", "replay", "--help"]),
+        ("plot", vec!["plot", "--help"]),
         ("conformance", vec!["conformance", "--help"]),
         ("load", vec!["load", "--help"]),
     ] {

@@ -513,3 +513,89 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
     assert!(!out.status.success());
     assert!(text(&out).contains("--submission"), "{}", text(&out));
 }
+
+/// `ale plot --compare`: two runs of one task (given by id, by folder or by trajectory) in one
+/// picture, each line of its output saying whether the run verified; runs of two tasks are
+/// refused, naming both, and nothing is written.
+#[test]
+fn plot_compare_draws_two_runs_of_one_task_and_refuses_two_tasks() {
+    let tmp = private_tempdir();
+    let state = tmp.path().join("state");
+    let (heuristic, heuristic_dir, _) = harness_run(
+        &state,
+        "cartpole-balance",
+        &[ALE, "agent", "--policy", "heuristic"],
+    );
+    let (random, random_dir, _) = harness_run(
+        &state,
+        "cartpole-balance",
+        &[ALE, "agent", "--policy", "random"],
+    );
+    let (_, mountaincar_dir, _) = harness_run(
+        &state,
+        "mountaincar",
+        &[ALE, "agent", "--policy", "heuristic"],
+    );
+    let state_arg = state.to_str().unwrap();
+    let heuristic_id = heuristic["run_id"].as_str().unwrap();
+    let random_id = random["run_id"].as_str().unwrap();
+
+    let svg = tmp.path().join("compare.svg");
+    let out = ale(&[
+        "plot",
+        "--compare",
+        heuristic_id,
+        random_dir.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--state-dir",
+        state_arg,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with(heuristic_id) && lines[0].ends_with("verified"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].starts_with(random_id) && lines[1].ends_with("verified"),
+        "{stdout}"
+    );
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.contains(heuristic_id) && picture.contains(random_id));
+
+    // A trajectory file compares too, on what it holds alone.
+    let png = tmp.path().join("compare.png");
+    let out = ale(&[
+        "plot",
+        "--compare",
+        heuristic_dir.join("trajectory.jsonl").to_str().unwrap(),
+        random_id,
+        "-o",
+        png.to_str().unwrap(),
+        "--state-dir",
+        state_arg,
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(&std::fs::read(&png).unwrap()[..4], b"\x89PNG");
+
+    let refused = tmp.path().join("refused.png");
+    let out = ale(&[
+        "plot",
+        "--compare",
+        random_id,
+        mountaincar_dir.to_str().unwrap(),
+        "-o",
+        refused.to_str().unwrap(),
+        "--state-dir",
+        state_arg,
+    ]);
+    assert!(!out.status.success());
+    let said = text(&out);
+    assert!(
+        said.contains("a run of cartpole-balance") && said.contains("a run of mountaincar"),
+        "{said}"
+    );
+    assert!(!refused.exists());
+}

@@ -1,19 +1,28 @@
-//! `ale plot`: a run's per-episode metric, running mean and target, as PNG or SVG.
+//! `ale plot`: a run's per-episode metric, running mean and target, as PNG or SVG; or two runs
+//! of one task side by side (`--compare`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use ale_harness::plot::{PlotData, render_file};
+use ale_harness::compare::{Checked, ComparedRun, Comparison};
+use ale_harness::plot::{PlotData, render_compare_file, render_file};
+use ale_harness::verify::{RecordKeys, RunVerdict};
 
 use crate::StateDirArg;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Examples:\n  ale plot run-3f2a… -o run.png\n  ale plot ~/.local/state/ale/runs/run-3f2a…/trajectory.jsonl -o run.svg"
+    override_usage = "ale plot [OPTIONS] RUN -o FILE\n       ale plot [OPTIONS] --compare RUN RUN -o FILE",
+    after_help = "Examples:\n  ale plot run-3f2a… -o run.png\n  ale plot ~/.local/state/ale/runs/run-3f2a…/trajectory.jsonl -o run.svg\n  ale plot --compare run-3f2a… run-9c41… -o compare.png"
 )]
 pub struct PlotArgs {
     /// A run folder, a run id (looked up in the state dir), or a trajectory.jsonl.
-    pub run: PathBuf,
+    #[arg(required_unless_present = "compare", conflicts_with = "compare")]
+    pub run: Option<PathBuf>,
+    /// Two runs of one task side by side, each given as RUN is: grouped bars per rollout,
+    /// both running means, the target. Their records are verified with the state dir's keys.
+    #[arg(long, num_args = 2, value_names = ["RUN", "RUN"])]
+    pub compare: Option<Vec<PathBuf>>,
     /// The image to write: .png or .svg.
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
@@ -21,22 +30,60 @@ pub struct PlotArgs {
     pub state_dir: StateDirArg,
 }
 
+/// A run argument as a path: itself if it exists, else the run of that id in `state_dir`.
+fn resolve_run(run: &Path, state_dir: &Path) -> anyhow::Result<PathBuf> {
+    if run.exists() {
+        return Ok(run.to_path_buf());
+    }
+    let id = ale_proto::RunId::from_wire(run.to_string_lossy());
+    let dir = ale_proto::layout::run_dir(state_dir, &id);
+    anyhow::ensure!(
+        dir.is_dir(),
+        "{} is neither a file, a folder, nor a run in {}",
+        run.display(),
+        state_dir.display()
+    );
+    Ok(dir)
+}
+
 pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
-    let path = if args.run.exists() {
-        args.run.clone()
-    } else {
-        let id = ale_proto::RunId::from_wire(args.run.to_string_lossy());
-        let dir = ale_proto::layout::run_dir(&args.state_dir.resolve(), &id);
-        anyhow::ensure!(
-            dir.is_dir(),
-            "{} is neither a file, a folder, nor a run in {}",
-            args.run.display(),
-            args.state_dir.resolve().display()
-        );
-        dir
-    };
-    let data = PlotData::load(&path)?;
-    render_file(&data, &args.output)?;
+    let state_dir = args.state_dir.resolve();
+    match (&args.run, args.compare.as_deref()) {
+        (_, Some([left, right])) => {
+            let (left, right) = (
+                resolve_run(left, &state_dir)?,
+                resolve_run(right, &state_dir)?,
+            );
+            let keys = RecordKeys::from_state_dir(&state_dir);
+            let both = Comparison::load(&left, &right, keys.as_ref())?;
+            render_compare_file(&both.left.plot, &both.right.plot, &args.output)?;
+            for side in both.sides() {
+                println!("{}", side_line(side));
+            }
+        }
+        (Some(run), None) => {
+            let data = PlotData::load(&resolve_run(run, &state_dir)?)?;
+            render_file(&data, &args.output)?;
+        }
+        // clap requires RUN or two values of --compare.
+        _ => anyhow::bail!("give a RUN, or --compare RUN RUN"),
+    }
     println!("wrote {}", args.output.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// One line per run: id, status, score, and what verifying its records concluded.
+fn side_line(side: &ComparedRun) -> String {
+    let status = side
+        .status()
+        .map_or("unfinished".to_string(), |s| s.to_string());
+    let score = side
+        .breakdown()
+        .map_or("no score".to_string(), |b| format!("score {:.4}", b.score));
+    let verdict = match &side.checked {
+        Checked::Verdict(RunVerdict::Verified(_)) => "verified".to_string(),
+        Checked::Verdict(RunVerdict::Broken(e)) => format!("BROKEN {e}"),
+        Checked::NoKeys(why) => why.clone(),
+    };
+    format!("{}  {status}  {score}  {verdict}", side.run_id())
 }

@@ -210,6 +210,7 @@ impl App {
             Msg::Harness(event) => self.eval.on_harness(event),
             Msg::Runs(listed) => self.runs.on_listed(listed),
             Msg::Verified(verification) => self.runs.on_verified(verification),
+            Msg::Compared(compared) => self.runs.on_compared(compared),
             Msg::Exported { path, result } => self.runs.on_exported(&path, result),
         };
         self.apply(outcomes)
@@ -245,10 +246,10 @@ impl App {
             MouseEventKind::ScrollUp => self.on_command(Command::Up),
             MouseEventKind::Down(_) => {
                 let row = usize::from(mouse.row.saturating_sub(FIRST_LIST_ROW));
-                match self.view {
-                    View::Tasks => self.tasks.click(row),
-                    View::Runs => self.runs.click(row),
-                    View::Practice | View::Eval => {}
+                match self.context() {
+                    Context::Tasks => self.tasks.click(row),
+                    Context::Runs => self.runs.click(row),
+                    _ => {}
                 }
                 Vec::new()
             }
@@ -285,8 +286,16 @@ impl App {
         self.apply(outcomes)
     }
 
+    /// Whose keys apply: the view's, or the comparison's while the runs view shows one.
+    pub fn context(&self) -> Context {
+        match self.view {
+            View::Runs if self.runs.comparison.is_some() => Context::Compare,
+            view => view.context(),
+        }
+    }
+
     fn on_command_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        match self.keymap.lookup(self.view.context(), key) {
+        match self.keymap.lookup(self.context(), key) {
             Some(command) => self.on_command(command),
             None => {
                 let outcomes = match self.view {

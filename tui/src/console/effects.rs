@@ -1,10 +1,11 @@
 //! The file work behind the runs view's effects: listing the state dir's runs, verifying a
-//! run's records, exporting a run's plot. Each is a blocking function that returns the message
-//! reporting how it went; the event loop runs it off the UI thread.
+//! run's records, comparing two runs, exporting plots. Each is a blocking function that
+//! returns the message reporting how it went; the event loop runs it off the UI thread.
 
 use std::path::{Path, PathBuf};
 
-use ale_harness::plot::{PlotData, PlotFormat};
+use ale_harness::compare::Comparison;
+use ale_harness::plot::{PlotData, PlotError, PlotFormat, render_compare_file};
 use ale_harness::verify::{RecordKeys, verify_run_dir};
 
 use super::message::{Msg, Verification};
@@ -29,26 +30,62 @@ pub fn verify_run(state_dir: &Path, run_dir: PathBuf) -> Msg {
     Msg::Verified(Verification { run_dir, result })
 }
 
-/// Writes `run_dir`'s plot into `out_dir` as `<run id>.<png|svg>`, as `ale plot` draws it.
-pub fn export_plot(run_dir: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
-    let name = run_dir
-        .file_name()
-        .map_or("run".into(), |n| n.to_string_lossy().to_string());
-    let extension = match format {
+/// Reads `left` and `right` and verifies their records with the public keys of `state_dir`,
+/// for the comparison screen.
+pub fn compare_runs(state_dir: &Path, left: &Path, right: &Path) -> Msg {
+    let keys = RecordKeys::from_state_dir(state_dir);
+    Msg::Compared(
+        Comparison::load(left, right, keys.as_ref())
+            .map(Box::new)
+            .map_err(|e| e.to_string()),
+    )
+}
+
+fn extension(format: PlotFormat) -> &'static str {
+    match format {
         PlotFormat::Png => "png",
         PlotFormat::Svg => "svg",
-    };
-    let path = out_dir.join(format!("{name}.{extension}"));
+    }
+}
+
+fn folder_name(run_dir: &Path) -> String {
+    run_dir
+        .file_name()
+        .map_or("run".into(), |n| n.to_string_lossy().to_string())
+}
+
+/// A run folder's name without `run-`, cut to 8 characters, as the runs list shows it.
+fn short_name(run_dir: &Path) -> String {
+    let name = folder_name(run_dir);
+    let id = name.strip_prefix(ale_proto::RunId::PREFIX).unwrap_or(&name);
+    id.chars().take(8).collect()
+}
+
+/// Writes `run_dir`'s plot into `out_dir` as `<run id>.<png|svg>`, as `ale plot` draws it.
+pub fn export_plot(run_dir: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
+    let path = out_dir.join(format!("{}.{}", folder_name(run_dir), extension(format)));
     let result = PlotData::load(run_dir)
         .and_then(|data| ale_harness::plot::render_file(&data, &path))
         .map_err(|e| e.to_string());
     Msg::Exported { path, result }
 }
 
-/// [`export_plot`] into the current directory.
-pub fn export_plot_here(run_dir: &Path, format: PlotFormat) -> Msg {
+/// Writes the comparison plot of `left` and `right` into `out_dir` as
+/// `compare-<short id>-<short id>.<png|svg>`, as `ale plot --compare` draws it.
+pub fn export_compare_plot(left: &Path, right: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
+    let name = format!("compare-{}-{}", short_name(left), short_name(right));
+    let path = out_dir.join(format!("{name}.{}", extension(format)));
+    let result = (|| -> Result<(), PlotError> {
+        render_compare_file(&PlotData::load(left)?, &PlotData::load(right)?, &path)
+    })()
+    .map_err(|e| e.to_string());
+    Msg::Exported { path, result }
+}
+
+/// `export` into the current directory.
+pub fn export_here(export: impl FnOnce(&Path) -> Msg) -> Msg {
     match std::env::current_dir() {
-        Ok(here) => export_plot(run_dir, format, &here),
+        Ok(here) => export(&here),
         Err(e) => Msg::Exported {
             path: PathBuf::from("."),
             result: Err(format!(

@@ -17,6 +17,8 @@ pub enum Context {
     Practice,
     Eval,
     Runs,
+    /// The runs view's comparison of two runs.
+    Compare,
 }
 
 impl Context {
@@ -28,15 +30,17 @@ impl Context {
             Context::Practice => "practice",
             Context::Eval => "eval",
             Context::Runs => "runs",
+            Context::Compare => "compare",
         }
     }
 
-    const ALL: [Context; 5] = [
+    const ALL: [Context; 6] = [
         Context::Global,
         Context::Tasks,
         Context::Practice,
         Context::Eval,
         Context::Runs,
+        Context::Compare,
     ];
 }
 
@@ -71,6 +75,10 @@ pub enum Command {
     Start,
     Cancel,
     Verify,
+    /// Mark or unmark the selected run for comparison.
+    Mark,
+    /// Compare the two marked runs.
+    Compare,
     ExportPng,
     ExportSvg,
     Refresh,
@@ -152,11 +160,17 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Runs,      "up",             C::Up,                     "select",     "move the selection",                                      true),
     action!(X::Runs,      "down",           C::Down,                   "select",     "move the selection",                                      true),
     action!(X::Runs,      "open",           C::Open,                   "open",       "open the selected run",                                   true),
+    action!(X::Runs,      "mark",           C::Mark,                   "mark",       "mark/unmark the run to compare (two at most)",            true),
+    action!(X::Runs,      "compare",        C::Compare,                "compare",    "compare the two marked runs side by side",                true),
     action!(X::Runs,      "verify",         C::Verify,                 "verify",     "verify its records: chain, signatures, report",           true),
     action!(X::Runs,      "export_png",     C::ExportPng,              "PNG",        "export its plot as PNG",                                  true),
     action!(X::Runs,      "export_svg",     C::ExportSvg,              "SVG",        "export its plot as SVG",                                  false),
     action!(X::Runs,      "refresh",        C::Refresh,                "refresh",    "refresh the list",                                        false),
     action!(X::Runs,      "close",          C::Back,                   "close",      "close the run",                                           false),
+
+    action!(X::Compare,   "back",           C::Back,                   "back",       "back to the runs",                                        true),
+    action!(X::Compare,   "export_png",     C::ExportPng,              "PNG",        "export the comparison plot as PNG",                       true),
+    action!(X::Compare,   "export_svg",     C::ExportSvg,              "SVG",        "export the comparison plot as SVG",                       true),
 ];
 
 /// The bundled key file.
@@ -280,7 +294,7 @@ impl KeyMap {
             let context = Context::ALL
                 .into_iter()
                 .find(|c| c.section() == section)
-                .ok_or_else(|| fail(format!("unknown section `[{section}]`; the sections are global, tasks, practice, eval, runs")))?;
+                .ok_or_else(|| fail(format!("unknown section `[{section}]`; the sections are global, tasks, practice, eval, runs, compare")))?;
             let entries = value
                 .as_table()
                 .ok_or_else(|| fail(format!("`{section}` must be a table")))?;

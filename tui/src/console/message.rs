@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use ale_client::policy::PolicyKind;
 use ale_client::{EnvSpec, Info};
+use ale_harness::compare::Comparison;
 use ale_harness::plot::PlotFormat;
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
@@ -126,6 +127,17 @@ pub enum Effect {
         run_dir: PathBuf,
         format: PlotFormat,
     },
+    /// Read and verify two runs for the comparison screen.
+    CompareRuns {
+        left: PathBuf,
+        right: PathBuf,
+    },
+    /// Write the comparison plot of two runs, as `ale plot --compare` draws it.
+    ExportComparePlot {
+        left: PathBuf,
+        right: PathBuf,
+        format: PlotFormat,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -142,6 +154,8 @@ pub enum Msg {
     /// The state dir's runs, or why they could not be listed.
     Runs(Result<Vec<RunEntry>, String>),
     Verified(Verification),
+    /// Two runs read for comparison, or why they cannot be compared.
+    Compared(Result<Box<Comparison>, String>),
     Exported {
         path: PathBuf,
         result: Result<(), String>,

@@ -143,7 +143,24 @@ impl Console {
                 self.in_background(move || effects::verify_run(&state_dir, run_dir));
             }
             Effect::ExportPlot { run_dir, format } => {
-                self.in_background(move || effects::export_plot_here(&run_dir, format));
+                self.in_background(move || {
+                    effects::export_here(|here| effects::export_plot(&run_dir, format, here))
+                });
+            }
+            Effect::CompareRuns { left, right } => {
+                let state_dir = self.state_dir.clone();
+                self.in_background(move || effects::compare_runs(&state_dir, &left, &right));
+            }
+            Effect::ExportComparePlot {
+                left,
+                right,
+                format,
+            } => {
+                self.in_background(move || {
+                    effects::export_here(|here| {
+                        effects::export_compare_plot(&left, &right, format, here)
+                    })
+                });
             }
         }
     }

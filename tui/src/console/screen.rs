@@ -143,7 +143,7 @@ fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
             ("type", "the folder holding the policy file"),
             ("Enter", "done"),
         ]),
-        InputMode::Commands => app.keymap.footer(app.view.context()),
+        InputMode::Commands => app.keymap.footer(app.context()),
     };
     let mut spans = vec![Span::raw(" ")];
     for hint in hints {
@@ -160,6 +160,7 @@ fn context_name(c: Context) -> &'static str {
         Context::Practice => "Practice",
         Context::Eval => "Eval",
         Context::Runs => "Runs",
+        Context::Compare => "Comparing runs",
     }
 }
 

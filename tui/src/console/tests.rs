@@ -30,10 +30,31 @@ fn ale_exe() -> PathBuf {
 }
 
 async fn fixture() -> Fixture {
+    fixture_with_seeds(Box::new(ale_server::seeds::OsSeeds)).await
+}
+
+/// Hidden seeds 1, 2, 3, …: the random policy then plays the same rollouts every time, so a
+/// screen showing its run can be a snapshot.
+#[derive(Default)]
+struct CountingSeeds(std::sync::atomic::AtomicU64);
+
+impl ale_server::seeds::SeedSource for CountingSeeds {
+    fn draw(&self) -> ale_server::seeds::HiddenSeed {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        ale_server::seeds::HiddenSeed::new(n + 1)
+    }
+}
+
+async fn fixture_with_seeds(seeds: Box<dyn ale_server::seeds::SeedSource>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
-    let evaluator =
-        ale_server::Evaluator::new(ale_server::TaskRegistry::builtin().unwrap(), &state).unwrap();
+    let evaluator = ale_server::Evaluator::with_seed_source(
+        ale_server::TaskRegistry::builtin().unwrap(),
+        &state,
+        seeds,
+        ale_server::Limits::default(),
+    )
+    .unwrap();
     let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
@@ -76,6 +97,23 @@ impl Fixture {
 
     fn screen(&self, width: u16, height: u16) -> String {
         render(&self.console.app, width, height)
+    }
+
+    /// Starts the official run set up in the eval view and waits for its report.
+    async fn run_official(&mut self) -> ale_harness::Report {
+        self.press(&[KeyCode::Enter]).await;
+        let finished = self
+            .console
+            .settle(Duration::from_secs(60), |a| {
+                a.eval.run.as_ref().is_some_and(|r| r.finished.is_some())
+            })
+            .await;
+        assert!(finished, "the harness did not finish");
+        let run = self.console.app.eval.run.as_ref().unwrap();
+        run.report
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| panic!("no report; harness said: {:?}", run.output))
     }
 }
 
@@ -385,7 +423,7 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
     let mut f = fixture().await;
     f.press(&[KeyCode::Char('?')]).await;
     assert!(f.console.app.help);
-    let screen = f.screen(80, 52);
+    let screen = f.screen(80, 60);
     for entry in f.console.app.keymap.help() {
         assert!(
             screen.contains(&entry.keys) && screen.contains(entry.help),
@@ -394,7 +432,7 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
             entry.help
         );
     }
-    insta::assert_snapshot!("help_80x52", screen);
+    insta::assert_snapshot!("help_80x60", screen);
     f.press(&[KeyCode::Char('x')]).await;
     assert!(!f.console.app.help);
 }
@@ -756,4 +794,198 @@ async fn a_killed_evaluator_shows_as_lost_with_no_key_pressed_and_its_return_res
     assert!(screen.contains("new env after reconnect"), "{screen}");
     server.kill().unwrap();
     server.wait().unwrap();
+}
+
+/// Two real runs of cartpole-balance, the heuristic's and the random policy's, marked in the
+/// runs view and compared side by side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runs_of_one_task_compare_side_by_side() {
+    let mut f = fixture_with_seeds(Box::new(CountingSeeds::default())).await;
+    select_task(&mut f, "cartpole-balance");
+    f.press(&[KeyCode::Char('3')]).await;
+    let heuristic = f.run_official().await;
+    // The agent below the heuristic is the random policy.
+    f.press(&[KeyCode::Down]).await;
+    let random = f.run_official().await;
+    assert!(random.score.score < heuristic.score.score);
+
+    f.press(&[KeyCode::Char('4')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(10), |a| a.runs.entries.len() == 2)
+            .await
+    );
+    // Newest first: mark the heuristic's run (below) first, so it is shown on the left.
+    f.press(&[KeyCode::Down, KeyCode::Char('m'), KeyCode::Up])
+        .await;
+    f.press(&[KeyCode::Char('c')]).await;
+    let note = f.console.app.note.clone().unwrap();
+    assert!(
+        note.is_error && note.text.contains("1 of 2 runs marked"),
+        "{note:?}"
+    );
+    f.press(&[KeyCode::Char('m')]).await;
+    let list = f.screen(120, 24);
+    assert!(list.contains("│  1 "), "{list}");
+    assert!(list.contains("│▸ 2 "), "{list}");
+    f.press(&[KeyCode::Char('c')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(30), |a| a.runs.comparison.is_some())
+            .await
+    );
+    let both = f.console.app.runs.comparison.as_deref().unwrap();
+    assert_eq!(both.left.run_id(), &heuristic.run_id);
+    assert_eq!(both.right.run_id(), &random.run_id);
+    assert!(both.left.is_verified() && both.right.is_verified());
+    assert_eq!(f.console.app.context(), super::keys::Context::Compare);
+    let note = f.console.app.note.clone().unwrap();
+    assert_eq!(note.text, "two runs of cartpole-balance: both verified");
+    // The footer then shows the comparison's keys.
+    f.console.app.note = None;
+
+    let screen = f.screen(160, 48);
+    for expected in [
+        &format!("score {:.4}", heuristic.score.score),
+        &format!("score {:.4}", random.score.score),
+        "ale agent --policy heuristic",
+        "ale agent --policy random",
+        "sandbox sandboxed",
+        "verify  ok",
+        "evaluator signature ok",
+        "harness signature ok",
+        "Esc back",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    // Both charts on one scale: the y axis's top label appears once per chart.
+    let top = screen
+        .lines()
+        .find(|l| l.contains("│550│"))
+        .unwrap_or_else(|| panic!("no shared axis top:\n{screen}"));
+    assert_eq!(top.matches("│550│").count(), 2, "{top}");
+    insta::assert_snapshot!("compare_160x48", screen);
+    insta::assert_snapshot!("compare_80x24", f.screen(80, 24));
+    for (w, h) in [(30, 8), (12, 3), (1, 1)] {
+        f.screen(w, h);
+    }
+
+    // The comparison plot, as `ale plot --compare` draws it.
+    let out = tempfile::tempdir().unwrap();
+    let (left, right) = (both.left.path.clone(), both.right.path.clone());
+    match super::effects::export_compare_plot(
+        &left,
+        &right,
+        ale_harness::plot::PlotFormat::Svg,
+        out.path(),
+    ) {
+        Msg::Exported { path, result } => {
+            result.unwrap();
+            let svg = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                svg.contains(heuristic.run_id.as_str()),
+                "{}",
+                path.display()
+            );
+            assert!(svg.contains(random.run_id.as_str()));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Esc goes back to the list, marks kept.
+    f.press(&[KeyCode::Esc]).await;
+    assert!(f.console.app.runs.comparison.is_none());
+    assert_eq!(f.console.app.runs.marked.len(), 2);
+
+    // A run without its report still compares on its trajectory, saying what it lacks.
+    std::fs::remove_file(right.join("report.json")).unwrap();
+    f.press(&[KeyCode::Char('r'), KeyCode::Char('c')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(30), |a| a.runs.comparison.is_some())
+            .await
+    );
+    let screen = f.screen(160, 48);
+    for expected in ["no report.json", "not scored", "verify  ok"] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+}
+
+/// Marking runs of two tasks says so at once, and comparing them is refused with a note
+/// naming both tasks; nothing is read.
+#[test]
+fn marking_runs_of_two_tasks_refuses_to_compare_them() {
+    use ale_harness::runs::{RunEntry, RunSummary};
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "x".into(),
+        Seeds::new(1),
+    );
+    app.update(key(KeyCode::Char('4')));
+    let entry = |id: &str, task: &str| RunEntry {
+        dir: PathBuf::from("/nonexistent/runs").join(id),
+        run_id: id.into(),
+        modified: std::time::SystemTime::UNIX_EPOCH,
+        summary: RunSummary::Unreported {
+            task_id: task.into(),
+            status: "completed (not scored)".into(),
+        },
+    };
+    app.update(Msg::Runs(Ok(vec![
+        entry("run-aaaaaaaa", "cartpole-balance"),
+        entry("run-bbbbbbbb", "acrobot-swingup"),
+        entry("run-cccccccc", "cartpole-balance"),
+    ])));
+    assert!(app.update(key(KeyCode::Char('m'))).is_empty());
+    assert!(!app.note.as_ref().unwrap().is_error);
+    app.update(key(KeyCode::Down));
+    app.update(key(KeyCode::Char('m')));
+    let refusal =
+        "only runs of one task compare: run 1 is of cartpole-balance, run 2 of acrobot-swingup";
+    let note = app.note.clone().unwrap();
+    assert!(note.is_error && note.text.starts_with(refusal), "{note:?}");
+    assert_eq!(app.update(key(KeyCode::Char('c'))), []);
+    let note = app.note.clone().unwrap();
+    assert!(note.is_error && note.text.starts_with(refusal), "{note:?}");
+    assert!(app.runs.comparison.is_none());
+    let screen = render(&app, 120, 24);
+    assert!(
+        screen.contains("│  1 ") && screen.contains("│▸ 2 "),
+        "{screen}"
+    );
+
+    // A third mark replaces the oldest: two runs of cartpole-balance, compared.
+    app.update(key(KeyCode::Down));
+    app.update(key(KeyCode::Char('m')));
+    assert_eq!(
+        app.runs.marked,
+        [
+            PathBuf::from("/nonexistent/runs/run-bbbbbbbb"),
+            PathBuf::from("/nonexistent/runs/run-cccccccc")
+        ]
+    );
+    app.update(key(KeyCode::Up));
+    app.update(key(KeyCode::Up));
+    app.update(key(KeyCode::Char('m')));
+    assert_eq!(
+        app.update(key(KeyCode::Char('c'))),
+        [Effect::CompareRuns {
+            left: PathBuf::from("/nonexistent/runs/run-cccccccc"),
+            right: PathBuf::from("/nonexistent/runs/run-aaaaaaaa"),
+        }]
+    );
+    // Their folders are not there: the note says what could not be read.
+    app.update(super::effects::compare_runs(
+        std::path::Path::new("/nonexistent"),
+        &PathBuf::from("/nonexistent/runs/run-cccccccc"),
+        &PathBuf::from("/nonexistent/runs/run-aaaaaaaa"),
+    ));
+    let note = app.note.clone().unwrap();
+    assert!(
+        note.is_error && note.text.contains("run-cccccccc"),
+        "{note:?}"
+    );
+    assert!(app.runs.comparison.is_none());
 }

@@ -189,6 +189,39 @@ pub fn field<'a>(theme: &Theme, label: &str, value: String, width: usize) -> Lin
     ])
 }
 
+/// One played rollout in a chart: its metric, and whether it failed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RolloutBar {
+    pub metric: f64,
+    pub failed: bool,
+}
+
+/// The axes of a metrics chart: rollouts along x, values up. Charts drawn on the same axes
+/// compare at a glance.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MetricsAxes {
+    /// The x axis runs from 0 to this (one more than the rollouts, so the last bar shows).
+    pub x_max: f64,
+    pub y: [f64; 2],
+}
+
+impl MetricsAxes {
+    /// Axes that hold every series (its rollouts and its target), 0 and the targets included.
+    pub fn fitting<'a>(series: impl IntoIterator<Item = (&'a [RolloutBar], f64)>) -> MetricsAxes {
+        let mut rollouts = 0;
+        let mut values = vec![0.0];
+        for (bars, target) in series {
+            rollouts = rollouts.max(bars.len());
+            values.extend(bars.iter().map(|b| b.metric));
+            values.push(target);
+        }
+        MetricsAxes {
+            x_max: rollouts.max(1) as f64 + 1.0,
+            y: bounds(values.into_iter()),
+        }
+    }
+}
+
 /// The per-rollout metric as bars, the running mean and the target.
 pub fn draw_metrics_chart(
     frame: &mut Frame,
@@ -197,35 +230,58 @@ pub fn draw_metrics_chart(
     theme: &Theme,
     area: Rect,
 ) {
-    let bars: Vec<(f64, f64)> = metrics
+    let bars: Vec<RolloutBar> = metrics
         .iter()
-        .enumerate()
-        .map(|(i, m)| (i as f64 + 1.0, *m))
+        .map(|&metric| RolloutBar {
+            metric,
+            failed: false,
+        })
         .collect();
-    let mean: Vec<(f64, f64)> = running_mean(metrics.iter().copied())
+    let axes = MetricsAxes::fitting([(bars.as_slice(), target)]);
+    draw_rollouts_chart(frame, &bars, target, axes, theme.bar_completed, theme, area);
+}
+
+/// Per-rollout bars in `colour` (failed ones in the theme's failure colour), the running mean
+/// (failures counted at their metric) and the target, on `axes`.
+pub fn draw_rollouts_chart(
+    frame: &mut Frame,
+    rollouts: &[RolloutBar],
+    target: f64,
+    axes: MetricsAxes,
+    colour: ratatui::style::Color,
+    theme: &Theme,
+    area: Rect,
+) {
+    let bars = |failed: bool| -> Vec<(f64, f64)> {
+        rollouts
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.failed == failed)
+            .map(|(i, b)| (i as f64 + 1.0, b.metric))
+            .collect()
+    };
+    let (completed, failed) = (bars(false), bars(true));
+    let mean: Vec<(f64, f64)> = running_mean(rollouts.iter().map(|b| b.metric))
         .into_iter()
         .enumerate()
         .map(|(i, m)| (i as f64 + 1.0, m))
         .collect();
-    let n = metrics.len().max(1) as f64 + 1.0;
     let target_line = if target.is_finite() {
-        vec![(0.0, target), (n, target)]
+        vec![(0.0, target), (axes.x_max, target)]
     } else {
         Vec::new()
     };
-    let y = bounds(
-        metrics
-            .iter()
-            .copied()
-            .chain([0.0])
-            .chain(target_line.iter().map(|p| p.1)),
-    );
     let datasets = vec![
         Dataset::default()
             .graph_type(GraphType::Bar)
             .marker(Marker::Braille)
-            .style(Style::default().fg(theme.bar_completed))
-            .data(&bars),
+            .style(Style::default().fg(colour))
+            .data(&completed),
+        Dataset::default()
+            .graph_type(GraphType::Bar)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(theme.bar_failed))
+            .data(&failed),
         Dataset::default()
             .graph_type(GraphType::Line)
             .marker(Marker::Braille)
@@ -237,7 +293,7 @@ pub fn draw_metrics_chart(
             .style(Style::default().fg(theme.chart_target))
             .data(&target_line),
     ];
-    let chart = themed_chart(Chart::new(datasets), theme, n, y, 0);
+    let chart = themed_chart(Chart::new(datasets), theme, axes.x_max, axes.y, 0);
     frame.render_widget(chart, area);
 }
 
@@ -336,6 +392,19 @@ mod tests {
         // A metric that can be negative keeps padding on both sides.
         assert_eq!(bounds([-200.0, -100.0].into_iter()), [-210.0, -90.0]);
         assert_eq!(bounds([].into_iter()), [0.0, 1.0]);
+    }
+
+    #[test]
+    fn charts_fitted_together_share_one_scale_from_zero() {
+        let bar = |metric| RolloutBar {
+            metric,
+            failed: false,
+        };
+        let heuristic = [bar(500.0), bar(500.0), bar(500.0)];
+        let random = [bar(12.0), bar(31.0)];
+        let axes = MetricsAxes::fitting([(&heuristic[..], 475.0), (&random[..], 475.0)]);
+        assert_eq!(axes.y, [0.0, 550.0]);
+        assert_eq!(axes.x_max, 4.0);
     }
 
     #[test]

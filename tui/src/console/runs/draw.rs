@@ -1,4 +1,5 @@
-//! Draws the runs view: the list of past runs; the open one's report, plot and verification.
+//! Draws the runs view: the list of past runs, with the marks for comparison; the open one's
+//! report, plot and verification; or, in their place, the comparison of two runs.
 
 use ale_harness::runs::RunSummary;
 use ale_harness::verify::RunVerification;
@@ -13,6 +14,10 @@ use crate::console::theme::Theme;
 use crate::console::widgets::{block, draw_metrics_chart, report_lines};
 
 pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
+    if let Some(both) = &runs.comparison {
+        super::compare::draw(frame, both, theme, area);
+        return;
+    }
     let list_width = (area.width * 2 / 5).clamp(30, 60);
     let [left, right] =
         Layout::horizontal([Constraint::Length(list_width), Constraint::Min(0)]).areas(area);
@@ -28,7 +33,12 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
                 RunSummary::Unreadable(_) => ("?".into(), "unreadable".into()),
             };
             let short = r.run_id.trim_start_matches("run-");
+            let mark = match runs.mark_of(&r.dir) {
+                Some(side) => Span::styled(format!("{side} "), side_style(side, theme)),
+                None => Span::raw("  "),
+            };
             ListItem::new(Line::from(vec![
+                mark,
                 Span::styled(format!("{} ", &short[..short.len().min(8)]), theme.muted()),
                 Span::raw(format!("{task} ")),
                 Span::styled(score, theme.accent()),
@@ -58,7 +68,14 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
                 "No runs yet: start one in the eval view (3), or run `ale demo`.",
                 theme.muted(),
             )),
-            None => Paragraph::new(Line::styled("Enter opens the selected run.", theme.muted())),
+            None => Paragraph::new(vec![
+                Line::styled("Enter opens the selected run.", theme.muted()),
+                Line::styled(
+                    "Mark two runs of one task to compare them side by side.",
+                    theme.muted(),
+                ),
+            ])
+            .wrap(Wrap { trim: false }),
         };
         frame.render_widget(hint.block(block(" Run ", theme, false)), right);
         return;
@@ -97,6 +114,22 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
         ),
         RunSummary::Unreadable(why) => frame.render_widget(Paragraph::new(why.clone()), inner),
     }
+}
+
+/// The colour of side `side` (1 or 2) of a comparison: its mark in the list, its title, its
+/// bars.
+pub(super) fn side_colour(side: usize, theme: &Theme) -> ratatui::style::Color {
+    if side == 1 {
+        theme.bar_completed
+    } else {
+        theme.chart_return
+    }
+}
+
+pub(super) fn side_style(side: usize, theme: &Theme) -> Style {
+    Style::default()
+        .fg(side_colour(side, theme))
+        .add_modifier(ratatui::style::Modifier::BOLD)
 }
 
 /// What `verify_run_dir` found, a line per record.

@@ -1,14 +1,17 @@
 //! The runs view: past runs in the state dir; open one to read its report and plot, verify its
-//! records, export its plot.
+//! records, export its plot; mark two runs of one task and compare them side by side.
 
+mod compare;
 mod draw;
 
 pub use draw::draw;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use ale_harness::compare::{Comparison, DifferentTasks};
 use ale_harness::plot::PlotFormat;
-use ale_harness::runs::RunEntry;
+use ale_harness::runs::{RunEntry, RunSummary};
+use ale_proto::RunId;
 
 use super::app::Outcome;
 use super::keys::Command;
@@ -24,11 +27,115 @@ pub struct Runs {
     pub error: Option<String>,
     /// The last verification.
     pub verification: Option<Verification>,
+    /// The run folders marked for comparison, oldest first: two at most, the first shown on
+    /// the left.
+    pub marked: Vec<PathBuf>,
+    /// The comparison shown in place of the list, once its runs are read.
+    pub comparison: Option<Box<Comparison>>,
+}
+
+/// How many runs a comparison takes.
+const COMPARED: usize = 2;
+
+/// The task a listed run is of, if it can be read.
+fn task_of(entry: &RunEntry) -> Option<&str> {
+    match &entry.summary {
+        RunSummary::Reported(report) => Some(&report.task.id),
+        RunSummary::Unreported { task_id, .. } => Some(task_id),
+        RunSummary::Unreadable(_) => None,
+    }
 }
 
 impl Runs {
     fn selected_dir(&self) -> Option<&Path> {
         self.entries.get(self.cursor).map(|r| r.dir.as_path())
+    }
+
+    fn entry(&self, dir: &Path) -> Option<&RunEntry> {
+        self.entries.iter().find(|e| e.dir == dir)
+    }
+
+    /// Where `dir` stands among the marks: 1 (left), 2 (right), or not marked.
+    pub fn mark_of(&self, dir: &Path) -> Option<usize> {
+        self.marked.iter().position(|d| d == dir).map(|i| i + 1)
+    }
+
+    /// Two marked runs of different tasks: the library decides, from what the list knows of
+    /// their tasks.
+    fn different_tasks(&self, left: &Path, right: &Path) -> Option<DifferentTasks> {
+        let (left, right) = (self.entry(left)?, self.entry(right)?);
+        DifferentTasks::between(
+            &RunId::from_wire(left.run_id.clone()),
+            task_of(left)?,
+            &RunId::from_wire(right.run_id.clone()),
+            task_of(right)?,
+        )
+        .err()
+    }
+
+    /// Marks the selected run, or unmarks it; a third mark replaces the oldest.
+    fn toggle_mark(&mut self) -> Vec<Outcome> {
+        let Some(entry) = self.entries.get(self.cursor) else {
+            return Vec::new();
+        };
+        let (dir, run_id) = (entry.dir.clone(), entry.run_id.clone());
+        if let Some(i) = self.marked.iter().position(|d| *d == dir) {
+            self.marked.remove(i);
+            return vec![Outcome::say(format!("unmarked {run_id}"))];
+        }
+        if self.marked.len() == COMPARED {
+            self.marked.remove(0);
+        }
+        self.marked.push(dir);
+        match self.marked.as_slice() {
+            [left, right] => match self.different_tasks(left, right) {
+                Some(refusal) => vec![Outcome::warn(refusal_note(&refusal))],
+                None => vec![Outcome::say(format!(
+                    "marked {run_id}: two runs marked, ready to compare"
+                ))],
+            },
+            _ => vec![Outcome::say(format!(
+                "marked {run_id}: mark a second run of the same task to compare them"
+            ))],
+        }
+    }
+
+    /// Asks for the marked runs to be read and compared, if two of one task are marked.
+    fn compare(&mut self) -> Vec<Outcome> {
+        let [left, right] = self.marked.as_slice() else {
+            return vec![Outcome::warn(format!(
+                "{} of {COMPARED} runs marked: mark two runs of one task to compare them",
+                self.marked.len()
+            ))];
+        };
+        if let Some(refusal) = self.different_tasks(left, right) {
+            return vec![Outcome::warn(refusal_note(&refusal))];
+        }
+        let effect = Effect::CompareRuns {
+            left: left.clone(),
+            right: right.clone(),
+        };
+        vec![
+            Outcome::say("reading and verifying both runs…"),
+            effect.into(),
+        ]
+    }
+
+    /// A key while the comparison is shown.
+    fn on_comparison_command(&mut self, command: Command) -> Vec<Outcome> {
+        match (command, self.comparison.as_deref()) {
+            (Command::Back, _) => self.comparison = None,
+            (Command::ExportPng | Command::ExportSvg, Some(both)) => {
+                let effect = Effect::ExportComparePlot {
+                    left: both.left.path.clone(),
+                    right: both.right.path.clone(),
+                    format: export_format(command),
+                };
+                return vec![effect.into()];
+            }
+            _ => {}
+        }
+        Vec::new()
     }
 
     /// A click on the list's `row`.
@@ -39,6 +146,9 @@ impl Runs {
     }
 
     pub fn on_command(&mut self, command: Command) -> Vec<Outcome> {
+        if self.comparison.is_some() {
+            return self.on_comparison_command(command);
+        }
         let n = self.entries.len();
         match command {
             Command::Up => self.cursor = self.cursor.saturating_sub(1),
@@ -46,6 +156,8 @@ impl Runs {
             Command::Open if n > 0 => self.open = Some(self.cursor),
             Command::Back => self.open = None,
             Command::Refresh => return vec![Effect::LoadRuns.into()],
+            Command::Mark => return self.toggle_mark(),
+            Command::Compare => return self.compare(),
             Command::Verify => {
                 if let Some(dir) = self.selected_dir() {
                     let effect = Effect::VerifyRun(dir.to_path_buf());
@@ -55,12 +167,8 @@ impl Runs {
             }
             Command::ExportPng | Command::ExportSvg => {
                 if let Some(run_dir) = self.selected_dir() {
-                    let format = if command == Command::ExportPng {
-                        PlotFormat::Png
-                    } else {
-                        PlotFormat::Svg
-                    };
                     let run_dir = run_dir.to_path_buf();
+                    let format = export_format(command);
                     return vec![Effect::ExportPlot { run_dir, format }.into()];
                 }
             }
@@ -75,6 +183,9 @@ impl Runs {
             Ok(entries) => {
                 self.entries = entries;
                 self.error = None;
+                // A marked run whose folder is gone cannot be compared any more.
+                let listed = &self.entries;
+                self.marked.retain(|d| listed.iter().any(|e| e.dir == *d));
                 self.cursor = self.cursor.min(self.entries.len().saturating_sub(1));
                 Vec::new()
             }
@@ -95,10 +206,52 @@ impl Runs {
         vec![note]
     }
 
+    pub fn on_compared(&mut self, compared: Result<Box<Comparison>, String>) -> Vec<Outcome> {
+        match compared {
+            Ok(both) => {
+                let unverified: Vec<String> = both
+                    .sides()
+                    .iter()
+                    .filter(|side| !side.is_verified())
+                    .map(|side| side.run_id().to_string())
+                    .collect();
+                let note = if unverified.is_empty() {
+                    Outcome::say(format!("two runs of {}: both verified", both.task_id()))
+                } else {
+                    Outcome::warn(format!(
+                        "two runs of {}: {} not verified (see below)",
+                        both.task_id(),
+                        unverified.join(" and ")
+                    ))
+                };
+                self.comparison = Some(both);
+                vec![note]
+            }
+            Err(why) => vec![Outcome::warn(why)],
+        }
+    }
+
     pub fn on_exported(&mut self, path: &Path, result: Result<(), String>) -> Vec<Outcome> {
         match result {
             Ok(()) => vec![Outcome::say(format!("plot written to {}", path.display()))],
             Err(e) => vec![Outcome::warn(e)],
         }
+    }
+}
+
+/// The library's refusal, short enough for the status line: the marks stand for the runs.
+fn refusal_note(refusal: &DifferentTasks) -> String {
+    format!(
+        "only runs of one task compare: run 1 is of {}, run 2 of {}",
+        refusal.left_task, refusal.right_task
+    )
+}
+
+/// The plot format an export command asks for.
+fn export_format(command: Command) -> PlotFormat {
+    if command == Command::ExportSvg {
+        PlotFormat::Svg
+    } else {
+        PlotFormat::Png
     }
 }
