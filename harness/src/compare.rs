@@ -75,6 +75,9 @@ pub enum CompareError {
     Unreadable(#[from] PlotError),
     #[error(transparent)]
     DifferentTasks(#[from] DifferentTasks),
+    /// Both sides are one run (by id), perhaps named two ways.
+    #[error("{0} was given twice: pick two different runs of one task")]
+    SameRun(RunId),
 }
 
 /// What the harness concluded of a run, or why there is nothing to read.
@@ -115,6 +118,13 @@ impl ComparedRun {
         path: &Path,
         keys: Result<&RecordKeys, &KeyError>,
     ) -> Result<ComparedRun, PlotError> {
+        // A run deleted since it was listed: say so, not "a trajectory file alone".
+        if let Err(cause) = std::fs::symlink_metadata(path) {
+            return Err(PlotError::Read {
+                path: path.to_path_buf(),
+                cause,
+            });
+        }
         let report = if path.is_dir() {
             match Report::read(path) {
                 Ok(report) => RunReport::Written(Box::new(report)),
@@ -174,17 +184,33 @@ impl ComparedRun {
         self.report().map(|r| &r.score)
     }
 
-    /// How the agent was confined: the report's record, or else the signed harness log's.
+    /// How the agent was confined, as the signed harness log says; `None` unless the run's
+    /// records verified and hold a signed log. See [`ComparedRun::claimed_sandbox`].
     pub fn sandbox(&self) -> Option<&SandboxRecord> {
-        self.report().map(|r| &r.sandbox).or(match &self.checked {
+        match &self.checked {
             Checked::Verdict(RunVerdict::Verified(v)) => v.sandbox(),
             _ => None,
-        })
+        }
+    }
+
+    /// How the report says the agent was confined: a claim nothing signs, worth showing
+    /// only, marked as such, when [`ComparedRun::sandbox`] has nothing.
+    pub fn claimed_sandbox(&self) -> Option<&SandboxRecord> {
+        self.report().map(|r| &r.sandbox)
     }
 
     /// Whether its records verified with the keys.
     pub fn is_verified(&self) -> bool {
         matches!(self.checked, Checked::Verdict(RunVerdict::Verified(_)))
+    }
+
+    /// What to say beside the run wherever its numbers are shown, unless its records verified.
+    pub fn records_warning(&self) -> Option<&'static str> {
+        match &self.checked {
+            Checked::Verdict(RunVerdict::Verified(_)) => None,
+            Checked::Verdict(RunVerdict::Broken(_)) => Some("NOT VERIFIED"),
+            Checked::NoKeys(_) => Some("not checked"),
+        }
     }
 }
 
@@ -196,8 +222,11 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// Pairs two runs; runs of different tasks are refused.
-    pub fn new(left: ComparedRun, right: ComparedRun) -> Result<Comparison, DifferentTasks> {
+    /// Pairs two runs; runs of different tasks, and a run with itself, are refused.
+    pub fn new(left: ComparedRun, right: ComparedRun) -> Result<Comparison, CompareError> {
+        if left.run_id() == right.run_id() {
+            return Err(CompareError::SameRun(left.run_id().clone()));
+        }
         DifferentTasks::check(&left.plot, &right.plot)?;
         Ok(Comparison { left, right })
     }
@@ -210,7 +239,7 @@ impl Comparison {
     ) -> Result<Comparison, CompareError> {
         let left = ComparedRun::load(left, keys)?;
         let right = ComparedRun::load(right, keys)?;
-        Ok(Comparison::new(left, right)?)
+        Comparison::new(left, right)
     }
 
     pub fn task_id(&self) -> &str {
@@ -276,10 +305,13 @@ mod tests {
         assert_eq!(both.left.run_id().as_str(), "run-first");
         assert_eq!(both.right.status(), Some(EvalStatus::Completed));
         assert_eq!(both.left.breakdown(), Some(&first.score));
+        // The report's sandbox is a claim: nothing signed backs it here.
+        assert!(both.left.sandbox().is_none());
         assert_eq!(
-            both.left.sandbox().unwrap().describe(),
+            both.left.claimed_sandbox().unwrap().describe(),
             "sandboxed (offline, uid 65534)"
         );
+        assert_eq!(both.left.records_warning(), Some("not checked"));
         match &both.left.checked {
             Checked::NoKeys(why) => assert!(why.starts_with("signatures not checked"), "{why}"),
             other => panic!("{other:?}"),
@@ -299,6 +331,18 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(!both.left.is_verified());
+        assert_eq!(both.left.records_warning(), Some("NOT VERIFIED"));
+        assert!(
+            both.left.sandbox().is_none(),
+            "a broken run's sandbox claim is not taken"
+        );
+
+        // One run given twice (here by the same folder) is refused.
+        let e = Comparison::load(&a, &a, Ok(&keys)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "run-first was given twice: pick two different runs of one task"
+        );
 
         // A folder with neither report nor trajectory cannot be compared, and says why.
         let empty = tmp.path().join("run-empty");

@@ -16,7 +16,7 @@ use plotters::prelude::*;
 
 use ale_proto::trajectory::TRAJECTORY_FILE;
 
-use crate::compare::DifferentTasks;
+use crate::compare::{ComparedRun, Comparison};
 use crate::report::Report;
 use crate::verify::{VerifyError, verify_trajectory};
 
@@ -32,8 +32,6 @@ pub enum PlotError {
     Unverified { path: PathBuf, cause: VerifyError },
     #[error("{}: the plot file must end in .png or .svg", .path.display())]
     Format { path: PathBuf },
-    #[error(transparent)]
-    DifferentTasks(#[from] DifferentTasks),
     #[error("cannot draw the plot: {0}")]
     Draw(String),
     #[error("cannot encode the plot as PNG: {0}")]
@@ -201,13 +199,7 @@ impl Figure for PlotData {
     }
 }
 
-/// Two runs of one task, drawn side by side.
-struct Compared<'a> {
-    left: &'a PlotData,
-    right: &'a PlotData,
-}
-
-impl Figure for Compared<'_> {
+impl Figure for Comparison {
     fn draw_on<DB: DrawingBackend>(
         &self,
         root: DrawingArea<DB, Shift>,
@@ -215,7 +207,7 @@ impl Figure for Compared<'_> {
     where
         DB::ErrorType: 'static,
     {
-        draw_compared(self.left, self.right, root)
+        draw_compared(&self.left, &self.right, root)
     }
 }
 
@@ -275,37 +267,31 @@ pub fn render_file(data: &PlotData, path: &Path) -> Result<(), PlotError> {
 }
 
 /// Renders two runs of one task side by side as the bytes of a PNG or SVG file: grouped bars
-/// per rollout (`left`'s first), failed rollouts marked, both running means, the target, and
-/// the two run ids in the legend. Runs of different tasks are refused.
-pub fn render_compare_bytes(
-    left: &PlotData,
-    right: &PlotData,
-    format: PlotFormat,
-) -> Result<Vec<u8>, PlotError> {
-    DifferentTasks::check(left, right)?;
-    render(&Compared { left, right }, format)
+/// per rollout (the left run's first), failed rollouts marked, both running means, the target,
+/// and in the legend each run's id, status, and a warning when its records did not verify.
+pub fn render_compare_bytes(both: &Comparison, format: PlotFormat) -> Result<Vec<u8>, PlotError> {
+    render(both, format)
 }
 
 /// Renders two runs of one task side by side to `path` (`.png` or `.svg`), replacing a file
 /// there. See [`render_compare_bytes`].
 ///
 /// ```no_run
-/// use ale_harness::plot::{PlotData, render_compare_file};
+/// use ale_harness::compare::Comparison;
+/// use ale_harness::plot::render_compare_file;
+/// use ale_harness::verify::RecordKeys;
 /// use std::path::Path;
-/// let heuristic = PlotData::load(Path::new("runs/run-3f2a…"))?;
-/// let random = PlotData::load(Path::new("runs/run-9c41…"))?;
-/// render_compare_file(&heuristic, &random, Path::new("compare.png"))?;
-/// # Ok::<(), ale_harness::plot::PlotError>(())
+/// let keys = RecordKeys::from_state_dir(Path::new("state"));
+/// let both = Comparison::load(
+///     Path::new("state/runs/run-3f2a…"),
+///     Path::new("state/runs/run-9c41…"),
+///     keys.as_ref(),
+/// )?;
+/// render_compare_file(&both, Path::new("compare.png"))?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn render_compare_file(
-    left: &PlotData,
-    right: &PlotData,
-    path: &Path,
-) -> Result<(), PlotError> {
-    write_file(
-        render_compare_bytes(left, right, PlotFormat::of(path)?)?,
-        path,
-    )
+pub fn render_compare_file(both: &Comparison, path: &Path) -> Result<(), PlotError> {
+    write_file(render_compare_bytes(both, PlotFormat::of(path)?)?, path)
 }
 
 /// A rectangle in image pixels, corners inclusive.
@@ -351,9 +337,8 @@ pub fn layout(data: &PlotData) -> Result<PlotLayout, PlotError> {
 }
 
 /// The layout two runs are drawn with by [`render_compare_file`] (nothing is written).
-pub fn compare_layout(left: &PlotData, right: &PlotData) -> Result<PlotLayout, PlotError> {
-    DifferentTasks::check(left, right)?;
-    figure_layout(&Compared { left, right })
+pub fn compare_layout(both: &Comparison) -> Result<PlotLayout, PlotError> {
+    figure_layout(both)
 }
 
 /// Height of one row of legend entries, and the strip's padding above and below its rows.
@@ -383,13 +368,7 @@ where
     root.fill(&WHITE)?;
     let (chart_area, legend_area) = root.split_vertically(HEIGHT - legend_height(1));
     let n = data.episodes.len().max(1) as u32;
-    let highest = data
-        .played()
-        .map(|e| e.metric)
-        .chain([data.target])
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max);
-    let y_max = if highest > 0.0 { highest * 1.15 } else { 1.0 };
+    let y = value_range(data.played().map(|e| e.metric).chain([data.target]));
     let arrow = data.direction;
     let mut chart = ChartBuilder::on(&chart_area)
         .caption(data.title(), ("sans-serif", 20))
@@ -397,7 +376,7 @@ where
         .margin_bottom(4)
         .x_label_area_size(40)
         .y_label_area_size(64)
-        .build_cartesian_2d(0.0..f64::from(n), 0.0..y_max)?;
+        .build_cartesian_2d(0.0..f64::from(n), y)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -415,7 +394,7 @@ where
             FAILED
         };
         let x = f64::from(e.index);
-        let corners = [(x + 0.12, 0.0), (x + 0.88, e.metric.max(0.0))];
+        let corners = [(x + 0.12, 0.0), (x + 0.88, e.metric)];
         bars.push(PixelRect::spanning(
             chart.backend_coord(&corners[0]),
             chart.backend_coord(&corners[1]),
@@ -483,18 +462,20 @@ fn value_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
     lo..hi
 }
 
-/// The first 8 characters of a run id's random part, as the console lists runs.
-fn short_id(run_id: &RunId) -> &str {
-    let id = run_id.as_str();
-    let random = id.strip_prefix(RunId::PREFIX).unwrap_or(id);
-    random.get(..8).unwrap_or(random)
+/// A number as a legend shows it: whole numbers as they are, others to at most 4 decimals.
+fn compact(value: f64) -> String {
+    if value.fract() == 0.0 || !value.is_finite() {
+        return value.to_string();
+    }
+    let text = format!("{value:.4}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// `left` and `right` (of one task) as grouped bars per rollout, each run in its colour with
 /// its running mean; a failed rollout's bar is red, outlined in its run's colour.
 fn draw_compared<DB: DrawingBackend>(
-    left: &PlotData,
-    right: &PlotData,
+    left_run: &ComparedRun,
+    right_run: &ComparedRun,
     root: DrawingArea<DB, Shift>,
 ) -> Result<PlotLayout, Box<dyn std::error::Error>>
 where
@@ -503,6 +484,7 @@ where
     // Text is measured for the legend whatever the backend, so the font must be there.
     register_font();
     root.fill(&WHITE)?;
+    let (left, right) = (&left_run.plot, &right_run.plot);
     let (chart_area, legend_area) = root.split_vertically(HEIGHT - legend_height(2));
     let n = left.episodes.len().max(right.episodes.len()).max(1) as u32;
     let y = value_range(
@@ -514,8 +496,8 @@ where
     let caption = format!(
         "{} · run {} vs run {}",
         left.task_id,
-        short_id(&left.run_id),
-        short_id(&right.run_id)
+        left.run_id.short(),
+        right.run_id.short()
     );
     let mut chart = ChartBuilder::on(&chart_area)
         .caption(caption, ("sans-serif", 20))
@@ -563,51 +545,46 @@ where
         ))?;
     }
     // One task has one target; should the task's file have changed between the runs, each
-    // run's own is drawn and named.
-    let targets: Vec<(f64, String)> = if left.target == right.target {
-        vec![(left.target, format!("target {}", left.target))]
-    } else {
-        vec![
-            (
-                left.target,
-                format!("target {} (run {})", left.target, short_id(&left.run_id)),
-            ),
-            (
-                right.target,
-                format!("target {} (run {})", right.target, short_id(&right.run_id)),
-            ),
-        ]
-    };
-    for (target, _) in &targets {
+    // run's own is drawn, and named in its row of the legend.
+    let same_target = left.target == right.target;
+    for data in [left, right] {
         chart.draw_series(LineSeries::new(
-            [(0.0, *target), (f64::from(n), *target)],
+            [(0.0, data.target), (f64::from(n), data.target)],
             TARGET.stroke_width(2),
         ))?;
     }
     let plot_area = plotting_rect(&chart);
-    let run_label = |data: &PlotData| match data.status {
-        Some(status) => format!("{} ({status})", data.run_id),
-        None => format!("{} (unfinished)", data.run_id),
+    let run_label = |side: &ComparedRun| {
+        let status = side
+            .status()
+            .map_or("unfinished".to_string(), |s| s.to_string());
+        let mut label = format!("run {} ({status})", side.run_id().short());
+        if let Some(warning) = side.records_warning() {
+            label.push_str(" · ");
+            label.push_str(warning);
+        }
+        label
     };
-    let mut rows = vec![
-        vec![
-            (LegendMark::Swatch(COMPLETED), run_label(left)),
-            (
-                LegendMark::Line(darker(COMPLETED)),
-                "its running mean".to_string(),
-            ),
-            (LegendMark::Swatch(FAILED), "failed rollout".to_string()),
-        ],
-        vec![
-            (LegendMark::Swatch(SECOND), run_label(right)),
-            (
-                LegendMark::Line(darker(SECOND)),
-                "its running mean".to_string(),
-            ),
-        ],
-    ];
-    for (_, label) in targets {
-        rows[1].push((LegendMark::Line(TARGET), label));
+    let row = |side: &ComparedRun, colour: RGBColor| {
+        let mut row = vec![
+            (LegendMark::Swatch(colour), run_label(side)),
+            (LegendMark::Line(darker(colour)), "running mean".to_string()),
+        ];
+        if !same_target {
+            row.push((
+                LegendMark::Line(TARGET),
+                format!("target {}", compact(side.plot.target)),
+            ));
+        }
+        row
+    };
+    let mut rows = vec![row(left_run, COMPLETED), row(right_run, SECOND)];
+    rows[0].push((LegendMark::Swatch(FAILED), "failed rollout".to_string()));
+    if same_target {
+        rows[1].push((
+            LegendMark::Line(TARGET),
+            format!("target {}", compact(left.target)),
+        ));
     }
     let legend = draw_legend(&legend_area, plot_area.left, &rows)?;
     root.present()?;
@@ -701,6 +678,8 @@ pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), PlotError>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::{Checked, RunReport};
+    use crate::verify::RunVerdict;
 
     fn episode(index: u32, outcome: Outcome, metric: f64) -> EpisodeRecord {
         EpisodeRecord {
@@ -771,6 +750,59 @@ mod tests {
         d
     }
 
+    /// `plot` as one side of a comparison, its records checked as `checked` says.
+    fn side(plot: PlotData, checked: Checked) -> ComparedRun {
+        ComparedRun {
+            path: PathBuf::from(plot.run_id.as_str()),
+            plot,
+            report: RunReport::Missing("a test's plot alone".into()),
+            checked,
+        }
+    }
+
+    fn unchecked() -> Checked {
+        Checked::NoKeys("signatures not checked: a test".into())
+    }
+
+    fn broken() -> Checked {
+        Checked::Verdict(RunVerdict::Broken(crate::verify::RunVerifyError {
+            path: PathBuf::from("trajectory.jsonl"),
+            reason: "line 3 was altered".into(),
+        }))
+    }
+
+    fn compared(left: PlotData, right: PlotData) -> Comparison {
+        Comparison::new(side(left, unchecked()), side(right, broken())).unwrap()
+    }
+
+    /// Asserts no bar lies under the legend or outside the plotting area, and the legend lies
+    /// inside the image.
+    fn assert_legend_clear(layout: &PlotLayout) {
+        for bar in &layout.bars {
+            assert!(
+                !bar.overlaps(&layout.legend),
+                "{bar:?} under {:?}",
+                layout.legend
+            );
+            assert!(
+                bar.left >= layout.plot_area.left && bar.right <= layout.plot_area.right + 1,
+                "{bar:?} outside {:?}",
+                layout.plot_area
+            );
+            assert!(
+                bar.top >= layout.plot_area.top && bar.bottom <= layout.plot_area.bottom + 1,
+                "{bar:?} outside {:?}",
+                layout.plot_area
+            );
+        }
+        assert!(!layout.plot_area.overlaps(&layout.legend));
+        assert!(
+            layout.legend.bottom < HEIGHT as i32 && layout.legend.right < WIDTH as i32,
+            "{:?} runs off the {WIDTH}x{HEIGHT} image",
+            layout.legend
+        );
+    }
+
     #[test]
     fn no_legend_pixel_of_a_comparison_lies_over_a_bar() {
         for (rollouts, high) in [(20u32, 500.0), (100, 500.0), (7, 0.5), (1, 1e9)] {
@@ -781,59 +813,83 @@ mod tests {
                 .collect();
             // Every other rollout of the second run failed; the rest reach the top too.
             let right = other_run(rollouts, |i| if i % 2 == 1 { -1.0 } else { high });
-            let layout = compare_layout(&left, &right).unwrap();
+            let layout = compare_layout(&compared(left, right)).unwrap();
             // Failed rollouts count their metric (0 here): a bar of no height, still placed.
             assert_eq!(layout.bars.len(), 2 * rollouts as usize);
-            for bar in &layout.bars {
-                assert!(
-                    !bar.overlaps(&layout.legend),
-                    "{bar:?} under {:?}",
-                    layout.legend
-                );
-                assert!(
-                    bar.left >= layout.plot_area.left && bar.right <= layout.plot_area.right + 1,
-                    "{bar:?} outside {:?}",
-                    layout.plot_area
-                );
-            }
+            assert_legend_clear(&layout);
             // The two bars of a rollout sit side by side, the first run's on the left (at 100
             // rollouts the gap between them is under a pixel).
             let (first, second) = (&layout.bars[0], &layout.bars[rollouts as usize]);
             assert!(first.right <= second.left, "{first:?} {second:?}");
-            assert!(!layout.plot_area.overlaps(&layout.legend));
-            assert!(layout.legend.bottom < HEIGHT as i32 && layout.legend.right < WIDTH as i32);
         }
     }
 
     #[test]
-    fn a_comparison_renders_both_run_ids_and_refuses_two_tasks() {
+    fn a_comparison_legend_fits_with_two_targets_negative_metrics_and_unequal_runs() {
+        // The task's file changed between the runs (two targets, each named in its run's row),
+        // both runs' records are flagged, the metric is negative (pendulum's return), and the
+        // runs played different numbers of rollouts, one none at all.
+        for (left_rollouts, right_rollouts) in [(10u32, 3u32), (0, 5), (50, 0)] {
+            let mut left = data();
+            left.run_id = RunId::from_wire(format!("run-{}", "3f2a".repeat(8)));
+            left.status = Some(EvalStatus::BudgetExceeded);
+            left.target = -150.25;
+            left.episodes = (0..left_rollouts)
+                .map(|i| episode(i, Outcome::Completed, -1234.5678 - f64::from(i)))
+                .collect();
+            let mut right = other_run(right_rollouts, |i| f64::from(i) * 10.0);
+            right.status = None;
+            right.target = -1e6 / 3.0;
+            let both = compared(left, right);
+            let layout = compare_layout(&both).unwrap();
+            assert_eq!(layout.bars.len(), (left_rollouts + right_rollouts) as usize);
+            assert_legend_clear(&layout);
+            let svg =
+                String::from_utf8(render_compare_bytes(&both, PlotFormat::Svg).unwrap()).unwrap();
+            for expected in [
+                "run 3f2a3f2a (budget exceeded) · not checked",
+                "run 9c419c41 (unfinished) · NOT VERIFIED",
+                "target -150.25",
+                "target -333333.3333",
+            ] {
+                assert!(svg.contains(expected), "{expected:?} missing");
+            }
+        }
+    }
+
+    #[test]
+    fn a_single_run_of_a_negative_metric_draws_its_bars_below_zero() {
+        let mut d = data();
+        d.target = -200.0;
+        d.episodes = (0..10)
+            .map(|i| episode(i, Outcome::Completed, -300.0 - f64::from(i) * 50.0))
+            .collect();
+        let layout = layout(&d).unwrap();
+        assert_legend_clear(&layout);
+        for bar in &layout.bars {
+            assert!(bar.bottom - bar.top > 10, "a bar of no height: {bar:?}");
+        }
+    }
+
+    #[test]
+    fn a_comparison_renders_both_run_ids_and_warnings() {
         let dir = tempfile::tempdir().unwrap();
-        let left = data();
-        let right = other_run(4, |i| f64::from(i) * 100.0);
+        let both = compared(data(), other_run(4, |i| f64::from(i) * 100.0));
         let svg = dir.path().join("c.svg");
-        render_compare_file(&left, &right, &svg).unwrap();
+        render_compare_file(&both, &svg).unwrap();
         let text = std::fs::read_to_string(&svg).unwrap();
         for expected in [
-            "run-test (completed)",
-            &format!("{} (budget exceeded)", right.run_id),
+            "cartpole-balance · run test vs run 9c419c41",
+            "run test (completed) · not checked",
+            "run 9c419c41 (budget exceeded) · NOT VERIFIED",
             "target 475",
             "failed rollout",
         ] {
             assert!(text.contains(expected), "{expected:?} missing");
         }
         let png = dir.path().join("c.png");
-        render_compare_file(&left, &right, &png).unwrap();
+        render_compare_file(&both, &png).unwrap();
         assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
-
-        let mut acrobot = right.clone();
-        acrobot.task_id = "acrobot-swingup".into();
-        let e = render_compare_file(&left, &acrobot, &dir.path().join("x.png")).unwrap_err();
-        let message = e.to_string();
-        assert!(
-            message.contains("cartpole-balance") && message.contains("acrobot-swingup"),
-            "{message}"
-        );
-        assert!(!dir.path().join("x.png").exists());
     }
 
     #[test]

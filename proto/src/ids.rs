@@ -27,6 +27,15 @@ macro_rules! id_type {
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+
+            /// The first 8 characters after the prefix, as lists and legends show an id.
+            pub fn short(&self) -> &str {
+                let random = self.0.strip_prefix($prefix).unwrap_or(&self.0);
+                random
+                    .char_indices()
+                    .nth(8)
+                    .map_or(random, |(end, _)| &random[..end])
+            }
         }
 
         impl fmt::Display for $name {
@@ -57,3 +66,16 @@ id_type!(
     BatchId,
     "bat-"
 );
+
+#[cfg(test)]
+mod tests {
+    use super::RunId;
+
+    #[test]
+    fn short_ids_cut_after_the_prefix_on_character_boundaries() {
+        assert_eq!(RunId::from_random([0xab; 16]).short(), "abababab");
+        assert_eq!(RunId::from_wire("run-ab").short(), "ab");
+        assert_eq!(RunId::from_wire("mine").short(), "mine");
+        assert_eq!(RunId::from_wire("run-ééééééééé").short(), "éééééééé");
+    }
+}

@@ -11,6 +11,7 @@ use ale_proto::records::{EvalResultRecord, SubmissionReceived};
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Space, Tensor, Transition};
 
+use crate::batch::run::BatchRun;
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, StepInfo};
 use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, Shared, lock};
@@ -61,8 +62,8 @@ pub struct Evaluator {
     batches: Batches,
 }
 
-/// How long shutdown waits for batch runs to close their records once cancelled.
-const BATCH_SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// Why shutdown ends sessions and batch runs, as their records say.
+const SHUT_DOWN: &str = "the evaluator shut down during the session";
 
 impl Evaluator {
     /// An evaluator over `state_dir` (created 0700, with its secret and key) hosting `tasks`.
@@ -372,28 +373,45 @@ impl Evaluator {
         mark_interrupted_runs(&ale_proto::layout::runs_dir(&self.state_dir), &live)
     }
 
-    /// Ends every running session (the evaluator is going away) and flushes their
-    /// trajectories to disk.
-    pub fn shutdown(&self) {
+    /// The batch runs in play, each still attached to its session.
+    fn batch_runs(&self) -> Vec<Arc<BatchRun>> {
         let envs: Vec<Shared<Env>> = lock(&self.sessions).values().cloned().collect();
-        let mut batch_runs = Vec::new();
+        envs.iter()
+            .filter_map(|env| lock(env).batch_run())
+            .collect()
+    }
+
+    /// The first step of shutdown: cancels every batch run, so that each closes its record
+    /// while the connections drain. Agents' sessions are left to the requests in flight.
+    pub fn begin_shutdown(&self) {
+        for run in self.batch_runs() {
+            run.cancel(SHUT_DOWN);
+        }
+    }
+
+    /// Ends every running session (the evaluator is going away) and flushes their
+    /// trajectories to disk; waits until `deadline` at most for batch runs to close theirs.
+    /// A run still open past it is left as it stands, signed as far as it goes, and the next
+    /// evaluator on the state dir marks it interrupted.
+    pub fn shutdown(&self, deadline: Instant) {
+        self.begin_shutdown();
+        let batch_runs = self.batch_runs();
+        let envs: Vec<Shared<Env>> = lock(&self.sessions).values().cloned().collect();
         for env in envs {
-            if let Some(run) = lock(&env).batch_run() {
-                batch_runs.push(run);
-            }
             let mut env = lock(&env);
-            if let Err(e) = env.end_session(
-                "the evaluator shut down during the session",
-                self.seeds.as_ref(),
-                &self.secret,
-                Instant::now(),
-            ) {
+            if let Err(e) =
+                env.end_session(SHUT_DOWN, self.seeds.as_ref(), &self.secret, Instant::now())
+            {
                 tracing::error!(error = %e, "could not close an eval session at shutdown");
             }
         }
         for run in batch_runs {
-            if !run.wait_finished(BATCH_SHUTDOWN_WAIT) {
-                tracing::error!(batch = %run.id(), "a batch run did not close its record at shutdown");
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !run.wait_finished(left) {
+                tracing::error!(
+                    batch = %run.id(),
+                    "a batch run did not close its record by the shutdown deadline"
+                );
             }
         }
     }

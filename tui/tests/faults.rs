@@ -495,6 +495,11 @@ fn sigterm_mid_batch_run_ends_it_signed_and_verifiable() {
     let (status, took) = wait_exit(&mut server, Duration::from_secs(15), "the evaluator");
     assert!(status.success(), "{status:?}");
     eprintln!("evaluator stopped {took:?} after SIGTERM mid-batch");
+    // The default deadline (5 s), and the second given to dropped connections to close.
+    assert!(
+        took < Duration::from_secs(6),
+        "shutdown is bounded by its deadline: took {took:?}"
+    );
     wait_exit(&mut harness, Duration::from_secs(15), "the harness");
 
     let run_dir = only_run_dir(&state);

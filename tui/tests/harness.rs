@@ -554,16 +554,34 @@ fn plot_compare_draws_two_runs_of_one_task_and_refuses_two_tasks() {
     assert!(out.status.success(), "{}", text(&out));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert!(
-        lines[0].starts_with(heuristic_id) && lines[0].ends_with("verified"),
-        "{stdout}"
-    );
-    assert!(
-        lines[1].starts_with(random_id) && lines[1].ends_with("verified"),
-        "{stdout}"
-    );
+    let verdict = |line: &str| line.rsplit("  ").next().unwrap().to_string();
+    assert!(lines[0].starts_with(heuristic_id), "{stdout}");
+    assert_eq!(verdict(lines[0]), "verified", "{stdout}");
+    assert!(lines[1].starts_with(random_id), "{stdout}");
+    assert_eq!(verdict(lines[1]), "verified", "{stdout}");
+    let short = |id: &str| ale_proto::RunId::from_wire(id).short().to_string();
     let picture = std::fs::read_to_string(&svg).unwrap();
-    assert!(picture.contains(heuristic_id) && picture.contains(random_id));
+    for id in [heuristic_id, random_id] {
+        assert!(
+            picture.contains(&format!("run {} (completed)", short(id))),
+            "{id} not in {picture}"
+        );
+    }
+    assert!(!picture.contains("NOT VERIFIED"));
+
+    // One run named two ways is refused.
+    let out = ale(&[
+        "plot",
+        "--compare",
+        random_id,
+        random_dir.to_str().unwrap(),
+        "-o",
+        svg.to_str().unwrap(),
+        "--state-dir",
+        state_arg,
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("was given twice"), "{}", text(&out));
 
     // A trajectory file compares too, on what it holds alone.
     let png = tmp.path().join("compare.png");
@@ -598,4 +616,42 @@ fn plot_compare_draws_two_runs_of_one_task_and_refuses_two_tasks() {
         "{said}"
     );
     assert!(!refused.exists());
+
+    // A run whose trajectory was added to still plots, marked NOT VERIFIED, and the command
+    // fails.
+    let mut trajectory = std::fs::OpenOptions::new()
+        .append(true)
+        .open(random_dir.join("trajectory.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut trajectory, b"{\"forged\":true}\n").unwrap();
+    let out = ale(&[
+        "plot",
+        "--compare",
+        heuristic_id,
+        random_id,
+        "-o",
+        svg.to_str().unwrap(),
+        "--state-dir",
+        state_arg,
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let said = text(&out);
+    assert!(
+        said.contains(&format!("the records of {random_id} do not verify")),
+        "{said}"
+    );
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(verdict(&lines[0]), "verified", "{said}");
+    assert!(verdict(&lines[1]).starts_with("BROKEN "), "{said}");
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        picture.contains(&format!(
+            "run {} (completed) · NOT VERIFIED",
+            short(random_id)
+        )),
+        "{said}"
+    );
 }

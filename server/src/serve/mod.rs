@@ -114,10 +114,13 @@ impl RunningServer {
     }
 
     /// Stops both listeners and lets requests in flight finish, for at most the shutdown
-    /// deadline; then drops the connections still open. Ends running eval sessions (recorded
-    /// as ended early) with their trajectories synced, and removes the sockets.
+    /// deadline; then drops the connections still open. Cancels batch runs at once, ends
+    /// running eval sessions (recorded as ended early) with their trajectories synced, waits
+    /// for batch runs to close their records until the deadline, and removes the sockets.
     pub async fn shutdown(self) {
+        let deadline = std::time::Instant::now() + self.shutdown_deadline;
         let _ = self.stop.send(true);
+        self.evaluator.begin_shutdown();
         let mut tasks = self.tasks;
         let drained = tokio::time::timeout(self.shutdown_deadline, join_listeners(&mut tasks));
         if drained.await.is_err() {
@@ -134,7 +137,12 @@ impl RunningServer {
                 tasks.iter().for_each(JoinHandle::abort);
             }
         }
-        self.evaluator.shutdown();
+        let evaluator = Arc::clone(&self.evaluator);
+        // Waits on batch runs' condition variables: off the runtime's threads.
+        let ended = tokio::task::spawn_blocking(move || evaluator.shutdown(deadline)).await;
+        if let Err(e) = ended {
+            tracing::error!(error = %e, "ending the sessions at shutdown failed");
+        }
         let _ = std::fs::remove_file(&self.harness_socket);
         let _ = std::fs::remove_file(&self.agent_socket);
         let _ = std::fs::remove_file(layout::agent_endpoint_file(self.evaluator.state_dir()));

@@ -20,7 +20,9 @@ pub struct PlotArgs {
     #[arg(required_unless_present = "compare", conflicts_with = "compare")]
     pub run: Option<PathBuf>,
     /// Two runs of one task side by side, each given as RUN is: grouped bars per rollout,
-    /// both running means, the target. Their records are verified with the state dir's keys.
+    /// both running means, the target. Their records are verified with the state dir's keys;
+    /// a run whose records do not verify is marked NOT VERIFIED in the plot, and the command
+    /// exits 1.
     #[arg(long, num_args = 2, value_names = ["RUN", "RUN"])]
     pub compare: Option<Vec<PathBuf>>,
     /// The image to write: .png or .svg.
@@ -56,10 +58,26 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
             );
             let keys = RecordKeys::from_state_dir(&state_dir);
             let both = Comparison::load(&left, &right, keys.as_ref())?;
-            render_compare_file(&both.left.plot, &both.right.plot, &args.output)?;
+            render_compare_file(&both, &args.output)?;
             for side in both.sides() {
                 println!("{}", side_line(side));
             }
+            println!("wrote {}", args.output.display());
+            let broken: Vec<String> = both
+                .sides()
+                .iter()
+                .filter(|s| matches!(s.checked, Checked::Verdict(RunVerdict::Broken(_))))
+                .map(|s| s.run_id().to_string())
+                .collect();
+            if !broken.is_empty() {
+                eprintln!(
+                    "error: the records of {} do not verify: the plot marks its numbers NOT \
+                     VERIFIED; `ale harness verify` says what is wrong",
+                    broken.join(" and ")
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            return Ok(ExitCode::SUCCESS);
         }
         (Some(run), None) => {
             let data = PlotData::load(&resolve_run(run, &state_dir)?)?;

@@ -210,7 +210,7 @@ impl App {
             Msg::Harness(event) => self.eval.on_harness(event),
             Msg::Runs(listed) => self.runs.on_listed(listed),
             Msg::Verified(verification) => self.runs.on_verified(verification),
-            Msg::Compared(compared) => self.runs.on_compared(compared),
+            Msg::Compared { runs, result } => self.runs.on_compared(runs, result),
             Msg::Exported { path, result } => self.runs.on_exported(&path, result),
         };
         self.apply(outcomes)

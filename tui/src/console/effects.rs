@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ale_harness::compare::Comparison;
-use ale_harness::plot::{PlotData, PlotError, PlotFormat, render_compare_file};
+use ale_harness::plot::{PlotData, PlotFormat, render_compare_file};
 use ale_harness::verify::{RecordKeys, verify_run_dir};
 
 use super::message::{Msg, Verification};
@@ -34,11 +34,12 @@ pub fn verify_run(state_dir: &Path, run_dir: PathBuf) -> Msg {
 /// for the comparison screen.
 pub fn compare_runs(state_dir: &Path, left: &Path, right: &Path) -> Msg {
     let keys = RecordKeys::from_state_dir(state_dir);
-    Msg::Compared(
-        Comparison::load(left, right, keys.as_ref())
+    Msg::Compared {
+        runs: [left.to_path_buf(), right.to_path_buf()],
+        result: Comparison::load(left, right, keys.as_ref())
             .map(Box::new)
             .map_err(|e| e.to_string()),
-    )
+    }
 }
 
 fn extension(format: PlotFormat) -> &'static str {
@@ -54,13 +55,6 @@ fn folder_name(run_dir: &Path) -> String {
         .map_or("run".into(), |n| n.to_string_lossy().to_string())
 }
 
-/// A run folder's name without `run-`, cut to 8 characters, as the runs list shows it.
-fn short_name(run_dir: &Path) -> String {
-    let name = folder_name(run_dir);
-    let id = name.strip_prefix(ale_proto::RunId::PREFIX).unwrap_or(&name);
-    id.chars().take(8).collect()
-}
-
 /// Writes `run_dir`'s plot into `out_dir` as `<run id>.<png|svg>`, as `ale plot` draws it.
 pub fn export_plot(run_dir: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
     let path = out_dir.join(format!("{}.{}", folder_name(run_dir), extension(format)));
@@ -70,15 +64,16 @@ pub fn export_plot(run_dir: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
     Msg::Exported { path, result }
 }
 
-/// Writes the comparison plot of `left` and `right` into `out_dir` as
-/// `compare-<short id>-<short id>.<png|svg>`, as `ale plot --compare` draws it.
-pub fn export_compare_plot(left: &Path, right: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
-    let name = format!("compare-{}-{}", short_name(left), short_name(right));
+/// Writes the comparison `both` into `out_dir` as `compare-<short id>-<short id>.<png|svg>`,
+/// as `ale plot --compare` draws it.
+pub fn export_compare_plot(both: &Comparison, format: PlotFormat, out_dir: &Path) -> Msg {
+    let name = format!(
+        "compare-{}-{}",
+        both.left.run_id().short(),
+        both.right.run_id().short()
+    );
     let path = out_dir.join(format!("{name}.{}", extension(format)));
-    let result = (|| -> Result<(), PlotError> {
-        render_compare_file(&PlotData::load(left)?, &PlotData::load(right)?, &path)
-    })()
-    .map_err(|e| e.to_string());
+    let result = render_compare_file(both, &path).map_err(|e| e.to_string());
     Msg::Exported { path, result }
 }
 

@@ -142,10 +142,10 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Practice,  "step",           C::StepOnce,               "step",       "one step",                                                true),
     action!(X::Practice,  "auto_play",      C::TogglePlay,             "auto",       "auto-play with the policy / pause",                       true),
     action!(X::Practice,  "policy",         C::CyclePolicy,            "policy",     "who plays: manual, random, heuristic",                    true),
-    action!(X::Practice,  "faster",         C::Faster,                 "speed",      "auto-play speed",                                         true),
-    action!(X::Practice,  "slower",         C::Slower,                 "speed",      "auto-play speed",                                         true),
+    action!(X::Practice,  "faster",         C::Faster,                 "speed",      "auto-play speed",                                         false),
+    action!(X::Practice,  "slower",         C::Slower,                 "speed",      "auto-play speed",                                         false),
     action!(X::Practice,  "reset",          C::Reset,                  "reset",      "reset with a random seed",                                true),
-    action!(X::Practice,  "seed",           C::EnterSeed,              "seed",       "reset with a seed you type",                              true),
+    action!(X::Practice,  "seed",           C::EnterSeed,              "seed",       "reset with a seed you type",                              false),
     action!(X::Practice,  "back",           C::Back,                   "back",       "back to tasks",                                           false),
 
     action!(X::Eval,      "previous_task",  C::Left,                   "task",       "choose the task",                                         true),
@@ -157,8 +157,8 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Eval,      "start",          C::Start,                  "start",      "start the official run",                                  true),
     action!(X::Eval,      "cancel",         C::Cancel,                 "cancel",     "cancel the run (stops harness and agent)",                true),
 
-    action!(X::Runs,      "up",             C::Up,                     "select",     "move the selection",                                      true),
-    action!(X::Runs,      "down",           C::Down,                   "select",     "move the selection",                                      true),
+    action!(X::Runs,      "up",             C::Up,                     "select",     "move the selection",                                      false),
+    action!(X::Runs,      "down",           C::Down,                   "select",     "move the selection",                                      false),
     action!(X::Runs,      "open",           C::Open,                   "open",       "open the selected run",                                   true),
     action!(X::Runs,      "mark",           C::Mark,                   "mark",       "mark/unmark the run to compare (two at most)",            true),
     action!(X::Runs,      "compare",        C::Compare,                "compare",    "compare the two marked runs side by side",                true),
@@ -545,6 +545,25 @@ mod tests {
         };
         assert_eq!(footer[0], entry("?", "help"));
         assert!(footer.contains(&entry("↑/↓", "select")), "{footer:?}");
+    }
+
+    /// With the bundled keys, every view's footer is read whole on an 80-column terminal,
+    /// `q quit` and `Tab view` (last) included, as the footer draws it.
+    #[test]
+    fn every_footer_fits_80_columns() {
+        let map = KeyMap::bundled();
+        for context in Context::ALL {
+            let footer = map.footer(context);
+            let width: usize = 1 + footer
+                .iter()
+                .map(|e| e.keys.chars().count() + 1 + e.word.chars().count() + 2)
+                .sum::<usize>()
+                - 2;
+            assert!(width <= 80, "{context:?}: {width} columns: {footer:?}");
+            if context != Context::Global {
+                assert!(footer.iter().any(|e| e.word == "quit"), "{context:?}");
+            }
+        }
     }
 
     #[test]

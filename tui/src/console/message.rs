@@ -132,12 +132,35 @@ pub enum Effect {
         left: PathBuf,
         right: PathBuf,
     },
-    /// Write the comparison plot of two runs, as `ale plot --compare` draws it.
+    /// Write the comparison on screen as a plot, as `ale plot --compare` draws it.
     ExportComparePlot {
-        left: PathBuf,
-        right: PathBuf,
+        both: Shown<Comparison>,
         format: PlotFormat,
     },
+}
+
+/// What the console shows, shared with an effect that works from it (so an export writes what
+/// was on screen, not the files as they are by then). Equal only to itself.
+#[derive(Debug)]
+pub struct Shown<T>(pub std::sync::Arc<T>);
+
+impl<T> Clone for Shown<T> {
+    fn clone(&self) -> Self {
+        Shown(std::sync::Arc::clone(&self.0))
+    }
+}
+
+impl<T> PartialEq for Shown<T> {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T> std::ops::Deref for Shown<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -154,8 +177,12 @@ pub enum Msg {
     /// The state dir's runs, or why they could not be listed.
     Runs(Result<Vec<RunEntry>, String>),
     Verified(Verification),
-    /// Two runs read for comparison, or why they cannot be compared.
-    Compared(Result<Box<Comparison>, String>),
+    /// Two runs read for comparison (the folders asked for, left first), or why they cannot
+    /// be compared.
+    Compared {
+        runs: [PathBuf; 2],
+        result: Result<Box<Comparison>, String>,
+    },
     Exported {
         path: PathBuf,
         result: Result<(), String>,

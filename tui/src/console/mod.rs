@@ -151,15 +151,9 @@ impl Console {
                 let state_dir = self.state_dir.clone();
                 self.in_background(move || effects::compare_runs(&state_dir, &left, &right));
             }
-            Effect::ExportComparePlot {
-                left,
-                right,
-                format,
-            } => {
+            Effect::ExportComparePlot { both, format } => {
                 self.in_background(move || {
-                    effects::export_here(|here| {
-                        effects::export_compare_plot(&left, &right, format, here)
-                    })
+                    effects::export_here(|here| effects::export_compare_plot(&both, format, here))
                 });
             }
         }

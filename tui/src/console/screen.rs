@@ -148,7 +148,7 @@ fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
     let mut spans = vec![Span::raw(" ")];
     for hint in hints {
         spans.push(Span::styled(hint.keys, theme.accent()));
-        spans.push(Span::styled(format!(" {}   ", hint.word), theme.muted()));
+        spans.push(Span::styled(format!(" {}  ", hint.word), theme.muted()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

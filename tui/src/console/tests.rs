@@ -835,6 +835,7 @@ async fn two_runs_of_one_task_compare_side_by_side() {
             .await
     );
     let both = f.console.app.runs.comparison.as_deref().unwrap();
+    let right = both.right.path.clone();
     assert_eq!(both.left.run_id(), &heuristic.run_id);
     assert_eq!(both.right.run_id(), &random.run_id);
     assert!(both.left.is_verified() && both.right.is_verified());
@@ -872,22 +873,17 @@ async fn two_runs_of_one_task_compare_side_by_side() {
 
     // The comparison plot, as `ale plot --compare` draws it.
     let out = tempfile::tempdir().unwrap();
-    let (left, right) = (both.left.path.clone(), both.right.path.clone());
-    match super::effects::export_compare_plot(
-        &left,
-        &right,
-        ale_harness::plot::PlotFormat::Svg,
-        out.path(),
-    ) {
+    match super::effects::export_compare_plot(both, ale_harness::plot::PlotFormat::Svg, out.path())
+    {
         Msg::Exported { path, result } => {
             result.unwrap();
+            let name = path.file_name().unwrap().to_string_lossy().to_string();
+            let ids = [heuristic.run_id.short(), random.run_id.short()];
+            assert_eq!(name, format!("compare-{}-{}.svg", ids[0], ids[1]));
             let svg = std::fs::read_to_string(&path).unwrap();
-            assert!(
-                svg.contains(heuristic.run_id.as_str()),
-                "{}",
-                path.display()
-            );
-            assert!(svg.contains(random.run_id.as_str()));
+            for id in ids {
+                assert!(svg.contains(&format!("run {id} (")), "{id} not in {name}");
+            }
         }
         other => panic!("{other:?}"),
     }
@@ -909,6 +905,7 @@ async fn two_runs_of_one_task_compare_side_by_side() {
     for expected in ["no report.json", "not scored", "verify  ok"] {
         assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
     }
+    insta::assert_snapshot!("compare_without_report_160x48", screen);
 }
 
 /// Marking runs of two tasks says so at once, and comparing them is refused with a note
@@ -976,6 +973,8 @@ fn marking_runs_of_two_tasks_refuses_to_compare_them() {
             right: PathBuf::from("/nonexistent/runs/run-aaaaaaaa"),
         }]
     );
+    // Pressed again while the runs are read, nothing more is asked for.
+    assert_eq!(app.update(key(KeyCode::Char('c'))), []);
     // Their folders are not there: the note says what could not be read.
     app.update(super::effects::compare_runs(
         std::path::Path::new("/nonexistent"),
@@ -984,8 +983,22 @@ fn marking_runs_of_two_tasks_refuses_to_compare_them() {
     ));
     let note = app.note.clone().unwrap();
     assert!(
-        note.is_error && note.text.contains("run-cccccccc"),
+        note.is_error
+            && note
+                .text
+                .contains("/nonexistent/runs/run-cccccccc: No such file"),
         "{note:?}"
     );
     assert!(app.runs.comparison.is_none());
+
+    // An answer for runs no longer asked to compare (Esc pressed, marks changed) is dropped.
+    app.update(key(KeyCode::Char('c')));
+    app.update(key(KeyCode::Esc));
+    app.note = None;
+    app.update(super::effects::compare_runs(
+        std::path::Path::new("/nonexistent"),
+        &PathBuf::from("/nonexistent/runs/run-cccccccc"),
+        &PathBuf::from("/nonexistent/runs/run-aaaaaaaa"),
+    ));
+    assert!(app.note.is_none(), "{:?}", app.note);
 }

@@ -440,7 +440,7 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
     for case in &cases {
         rows.push(play_case(&evaluator, case, args.seconds)?);
     }
-    evaluator.shutdown();
+    evaluator.shutdown(std::time::Instant::now() + std::time::Duration::from_secs(5));
     drop(evaluator);
     let interactive =
         interactive_steps_per_second(&dir.join("serve-state"), args.interactive_steps);

@@ -104,7 +104,7 @@ fn task_line<'a>(both: &Comparison, theme: &Theme) -> Line<'a> {
         Span::styled(format!(" {}", both.task_id()), theme.accent()),
         Span::styled(
             format!(
-                " · {} ({}), target {} · one y scale",
+                " · {} ({}), target {}",
                 plot.metric_name, plot.direction, plot.target
             ),
             theme.muted(),
@@ -135,11 +135,7 @@ fn rollout_bars(side: &ComparedRun) -> Vec<RolloutBar> {
 fn text_lines<'a>(side: &ComparedRun, theme: &Theme) -> Vec<Line<'a>> {
     let mut lines = score_lines(side, theme);
     lines.push(sandbox_line(side, theme));
-    lines.extend(verification_lines(
-        &side.checked,
-        side.report().is_some(),
-        theme,
-    ));
+    lines.extend(verification_lines(&side.checked, theme));
     lines
 }
 
@@ -201,14 +197,23 @@ fn score_lines<'a>(side: &ComparedRun, theme: &Theme) -> Vec<Line<'a>> {
     }
 }
 
+/// How the agent was confined: as the signed harness log says, or else the report's unsigned
+/// claim, marked as one.
 fn sandbox_line<'a>(side: &ComparedRun, theme: &Theme) -> Line<'a> {
-    let (text, style) = match side.sandbox() {
-        Some(sandbox) if sandbox.warning().is_some() => {
+    let (text, style) = match (side.sandbox(), side.claimed_sandbox()) {
+        (Some(sandbox), _) if sandbox.warning().is_some() => {
             (sandbox.describe(), Style::default().fg(theme.error))
         }
-        Some(sandbox) => (sandbox.describe(), Style::default().fg(theme.text)),
-        None => (
-            "unknown: no report and no signed harness log".into(),
+        (Some(sandbox), _) => (sandbox.describe(), Style::default().fg(theme.text)),
+        (None, Some(claim)) => (
+            format!(
+                "{} (the report says; no verified harness log)",
+                claim.describe()
+            ),
+            Style::default().fg(theme.warn),
+        ),
+        (None, None) => (
+            "unknown: no report and no verified harness log".into(),
             Style::default().fg(theme.warn),
         ),
     };
@@ -219,7 +224,7 @@ fn sandbox_line<'a>(side: &ComparedRun, theme: &Theme) -> Line<'a> {
 }
 
 /// What verifying the run's records concluded, and each signature.
-fn verification_lines<'a>(checked: &Checked, has_report: bool, theme: &Theme) -> Vec<Line<'a>> {
+fn verification_lines<'a>(checked: &Checked, theme: &Theme) -> Vec<Line<'a>> {
     let verdict = |word: &str, colour| {
         Line::from(vec![
             Span::styled("verify  ", theme.muted()),
@@ -237,13 +242,13 @@ fn verification_lines<'a>(checked: &Checked, has_report: bool, theme: &Theme) ->
         ],
         Checked::Verdict(RunVerdict::Verified(v)) => {
             let mut lines = vec![verdict("ok", theme.ok)];
-            lines.extend(signature_lines(v, has_report, theme));
+            lines.extend(signature_lines(v, theme));
             lines
         }
     }
 }
 
-fn signature_lines<'a>(v: &RunVerification, has_report: bool, theme: &Theme) -> Vec<Line<'a>> {
+fn signature_lines<'a>(v: &RunVerification, theme: &Theme) -> Vec<Line<'a>> {
     let signed = |present: bool| if present { "ok" } else { "none yet" };
     let mut lines = vec![Line::styled(
         format!(
@@ -264,7 +269,7 @@ fn signature_lines<'a>(v: &RunVerification, has_report: bool, theme: &Theme) -> 
         )),
         None => lines.push(Line::styled("  no harness log", theme.muted())),
     }
-    if has_report {
+    if v.report.is_some() {
         lines.push(Line::styled(
             "  report agrees with the signed records",
             theme.muted(),

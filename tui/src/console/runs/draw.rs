@@ -18,9 +18,6 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
         super::compare::draw(frame, both, theme, area);
         return;
     }
-    let list_width = (area.width * 2 / 5).clamp(30, 60);
-    let [left, right] =
-        Layout::horizontal([Constraint::Length(list_width), Constraint::Min(0)]).areas(area);
     let items: Vec<ListItem> = runs
         .entries
         .iter()
@@ -32,19 +29,33 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
                 RunSummary::Unreported { task_id, status } => (task_id.clone(), status.clone()),
                 RunSummary::Unreadable(_) => ("?".into(), "unreadable".into()),
             };
-            let short = r.run_id.trim_start_matches("run-");
             let mark = match runs.mark_of(&r.dir) {
                 Some(side) => Span::styled(format!("{side} "), side_style(side, theme)),
                 None => Span::raw("  "),
             };
             ListItem::new(Line::from(vec![
                 mark,
-                Span::styled(format!("{} ", &short[..short.len().min(8)]), theme.muted()),
+                Span::styled(
+                    format!(
+                        "{} ",
+                        ale_proto::RunId::from_wire(r.run_id.as_str()).short()
+                    ),
+                    theme.muted(),
+                ),
                 Span::raw(format!("{task} ")),
                 Span::styled(score, theme.accent()),
             ]))
         })
         .collect();
+    // Wide enough for its rows (borders and the cursor's column besides), within half the
+    // screen; never under 30 columns, nor over 60.
+    let widest = items.iter().map(ListItem::width).max().unwrap_or(0) as u16;
+    let list_width = (widest + 4)
+        .max(area.width * 2 / 5)
+        .min(area.width / 2)
+        .clamp(30, 60);
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(list_width), Constraint::Min(0)]).areas(area);
     let empty = items.is_empty();
     let list = List::new(items)
         .block(block(
@@ -71,7 +82,8 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
             None => Paragraph::new(vec![
                 Line::styled("Enter opens the selected run.", theme.muted()),
                 Line::styled(
-                    "Mark two runs of one task to compare them side by side.",
+                    "To compare two runs of one task side by side, press m on each, then c: \
+                     the run marked 1 is shown on the left, 2 on the right.",
                     theme.muted(),
                 ),
             ])

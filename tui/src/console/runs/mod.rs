@@ -15,7 +15,7 @@ use ale_proto::RunId;
 
 use super::app::Outcome;
 use super::keys::Command;
-use super::message::{Effect, Verification};
+use super::message::{Effect, Shown, Verification};
 
 #[derive(Debug, Default)]
 pub struct Runs {
@@ -31,7 +31,9 @@ pub struct Runs {
     /// the left.
     pub marked: Vec<PathBuf>,
     /// The comparison shown in place of the list, once its runs are read.
-    pub comparison: Option<Box<Comparison>>,
+    pub comparison: Option<Shown<Comparison>>,
+    /// The runs being read for a comparison: what a late answer must match to be shown.
+    pub comparing: Option<[PathBuf; 2]>,
 }
 
 /// How many runs a comparison takes.
@@ -79,6 +81,8 @@ impl Runs {
             return Vec::new();
         };
         let (dir, run_id) = (entry.dir.clone(), entry.run_id.clone());
+        // A comparison being read is of the marks as they were: it is not shown any more.
+        self.comparing = None;
         if let Some(i) = self.marked.iter().position(|d| *d == dir) {
             self.marked.remove(i);
             return vec![Outcome::say(format!("unmarked {run_id}"))];
@@ -111,6 +115,11 @@ impl Runs {
         if let Some(refusal) = self.different_tasks(left, right) {
             return vec![Outcome::warn(refusal_note(&refusal))];
         }
+        let runs = [left.clone(), right.clone()];
+        if self.comparing.as_ref() == Some(&runs) {
+            return vec![Outcome::say("still reading and verifying both runs…")];
+        }
+        self.comparing = Some(runs);
         let effect = Effect::CompareRuns {
             left: left.clone(),
             right: right.clone(),
@@ -123,12 +132,11 @@ impl Runs {
 
     /// A key while the comparison is shown.
     fn on_comparison_command(&mut self, command: Command) -> Vec<Outcome> {
-        match (command, self.comparison.as_deref()) {
+        match (command, self.comparison.as_ref()) {
             (Command::Back, _) => self.comparison = None,
             (Command::ExportPng | Command::ExportSvg, Some(both)) => {
                 let effect = Effect::ExportComparePlot {
-                    left: both.left.path.clone(),
-                    right: both.right.path.clone(),
+                    both: both.clone(),
                     format: export_format(command),
                 };
                 return vec![effect.into()];
@@ -154,7 +162,10 @@ impl Runs {
             Command::Up => self.cursor = self.cursor.saturating_sub(1),
             Command::Down => self.cursor = (self.cursor + 1).min(n.saturating_sub(1)),
             Command::Open if n > 0 => self.open = Some(self.cursor),
-            Command::Back => self.open = None,
+            Command::Back => {
+                self.open = None;
+                self.comparing = None;
+            }
             Command::Refresh => return vec![Effect::LoadRuns.into()],
             Command::Mark => return self.toggle_mark(),
             Command::Compare => return self.compare(),
@@ -206,7 +217,17 @@ impl Runs {
         vec![note]
     }
 
-    pub fn on_compared(&mut self, compared: Result<Box<Comparison>, String>) -> Vec<Outcome> {
+    /// The answer to [`Effect::CompareRuns`] for `runs`: shown only if they are still the
+    /// ones asked to compare (no Esc, no mark changed meanwhile).
+    pub fn on_compared(
+        &mut self,
+        runs: [PathBuf; 2],
+        compared: Result<Box<Comparison>, String>,
+    ) -> Vec<Outcome> {
+        if self.comparing.as_ref() != Some(&runs) {
+            return Vec::new();
+        }
+        self.comparing = None;
         match compared {
             Ok(both) => {
                 let unverified: Vec<String> = both
@@ -224,7 +245,7 @@ impl Runs {
                         unverified.join(" and ")
                     ))
                 };
-                self.comparison = Some(both);
+                self.comparison = Some(Shown(std::sync::Arc::new(*both)));
                 vec![note]
             }
             Err(why) => vec![Outcome::warn(why)],
