@@ -92,9 +92,25 @@ impl BoxSpace {
         self
     }
 
+    /// The elements of a value; for a space that passed [`Space::validate`], whose shape's
+    /// product fits a `usize`.
     fn element_count(&self) -> usize {
         self.shape.iter().product()
     }
+}
+
+/// The elements a value of `shape` holds, unless counting them overflows: a shape from a peer
+/// may claim more than any machine holds.
+fn checked_elements(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |n, d| n.checked_mul(*d))
+}
+
+/// The refusal of a shape whose elements cannot be counted.
+fn uncountable(kind: &str, shape: &[usize]) -> InvalidSpace {
+    InvalidSpace(format!(
+        "{kind} of shape {} has more elements than can be counted",
+        Echo(shape)
+    ))
 }
 
 impl DiscreteSpace {
@@ -167,7 +183,7 @@ impl Space {
     pub fn validate(&self) -> Result<(), InvalidSpace> {
         match self {
             Space::Box(b) => {
-                let n = b.element_count();
+                let n = checked_elements(&b.shape).ok_or_else(|| uncountable("Box", &b.shape))?;
                 if b.dtype == DType::Bool {
                     return Err(InvalidSpace(
                         "a Box cannot hold bool; use MultiBinary".into(),
@@ -225,7 +241,9 @@ impl Space {
                 }
                 Ok(())
             }
-            Space::MultiBinary(_) => Ok(()),
+            Space::MultiBinary(shape) => checked_elements(shape)
+                .map(|_| ())
+                .ok_or_else(|| uncountable("MultiBinary", shape)),
             Space::Dict(entries) => {
                 for (name, space) in entries {
                     if matches!(space, Space::Dict(_)) {
@@ -238,7 +256,14 @@ impl Space {
                         InvalidSpace(format!("Dict entry {}: {}", Echo(name.as_str()), e.0))
                     })?;
                 }
-                Ok(())
+                // Each entry's count fits; their sum must too.
+                entries
+                    .iter()
+                    .try_fold(0usize, |n, (_, space)| n.checked_add(space.flat_len()))
+                    .map(|_| ())
+                    .ok_or_else(|| {
+                        InvalidSpace("Dict has more elements than can be counted".into())
+                    })
             }
         }
     }
@@ -606,6 +631,34 @@ mod tests {
                 space.check(&sample).unwrap();
             }
         }
+    }
+
+    /// Regression (found by the `space` fuzz target): a shape whose product overflows
+    /// panicked in debug builds, and in release wrapped to a small count that let a Box with
+    /// no bounds pass as a space of 2^64 elements.
+    #[test]
+    fn a_shape_whose_elements_cannot_be_counted_is_invalid() {
+        let huge = vec![1 << 32, 1 << 32];
+        let boxed = Space::Box(BoxSpace {
+            shape: huge.clone(),
+            dtype: DType::F32,
+            low: Vec::new(),
+            high: Vec::new(),
+            labels: Vec::new(),
+        });
+        let e = boxed.validate().unwrap_err();
+        assert_eq!(
+            e.0,
+            "Box of shape [4294967296, 4294967296] has more elements than can be counted"
+        );
+        let e = Space::MultiBinary(huge).validate().unwrap_err();
+        assert!(e.0.starts_with("MultiBinary of shape"), "{e:?}");
+        let half = Space::MultiBinary(vec![usize::MAX / 2 + 1]);
+        half.validate().unwrap();
+        let e = Space::Dict(vec![("a".into(), half.clone()), ("b".into(), half)])
+            .validate()
+            .unwrap_err();
+        assert_eq!(e.0, "Dict has more elements than can be counted");
     }
 
     #[test]
