@@ -140,6 +140,10 @@ pub struct App {
     pub runs: Runs,
     pub input: InputMode,
     pub help: bool,
+    /// The help overlay's first line shown (it scrolls when the terminal is short).
+    pub help_scroll: u16,
+    /// The furthest the help overlay scrolls at the size it was last drawn (set by drawing).
+    pub help_scroll_max: std::cell::Cell<u16>,
     pub note: Option<Note>,
     pub quit: bool,
     /// Where "reset with a random seed" gets its seeds.
@@ -155,6 +159,8 @@ const RECONNECT_EVERY: Duration = Duration::from_secs(1);
 const RECONNECTED_SHOWN: Duration = Duration::from_secs(5);
 /// Lists start on the fourth row (header, tabs, block border) in the list views.
 const FIRST_LIST_ROW: u16 = 3;
+/// Lines the help overlay scrolls by on PageUp/PageDown.
+const HELP_PAGE: u16 = 10;
 
 impl App {
     pub fn new(
@@ -177,6 +183,8 @@ impl App {
             runs: Runs::default(),
             input: InputMode::Commands,
             help: false,
+            help_scroll: 0,
+            help_scroll_max: std::cell::Cell::new(0),
             note: None,
             quit: false,
             seeds,
@@ -263,7 +271,17 @@ impl App {
             return Vec::new();
         }
         if self.help {
-            self.help = false;
+            // Arrows and pages scroll the overlay; any other key closes it.
+            let scroll = &mut self.help_scroll;
+            let max = self.help_scroll_max.get();
+            match key.code {
+                KeyCode::Up | KeyCode::Char('k') => *scroll = scroll.saturating_sub(1),
+                KeyCode::Down | KeyCode::Char('j') => *scroll = (*scroll + 1).min(max),
+                KeyCode::PageUp => *scroll = scroll.saturating_sub(HELP_PAGE),
+                KeyCode::PageDown => *scroll = scroll.saturating_add(HELP_PAGE).min(max),
+                KeyCode::Home => *scroll = 0,
+                _ => self.help = false,
+            }
             return Vec::new();
         }
         // Text entry takes every key but the ones that finish it.
@@ -316,6 +334,7 @@ impl App {
             }
             Command::Help => {
                 self.help = true;
+                self.help_scroll = 0;
                 Vec::new()
             }
             Command::NextView => {

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::app::{App, Connection, InputMode, View};
 use super::keys::{Context, FooterEntry};
@@ -174,9 +174,18 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
         width,
         height,
     };
+    // Everywhere first, then the keys of where you are, then the rest.
+    let here = app.context();
+    let rank = |c: Context| match c {
+        Context::Global => 0,
+        c if c == here => 1,
+        _ => 2,
+    };
+    let mut entries = app.keymap.help();
+    entries.sort_by_key(|e| rank(e.context));
     let mut lines = Vec::new();
     let mut last = None;
-    for entry in app.keymap.help() {
+    for entry in entries {
         if last != Some(entry.context) {
             if last.is_some() {
                 lines.push(Line::raw(""));
@@ -192,14 +201,29 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled(entry.help.to_string(), Style::default().fg(theme.text)),
         ]));
     }
+    // Lines are short enough not to wrap at the overlay's width, so a line is a row.
+    let shown = popup.height.saturating_sub(2);
+    let last_start = (lines.len() as u16).saturating_sub(shown);
+    app.help_scroll_max.set(last_start);
+    let scroll = app.help_scroll.min(last_start);
+    let title = if last_start > 0 {
+        format!(
+            " Keys {}–{} of {} — ↑/↓ PgUp/PgDn scroll, any other key closes ",
+            scroll + 1,
+            (scroll + shown).min(lines.len() as u16),
+            lines.len()
+        )
+    } else {
+        " Keys — any key closes ".to_string()
+    };
     frame.render_widget(Clear, popup);
     frame.render_widget(
         Paragraph::new(lines)
             .style(theme.base())
-            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
             .block(
                 Block::bordered()
-                    .title(" Keys — any key closes ")
+                    .title(title)
                     .border_style(theme.border(true)),
             ),
         popup,

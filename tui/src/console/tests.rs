@@ -435,6 +435,35 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
     insta::assert_snapshot!("help_80x60", screen);
     f.press(&[KeyCode::Char('x')]).await;
     assert!(!f.console.app.help);
+
+    // On a short terminal, from the runs view: its keys come right after the global ones,
+    // and the arrows scroll the rest into view; every key is seen on the way down.
+    f.press(&[KeyCode::Char('4'), KeyCode::Char('?')]).await;
+    let first = f.screen(80, 24);
+    insta::assert_snapshot!("help_runs_80x24", first);
+    let section = |name: &str| first.find(&format!("│{name} ")).unwrap_or(usize::MAX);
+    assert!(section("Everywhere") < section("Runs"), "{first}");
+    assert!(section("Runs") < section("Tasks"), "{first}");
+    let mut seen = first.clone();
+    for _ in 0..80 {
+        f.press(&[KeyCode::Down]).await;
+        seen.push_str(&f.screen(80, 24));
+    }
+    assert!(f.console.app.help, "arrows scroll, they do not close");
+    for entry in f.console.app.keymap.help() {
+        assert!(
+            seen.contains(&entry.keys) && seen.contains(entry.help),
+            "{} {} never shown",
+            entry.keys,
+            entry.help
+        );
+    }
+    // Scrolled to the end, one Up moves back at once (the scroll stops at the last line).
+    let bottom = f.screen(80, 24);
+    f.press(&[KeyCode::Up]).await;
+    assert_ne!(f.screen(80, 24), bottom);
+    f.press(&[KeyCode::Esc]).await;
+    assert!(!f.console.app.help);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
