@@ -105,6 +105,23 @@ fn checked_elements(shape: &[usize]) -> Option<usize> {
     shape.iter().try_fold(1usize, |n, d| n.checked_mul(*d))
 }
 
+/// The largest integer magnitude a float64 holds exactly, with every integer below it.
+const EXACT_IN_F64: i128 = 1 << 53;
+
+/// Checks that the integers `start .. start + n` all lie within ±2^53: discrete values are
+/// checked, and travel in Dict values, as float64, which is exact only there (nor can
+/// `start + n` then overflow an i64).
+fn exact_integers(start: i64, n: u64) -> Result<(), String> {
+    let last = i128::from(start) + i128::from(n) - 1;
+    if i128::from(start) < -EXACT_IN_F64 || last > EXACT_IN_F64 {
+        return Err(format!(
+            "of {n} values from {start} reaches beyond ±2^53, where float64 (how values are \
+             checked and travel in a Dict) no longer holds every integer"
+        ));
+    }
+    Ok(())
+}
+
 /// The refusal of a shape whose elements cannot be counted.
 fn uncountable(kind: &str, shape: &[usize]) -> InvalidSpace {
     InvalidSpace(format!(
@@ -229,7 +246,7 @@ impl Space {
                         d.labels.len()
                     )));
                 }
-                Ok(())
+                exact_integers(d.start, d.n).map_err(|e| InvalidSpace(format!("Discrete {e}")))
             }
             Space::MultiDiscrete(m) => {
                 if m.nvec.len() != m.start.len() || m.nvec.contains(&0) {
@@ -238,6 +255,10 @@ impl Space {
                         Echo(m.nvec.as_slice()),
                         Echo(m.start.as_slice())
                     )));
+                }
+                for (i, (n, start)) in m.nvec.iter().zip(&m.start).enumerate() {
+                    exact_integers(*start, *n)
+                        .map_err(|e| InvalidSpace(format!("MultiDiscrete entry {i} {e}")))?;
                 }
                 Ok(())
             }
@@ -659,6 +680,39 @@ mod tests {
             .validate()
             .unwrap_err();
         assert_eq!(e.0, "Dict has more elements than can be counted");
+    }
+
+    /// Regression (found by the `space` fuzz target): a MultiDiscrete starting near 2^60
+    /// sampled integers its own check, in float64, could not tell apart, and `start + n`
+    /// could overflow.
+    #[test]
+    fn discrete_values_must_be_exact_in_float64() {
+        let far = Space::MultiDiscrete(MultiDiscreteSpace {
+            nvec: vec![8, 8],
+            start: vec![1_215_900_976_561_256_432, 16],
+        });
+        let e = far.validate().unwrap_err();
+        assert!(e.0.starts_with("MultiDiscrete entry 0 of 8 values from"), "{e:?}");
+        for (start, n) in [(i64::MAX, 2), (0, u64::MAX), (i64::MIN, 1), (1 << 53, 2)] {
+            let space = Space::Discrete(DiscreteSpace {
+                n,
+                start,
+                labels: Vec::new(),
+            });
+            assert!(space.validate().is_err(), "{space}");
+        }
+        for (start, n) in [(-(1 << 53), 1), ((1 << 53) - 1, 2), (-5, 1 << 40)] {
+            let space = Space::Discrete(DiscreteSpace {
+                n,
+                start,
+                labels: Vec::new(),
+            });
+            space.validate().unwrap();
+            let mut rng = Rng::new(3);
+            for _ in 0..20 {
+                space.check(&space.sample(&mut rng)).unwrap();
+            }
+        }
     }
 
     #[test]
