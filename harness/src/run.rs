@@ -503,7 +503,10 @@ fn renew_submission_dir(dir: &Path, run_id: &RunId) -> Result<(), HarnessError> 
 }
 
 /// Copies `from` to `<state>/submission/<entrypoint>`, replacing what is there at once (a
-/// rename), so the evaluator never reads a half-written file.
+/// rename), so the evaluator never reads a half-written file. `from` must be a regular file
+/// itself: a link is not followed (the harness may read what the submitter may not: a link
+/// to the state dir's key once put the key's first bytes into the signed records), and a
+/// hard link to one of the state dir's secret or private keys is refused.
 fn copy_submission(
     state_dir: &Path,
     from: &Path,
@@ -514,13 +517,12 @@ fn copy_submission(
         path: from.to_path_buf(),
         cause,
     };
-    let bytes = std::fs::read(from).map_err(err)?;
+    let mut source = open_submission(state_dir, from).map_err(err)?;
     let dir = layout::submission_dir(state_dir);
     let partial = dir.join(format!(".{entrypoint}.{run_id}.partial"));
     let mut file = ale_proto::private_files::create_private_file(&partial, 0o600)
         .map_err(|e| err(e.into()))?;
-    use std::io::Write;
-    let written = file.write_all(&bytes).and_then(|()| file.sync_all());
+    let written = std::io::copy(&mut source, &mut file).and_then(|_| file.sync_all());
     drop(file);
     match written.and_then(|()| std::fs::rename(&partial, dir.join(entrypoint))) {
         Ok(()) => Ok(()),
@@ -529,6 +531,44 @@ fn copy_submission(
             Err(err(cause))
         }
     }
+}
+
+/// Opens the submission file `from` for reading, refusing a link, anything but a regular file,
+/// and a file that is one of the state dir's secret or private keys (by any name).
+fn open_submission(state_dir: &Path, from: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let refused =
+        |why: &str| std::io::Error::new(std::io::ErrorKind::InvalidInput, why.to_string());
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        // No link is followed, and opening a named pipe does not wait for a writer.
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => refused(
+                "it is a symbolic link; give the policy file itself (links are not followed, so \
+                 a submission cannot name a file its submitter could not read)",
+            ),
+            _ => e,
+        })?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(refused("it is not a regular file"));
+    }
+    let is_key = [
+        layout::SECRET_FILE,
+        layout::EVALUATOR_KEY_FILE,
+        layout::HARNESS_KEY_FILE,
+    ]
+    .iter()
+    .filter_map(|name| std::fs::symlink_metadata(state_dir.join(name)).ok())
+    .any(|key| key.dev() == meta.dev() && key.ino() == meta.ino());
+    if is_key {
+        return Err(refused(
+            "it is one of the evaluator's secret or private keys (a hard link to it)",
+        ));
+    }
+    Ok(file)
 }
 
 async fn run_batch_with(

@@ -704,7 +704,11 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
         Err(_) if !dir.join(REPORT_FILE).exists() => None,
         Err(e) => return Err(broken(REPORT_FILE)(e.to_string())),
         Ok(report) => {
-            check_report(&report, &trajectory, harness_log.as_ref(), keys)
+            let file = std::fs::read_to_string(dir.join(REPORT_FILE))
+                .map_err(|e| e.to_string())
+                .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
+                .map_err(broken(REPORT_FILE))?;
+            check_report(&report, &file, &trajectory, harness_log.as_ref(), keys)
                 .map_err(broken(REPORT_FILE))?;
             Some(report)
         }
@@ -718,9 +722,11 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
 }
 
 /// The report must be exactly what the signed records add up to (its `timings` aside, which
-/// nothing signs); the message names the fields that differ.
+/// nothing signs), field for field as the file has it, so a field added to the file fails as
+/// a changed one does; the message names the fields that differ.
 fn check_report(
     report: &Report,
+    file: &serde_json::Value,
     trajectory: &VerifiedTrajectory,
     log: Option<&VerifiedHarnessLog>,
     keys: &RecordKeys,
@@ -728,20 +734,24 @@ fn check_report(
     let log = log.ok_or("a report without the harness log it is derived from")?;
     let expected = Report::from_records(trajectory, log, keys, report.timings.clone())
         .map_err(|e| e.to_string())?;
-    if &expected == report {
+    let want = serde_json::to_value(&expected).map_err(|e| e.to_string())?;
+    if &expected == report && file == &want {
         return Ok(());
     }
-    let (got, want) = (
-        serde_json::to_value(report).unwrap_or_default(),
-        serde_json::to_value(&expected).unwrap_or_default(),
+    let no_fields = serde_json::Map::new();
+    let (got, wanted) = (
+        file.as_object().unwrap_or(&no_fields),
+        want.as_object().unwrap_or(&no_fields),
     );
-    let differing: Vec<&str> = want
-        .as_object()
-        .into_iter()
-        .flat_map(|fields| fields.iter())
-        .filter(|(key, value)| got.get(key.as_str()) != Some(value))
-        .map(|(key, _)| key.as_str())
+    let mut differing: Vec<&str> = wanted
+        .keys()
+        .chain(got.keys().filter(|key| !wanted.contains_key(key.as_str())))
+        .filter(|key| got.get(key.as_str()) != wanted.get(key.as_str()))
+        .map(String::as_str)
         .collect();
+    if differing.is_empty() {
+        differing.push("its form");
+    }
     Err(format!(
         "it differs from what the signed records say in: {}",
         differing.join(", ")

@@ -325,6 +325,7 @@ pub struct ChainError {
 /// let text = format!("{line}\n");
 /// assert_eq!(verify(&text).unwrap().head, chain.head());
 /// assert!(verify(&text.replace("harness", "hbrness")).is_err());
+/// assert!(verify(&text.replace('\n', "\r\n")).is_err());
 /// ```
 pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
     let mut prev = GENESIS;
@@ -344,7 +345,9 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
             ),
         });
     }
-    for (i, line) in text.lines().enumerate() {
+    // Lines end at '\n' alone: `str::lines` would also take a "\r\n" ending, and so pass a
+    // file with a '\r' added to every line as the one that was sealed.
+    for (i, line) in text.split_terminator('\n').enumerate() {
         let fail = |reason: String| ChainError {
             line: i + 1,
             reason,
@@ -628,6 +631,19 @@ mod tests {
         assert_eq!(verify(&swapped).unwrap_err().line, 2);
         let truncated = &text[..text.len() - 1];
         assert!(verify(truncated).is_err());
+    }
+
+    /// Found by an attacker helper: a '\r' before every newline still verified.
+    #[test]
+    fn carriage_returns_are_not_the_sealed_lines() {
+        let text = sample_chain();
+        let err = verify(&text.replace('\n', "\r\n")).unwrap_err();
+        assert_eq!(err.line, 1);
+        assert!(err.reason.contains("canonical form"), "{}", err.reason);
+        // One on the last line alone is found there.
+        let mut one = text.clone();
+        one.insert(text.len() - 1, '\r');
+        assert_eq!(verify(&one).unwrap_err().line, text.lines().count());
     }
 
     #[test]

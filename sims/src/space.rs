@@ -692,7 +692,10 @@ mod tests {
             start: vec![1_215_900_976_561_256_432, 16],
         });
         let e = far.validate().unwrap_err();
-        assert!(e.0.starts_with("MultiDiscrete entry 0 of 8 values from"), "{e:?}");
+        assert!(
+            e.0.starts_with("MultiDiscrete entry 0 of 8 values from"),
+            "{e:?}"
+        );
         for (start, n) in [(i64::MAX, 2), (0, u64::MAX), (i64::MIN, 1), (1 << 53, 2)] {
             let space = Space::Discrete(DiscreteSpace {
                 n,

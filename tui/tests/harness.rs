@@ -321,10 +321,41 @@ fn verify_json_says_what_the_library_concludes_of_a_good_and_a_tampered_run() {
     );
     assert!(printed["harness_log"]["signature"].is_string());
 
-    // A report whose score was raised no longer says what the signed records say.
+    // Found by an attacker helper: a field added to the report (here, a claim beside the
+    // score) passed, as the report was read into its type and compared there.
     let report_path = run_dir.join("report.json");
-    let mut report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    let original = std::fs::read_to_string(&report_path).unwrap();
+    let mut report: serde_json::Value = serde_json::from_str(&original).unwrap();
+    report["score"]["certified_by"] = serde_json::json!("the evaluator");
+    std::fs::write(&report_path, serde_json::to_string(&report).unwrap()).unwrap();
+    let (ok, printed) = verify_json(&run_dir);
+    assert!(!ok, "{printed:#}");
+    assert!(
+        printed["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("say in: score"),
+        "{printed:#}"
+    );
+    let mut report: serde_json::Value = serde_json::from_str(&original).unwrap();
+    report["endorsement"] = serde_json::json!("gold");
+    std::fs::write(&report_path, serde_json::to_string(&report).unwrap()).unwrap();
+    let (ok, printed) = verify_json(&run_dir);
+    assert!(!ok, "{printed:#}");
+    assert!(
+        printed["reason"]
+            .as_str()
+            .unwrap()
+            .ends_with("say in: endorsement"),
+        "{printed:#}"
+    );
+    // Rewritten in another layout, with nothing changed, it still verifies.
+    let report: serde_json::Value = serde_json::from_str(&original).unwrap();
+    std::fs::write(&report_path, serde_json::to_string(&report).unwrap()).unwrap();
+    assert!(verify_json(&run_dir).0);
+
+    // A report whose score was raised no longer says what the signed records say.
+    let mut report: serde_json::Value = serde_json::from_str(&original).unwrap();
     report["score"]["score"] = serde_json::json!(1.5);
     std::fs::write(&report_path, serde_json::to_string(&report).unwrap()).unwrap();
     let (ok, printed) = verify_json(&run_dir);
@@ -512,6 +543,53 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
     ]);
     assert!(!out.status.success());
     assert!(text(&out).contains("--submission"), "{}", text(&out));
+
+    // Found by an attacker helper: a policy file that was a link to the state dir's private
+    // key was copied through the link, and the refusal's message put the key's first 8 bytes
+    // into the signed records. A link is refused, and so is a hard link to a key.
+    let key = std::fs::read(state.join("evaluator.key")).unwrap();
+    let key_prefix = u64::from_le_bytes(key[..8].try_into().unwrap()).to_string();
+    let entry = submission.join("policy.safetensors");
+    for how in ["symbolic", "hard"] {
+        std::fs::remove_file(&entry).unwrap();
+        let key_file = state.join("evaluator.key");
+        if how == "symbolic" {
+            std::os::unix::fs::symlink(&key_file, &entry).unwrap();
+        } else {
+            std::fs::hard_link(&key_file, &entry).unwrap();
+        }
+        let out = ale(&[
+            "harness",
+            "run",
+            "--task",
+            "nav2d-barn",
+            "--submission",
+            submission.to_str().unwrap(),
+            "--state-dir",
+            state.to_str().unwrap(),
+        ]);
+        let said = text(&out);
+        assert!(!out.status.success(), "{how}: {said}");
+        let why = if how == "symbolic" {
+            "it is a symbolic link"
+        } else {
+            "it is one of the evaluator's secret or private keys"
+        };
+        assert!(said.contains(why), "{how}: {said}");
+        assert!(!said.contains(&key_prefix), "{how}: {said}");
+        for run in std::fs::read_dir(state.join("runs")).unwrap() {
+            for file in std::fs::read_dir(run.unwrap().path()).unwrap() {
+                let bytes = std::fs::read(file.unwrap().path()).unwrap_or_default();
+                let text = String::from_utf8_lossy(&bytes);
+                assert!(
+                    !text.contains(&key_prefix),
+                    "{how}: the key's bytes are on record"
+                );
+            }
+        }
+        let copied = std::fs::read(state.join("submission").join("policy.safetensors"));
+        assert_ne!(copied.ok(), Some(key.clone()), "{how}: the key was copied");
+    }
 }
 
 /// `ale plot --compare`: two runs of one task (given by id, by folder or by trajectory) in one

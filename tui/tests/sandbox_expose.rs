@@ -508,3 +508,83 @@ fn a_folder_whose_name_is_not_utf8_is_exposed() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Found by an attacker helper: a subfolder one may enter but not list (mode 0311) was passed
+/// over by the check, so a harness running as an ordinary user exposed a hard link to its own
+/// `evaluator.key` kept there, which the agent (of the same user) opened by name. The harness
+/// now refuses a tree it cannot list whole. Run as `nobody`, the harness meets the folder as
+/// such a harness would.
+#[test]
+fn an_unprivileged_harness_refuses_an_exposed_folder_it_cannot_list_whole() {
+    use std::os::unix::process::CommandExt;
+    if !is_root() {
+        eprintln!("skipped: needs root to run the harness as another user");
+        return;
+    }
+    let dir = scratch("unlistable");
+    let state = agent_folder(&dir.join("state"));
+    set_mode(&state, 0o700);
+    let key = state.join("evaluator.key");
+    std::fs::write(&key, [7u8; 32]).unwrap();
+    set_mode(&key, 0o600);
+    std::os::unix::fs::chown(&key, Some(NOBODY), Some(NOBODY)).unwrap();
+    let exposed = agent_folder(&dir.join("lib"));
+    let vault = agent_folder(&exposed.join("vault"));
+    std::fs::hard_link(&key, vault.join("libfoo.so")).unwrap();
+    set_mode(&vault, 0o311);
+    let home = agent_folder(&dir.join("home"));
+
+    let output = Command::new(ALE)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .current_dir(&dir)
+        .env("HOME", &home)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--state-dir",
+        ])
+        .arg(&state)
+        .arg("--expose")
+        .arg(&exposed)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let text = refusal(&output, &state);
+    assert!(
+        text.contains(&format!(
+            "holds {}, which the harness cannot list",
+            vault.display()
+        )),
+        "{text}"
+    );
+
+    // Listable, the same tree is refused for the link it holds.
+    set_mode(&vault, 0o711);
+    let output = Command::new(ALE)
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .current_dir(&dir)
+        .env("HOME", &home)
+        .args([
+            "harness",
+            "run",
+            "--task",
+            "cartpole-balance",
+            "--state-dir",
+        ])
+        .arg(&state)
+        .arg("--expose")
+        .arg(&exposed)
+        .args(["--", "/bin/true"])
+        .output()
+        .unwrap();
+    let text = refusal(&output, &state);
+    assert!(
+        text.contains("a hard link to an evaluator's secret"),
+        "{text}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

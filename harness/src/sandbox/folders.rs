@@ -241,25 +241,39 @@ struct Pending {
 /// and conda install packages as hard links into their caches. Links are not followed: inside
 /// the sandbox a link leads wherever its target is there, which the masks cover. The tree is
 /// read from the descriptor `folder` down, each folder opened in its parent without following
-/// a link, so it is the tree the launcher binds. A folder the harness cannot read is skipped:
-/// the agent, of the same or a less privileged user, cannot read it either.
+/// a link, so it is the tree the launcher binds. A folder the harness cannot list is refused:
+/// a folder one may enter but not list (mode 0311, say) still lets the agent open what is in it
+/// by name, and nothing in it could be checked. Only an entry removed while the tree is read is
+/// passed over.
 fn refuse_sockets_and_keys(folder: OwnedFd, path: &Path, keys: &[FileId]) -> Result<(), String> {
     use nix::fcntl::OFlag;
     let mut pending = Vec::new();
     check_entries(folder, path, keys, &mut pending)?;
     while let Some(Pending { parent, name, path }) = pending.pop() {
         let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-        let Ok(folder) = nix::fcntl::openat(
+        let folder = match nix::fcntl::openat(
             parent.as_fd(),
             name.as_c_str(),
             flags,
             nix::sys::stat::Mode::empty(),
-        ) else {
-            continue;
+        ) {
+            Ok(folder) => folder,
+            Err(nix::errno::Errno::ENOENT) => continue,
+            Err(e) => return Err(unreadable(&path, e)),
         };
         check_entries(folder, &path, keys, &mut pending)?;
     }
     Ok(())
+}
+
+/// The refusal of a folder in an exposed tree the harness cannot list.
+fn unreadable(path: &Path, e: nix::errno::Errno) -> String {
+    format!(
+        "holds {}, which the harness cannot list ({e}), so it cannot check what is in it; what \
+         the agent can open there by name would be exposed too: let the harness's user read the \
+         whole tree, or expose a folder without it",
+        path.display()
+    )
 }
 
 /// Checks the entries of one folder of [`refuse_sockets_and_keys`]; queues its subfolders.
@@ -270,27 +284,32 @@ fn check_entries(
     pending: &mut Vec<Pending>,
 ) -> Result<(), String> {
     use nix::sys::stat::SFlag;
-    let Ok(shared) = folder.try_clone().map(Rc::new) else {
-        return Ok(());
-    };
-    let Ok(mut dir) = nix::dir::Dir::from_fd(folder) else {
-        return Ok(());
-    };
-    let names: Vec<CString> = dir
+    let shared = Rc::new(folder.try_clone().map_err(|e| {
+        unreadable(
+            path,
+            nix::errno::Errno::from_raw(e.raw_os_error().unwrap_or(0)),
+        )
+    })?);
+    let mut dir = nix::dir::Dir::from_fd(folder).map_err(|e| unreadable(path, e))?;
+    let names = dir
         .iter()
-        .flatten()
-        .map(|entry| entry.file_name().to_owned())
-        .filter(|name| name.as_bytes() != b"." && name.as_bytes() != b"..")
-        .collect();
+        .map(|entry| entry.map(|e| e.file_name().to_owned()))
+        .collect::<Result<Vec<CString>, _>>()
+        .map_err(|e| unreadable(path, e))?;
     drop(dir);
     for name in names {
+        if name.as_bytes() == b"." || name.as_bytes() == b".." {
+            continue;
+        }
         let entry_path = path.join(OsStr::from_bytes(name.as_bytes()));
-        let Ok(stat) = nix::sys::stat::fstatat(
+        let stat = match nix::sys::stat::fstatat(
             shared.as_fd(),
             name.as_c_str(),
             nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        ) else {
-            continue;
+        ) {
+            Ok(stat) => stat,
+            Err(nix::errno::Errno::ENOENT) => continue,
+            Err(e) => return Err(unreadable(&entry_path, e)),
         };
         let kind = SFlag::from_bits_truncate(stat.st_mode) & SFlag::S_IFMT;
         if kind == SFlag::S_IFDIR {
