@@ -174,8 +174,12 @@ fn member_within(dtype: DType, v: f64, lo: f64, hi: f64) -> Option<f64> {
                 DType::Bool => (0.0, 1.0),
                 _ => (i64::MIN as f64, i64::MAX as f64),
             };
-            let x = v.ceil().max(lo.ceil()).max(min).min(max);
-            Some(x).filter(|x| inside(*x) && x.fract() == 0.0)
+            // The integers the bounds hold; `v` moved to the nearest of them.
+            let (first, last) = (lo.ceil().max(min), hi.floor().min(max));
+            if first > last {
+                return None;
+            }
+            Some(v.ceil().clamp(first, last)).filter(|x| inside(*x) && x.fract() == 0.0)
         }
     }
 }
@@ -382,8 +386,10 @@ impl Space {
                     }
                     if v < b.low[i] || v > b.high[i] {
                         return Err(self.error(format!(
-                            "element {i} is {v}, outside [{}, {}]",
-                            b.low[i], b.high[i]
+                            "element {i} is {}, outside [{}, {}]",
+                            fmt_bound(v),
+                            fmt_bound(b.low[i]),
+                            fmt_bound(b.high[i])
                         )));
                     }
                 }
@@ -509,6 +515,13 @@ fn fmt_bound(v: f64) -> String {
         "inf".into()
     } else if v == f64::NEG_INFINITY {
         "-inf".into()
+    } else if v != 0.0 && !(1e-6..1e16).contains(&v.abs()) {
+        // Exponent notation where plain digits would run to hundreds (5e-324, not 0.000…005).
+        if f64::from(v as f32) == v {
+            format!("{:e}", v as f32)
+        } else {
+            format!("{v:e}")
+        }
     } else if f64::from(v as f32) == v {
         // A float32 bound widened to f64: print it as the float32 it is (4.8, not 4.800000190734863).
         format!("{}", v as f32)
@@ -600,6 +613,25 @@ mod tests {
         assert!(space.check(&Tensor::vector_f32(vec![-2.0])).is_ok());
     }
 
+    /// Found through the `space` fuzz target's messages: a bound of 5e-324 printed as 324
+    /// digits.
+    #[test]
+    fn tiny_and_huge_numbers_print_in_exponent_notation() {
+        let space = Space::Box(BoxSpace::vector(
+            DType::F64,
+            vec![-5e-324, 0.0, -1e300],
+            vec![1.4582244039112795e-303, 4.8, 1e16],
+        ));
+        assert_eq!(
+            space.to_string(),
+            "Box([-5e-324, 0, -1e300], [1.4582244039112795e-303, 4.8, 1e16], (3,), float64)"
+        );
+        let err = space
+            .check(&Tensor::new(vec![3], TensorData::F64(vec![0.0, 0.0, 1e300])).unwrap())
+            .unwrap_err();
+        assert_eq!(err.problem, "element 2 is 1e300, outside [-1e300, 1e16]");
+    }
+
     #[test]
     fn discrete_with_start_checks_range() {
         let space = Space::Discrete(DiscreteSpace {
@@ -643,6 +675,9 @@ mod tests {
             (DType::I64, f64::NEG_INFINITY, f64::INFINITY),
             // Regression: a span wider than u64 overflowed the sampler's count.
             (DType::U8, -1.2676506002282294e30, 1.0),
+            // Regression: -1 is the only integer, but the span rounds to 1 in float64, so the
+            // sampler drew 0, clamped it to the upper bound and stepped out of the Box.
+            (DType::I64, -1.0, -1.4582244039112795e-303),
         ] {
             let space = Space::Box(BoxSpace::uniform(vec![3], dtype, lo, hi));
             space.validate().unwrap();
