@@ -370,21 +370,8 @@ where
     let n = data.episodes.len().max(1) as u32;
     let y = value_range(data.played().map(|e| e.metric).chain([data.target]));
     let arrow = data.direction;
-    let mut chart = ChartBuilder::on(&chart_area)
-        .caption(data.title(), ("sans-serif", 20))
-        .margin(16)
-        .margin_bottom(4)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..f64::from(n), y)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_desc("rollout")
-        .x_label_formatter(&|x| format!("{}", x.floor() as u32 + 1))
-        .y_desc(format!("{} ({arrow})", data.metric_name))
-        .label_style(("sans-serif", 14))
-        .draw()?;
+    let y_desc = format!("{} ({arrow})", data.metric_name);
+    let mut chart = rollout_chart(&chart_area, data.title(), n, y, y_desc)?;
     let mut bars = Vec::new();
     let mut rects = Vec::new();
     for e in data.played() {
@@ -432,6 +419,39 @@ where
         bars,
         legend,
     })
+}
+
+/// A chart of `rollouts` rollouts (x, numbered from 1) against `y`, with its caption, axes
+/// and horizontal grid drawn: what one run's plot and a comparison share.
+fn rollout_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: String,
+    rollouts: u32,
+    y: std::ops::Range<f64>,
+    y_desc: String,
+) -> Result<
+    ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    Box<dyn std::error::Error>,
+>
+where
+    DB::ErrorType: 'static,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 20))
+        .margin(16)
+        .margin_bottom(4)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..f64::from(rollouts), y)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_desc("rollout")
+        .x_label_formatter(&|x| format!("{}", x.floor() as u32 + 1))
+        .y_desc(y_desc)
+        .label_style(("sans-serif", 14))
+        .draw()?;
+    Ok(chart)
 }
 
 /// The pixels of a chart's plotting area.
@@ -499,21 +519,8 @@ where
         left.run_id.short(),
         right.run_id.short()
     );
-    let mut chart = ChartBuilder::on(&chart_area)
-        .caption(caption, ("sans-serif", 20))
-        .margin(16)
-        .margin_bottom(4)
-        .x_label_area_size(40)
-        .y_label_area_size(64)
-        .build_cartesian_2d(0.0..f64::from(n), y)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_desc("rollout")
-        .x_label_formatter(&|x| format!("{}", x.floor() as u32 + 1))
-        .y_desc(format!("{} ({})", left.metric_name, left.direction))
-        .label_style(("sans-serif", 14))
-        .draw()?;
+    let y_desc = format!("{} ({})", left.metric_name, left.direction);
+    let mut chart = rollout_chart(&chart_area, caption, n, y, y_desc)?;
     let sides = [(left, COMPLETED, 0.08), (right, SECOND, 0.52)];
     let mut bars = Vec::new();
     for (data, colour, offset) in sides {

@@ -80,6 +80,12 @@ pub enum Error {
          timeout (ale serve --request-timeout): send each request whole, without pausing"
     )]
     RequestTimeout(Duration),
+    #[error(
+        "the request is compressed with {}, and the evaluator reads only uncompressed \
+         messages: send them with no grpc-encoding (or \"identity\")",
+        Echo(.0.as_str())
+    )]
+    UnsupportedEncoding(String),
 }
 
 /// The cap on request bytes a request's body ran into while it arrived; the message names the
@@ -147,6 +153,7 @@ impl Error {
                 Code::ResourceExhausted
             }
             Error::RequestTimeout(_) => Code::DeadlineExceeded,
+            Error::UnsupportedEncoding(_) => Code::Unimplemented,
             Error::Trajectory(_) | Error::Internal(_) => Code::Internal,
         }
     }

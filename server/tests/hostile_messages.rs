@@ -364,7 +364,7 @@ async fn a_gzip_compressed_request_is_unimplemented_and_changes_nothing() {
     assert_eq!(e.code(), Code::Unimplemented, "{e:?}");
     assert!(
         e.message()
-            .contains("Content is compressed with `gzip` which isn't supported"),
+            .starts_with("the request is compressed with \"gzip\", and the evaluator reads"),
         "{}",
         e.message()
     );
@@ -376,4 +376,18 @@ async fn a_gzip_compressed_request_is_unimplemented_and_changes_nothing() {
         "the answer says what is accepted"
     );
     assert_eq!(t.server.evaluator().env_counts(), before);
+
+    // Found by an attacker helper: tonic's own refusal repeated the header whole, so a 15,000
+    // byte encoding came back as a 15 KB message.
+    let mut request = tonic::Request::new(pb::CreateEnvRequest {
+        task_id: "cartpole-balance".into(),
+        official: false,
+    });
+    request
+        .metadata_mut()
+        .insert("grpc-encoding", "g".repeat(15_000).parse().unwrap());
+    let e = agent.create_env(request).await.unwrap_err();
+    assert_eq!(e.code(), Code::Unimplemented, "{e:?}");
+    assert!(e.message().len() < 300, "{} bytes", e.message().len());
+    assert!(e.message().contains("(15000 bytes)"), "{}", e.message());
 }

@@ -472,3 +472,239 @@ async fn idle_connections_past_the_cap_are_closed_and_the_harness_still_answers(
         "{log}"
     );
 }
+
+/// HTTP/2 frames, written by hand for a client that breaks the rules a library keeps.
+mod frames {
+    pub const DATA: u8 = 0;
+    pub const HEADERS: u8 = 1;
+    pub const SETTINGS: u8 = 4;
+    pub const WINDOW_UPDATE: u8 = 8;
+    pub const END_STREAM: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+    pub const ACK: u8 = 0x1;
+    pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let len = payload.len() as u32;
+        let mut out = len.to_be_bytes()[1..].to_vec();
+        out.extend([kind, flags]);
+        out.extend(stream.to_be_bytes());
+        out.extend(payload);
+        out
+    }
+
+    /// A header block of literal fields (never indexed, no Huffman), each name and value
+    /// under 127 bytes.
+    pub fn headers(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (name, value) in fields {
+            out.push(0x00);
+            out.push(name.len() as u8);
+            out.extend(name.as_bytes());
+            out.push(value.len() as u8);
+            out.extend(value.as_bytes());
+        }
+        out
+    }
+}
+
+/// Found by an attacker helper: a client that sends requests and never reads their answers
+/// blocked the evaluator's writes, the evaluator then stopped reading, and the idle timer,
+/// checked only when a read waited, never fired: the connection (its place under the cap,
+/// megabytes of socket buffers) was held for good. Now a write that cannot go on for the idle
+/// timeout closes the connection too.
+#[test]
+fn a_client_that_never_reads_its_answers_is_closed_at_the_idle_timeout() {
+    use frames::*;
+    use std::io::{Read, Write};
+    let dir = private_tempdir();
+    let served = Served::start(dir.path(), &["--idle-timeout", "2"], None);
+    let mut stream = std::net::TcpStream::connect(served.agent).unwrap();
+    // The largest windows there are, so only the socket buffers hold the answers back.
+    let mut hello = PREFACE.to_vec();
+    hello.extend(frame(SETTINGS, 0, 0, &[0, 4, 0x7f, 0xff, 0xff, 0xff]));
+    hello.extend(frame(
+        WINDOW_UPDATE,
+        0,
+        0,
+        &(0x7fff_ffffu32 - 65_535).to_be_bytes(),
+    ));
+    stream.write_all(&hello).unwrap();
+    // Read up to the evaluator's SETTINGS, and acknowledge them; nothing is read after that.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !(seen.len() >= 9 && seen[3] == SETTINGS) {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "the evaluator closed the connection at once");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    stream.write_all(&frame(SETTINGS, ACK, 0, &[])).unwrap();
+
+    // ListTasks (15 KB an answer) again and again, for three seconds, never reading.
+    let request = headers(&[
+        (":method", "POST"),
+        (":scheme", "http"),
+        (":path", "/ale.v1.Catalog/ListTasks"),
+        (":authority", "localhost"),
+        ("content-type", "application/grpc"),
+        ("te", "trailers"),
+    ]);
+    let writer = {
+        let mut stream = stream.try_clone().unwrap();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let mut id = 1u32;
+            while started.elapsed() < Duration::from_secs(3) {
+                let mut batch = Vec::new();
+                for _ in 0..8 {
+                    batch.extend(frame(HEADERS, END_HEADERS, id, &request));
+                    batch.extend(frame(DATA, END_STREAM, id, &[0; 5]));
+                    id += 2;
+                }
+                // Once the evaluator stops reading, this blocks: the requests are all sent.
+                if stream.write_all(&batch).is_err() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            id / 2
+        })
+    };
+    // The writer may be blocked for good; it is left behind, the connection decides.
+    std::thread::sleep(Duration::from_secs(3) + Duration::from_secs(2) + Duration::from_secs(2));
+
+    // Now read: a closed connection gives its buffered answers and then its end, at once; one
+    // still open would give its answers and then fall silent.
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    let mut answered = 0usize;
+    let closed = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => answered += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(e) => {
+                assert!(
+                    matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ),
+                    "{e}"
+                );
+                break false;
+            }
+        }
+    };
+    eprintln!(
+        "{} requests sent; {answered} bytes of answers were waiting",
+        if writer.is_finished() {
+            writer.join().unwrap().to_string()
+        } else {
+            "more than the evaluator read".to_string()
+        }
+    );
+    // More than HTTP/2's default window (65,535 bytes) was waiting: the windows were open,
+    // and the socket buffers, full, held the answers back.
+    assert!(
+        answered > 65_535,
+        "the answers never filled the buffers ({answered} bytes): the test proves nothing"
+    );
+    assert!(closed, "the connection is still open past its idle timeout");
+}
+
+/// A `StepRequest` of exactly `len` bytes whose action's shape is `len / 2` dimensions of 1,
+/// each a field of its own (unpacked): 2 bytes on the wire, 8 once decoded, the costliest
+/// message there is to decode.
+fn costly_step(len: usize) -> tonic::codegen::Bytes {
+    let varint = |mut n: usize| {
+        let mut out = Vec::new();
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return out;
+            }
+            out.push(byte | 0x80);
+        }
+    };
+    // handle = "x"; action = Tensor { shape: [1, 1, …] }.
+    let mut message = vec![0x0a, 0x01, b'x', 0x12];
+    let dims = (len - 12) / 2;
+    message.extend(varint(dims * 2));
+    for _ in 0..dims {
+        message.extend([0x10, 0x01]);
+    }
+    message.into()
+}
+
+/// Found by an attacker helper: complete 4 MiB requests, sent back to back on 256
+/// connections, took the evaluator to 440–700 MB, and it kept most of it after the flood. A
+/// request's bytes were counted only while it arrived, not while it was decoded (a shape
+/// unpacked on the wire decodes to four times its size) and handled, and the allocator kept the
+/// freed buffers. Now a request holds its bytes until it is answered, and large buffers go back
+/// to the system when freed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_whole_large_requests_holds_memory_bounded_and_gives_it_back() {
+    let dir = private_tempdir();
+    let served = Served::start(dir.path(), &[], None);
+    let message = costly_step(MAX_BODY - 64);
+    let before = served.rss();
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicUsize::new(0));
+    let mut callers = Vec::new();
+    let mut connections = Vec::new();
+    for _ in 0..32 {
+        let connection = RawConnection::tcp(served.agent).await.unwrap();
+        for _ in 0..8 {
+            let (mut connection, message) = (connection.caller(), message.clone());
+            let (stop, answered) = (stop.clone(), answered.clone());
+            callers.push(tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    match connection.call(STEP, message.clone()).await {
+                        Ok((code, why)) => {
+                            // INVALID_ARGUMENT (the tensor has no data), or RESOURCE_EXHAUSTED
+                            // from a full pool.
+                            assert!(code == 3 || code == 8, "code {code}: {why}");
+                            answered.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(_) => return,
+                    }
+                }
+            }));
+        }
+        connections.push(connection);
+    }
+    let mut peak = before;
+    let until = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < until {
+        peak = peak.max(served.rss());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for caller in callers {
+        let _ = caller.await;
+    }
+    drop(connections);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after = served.rss();
+    eprintln!(
+        "whole-request flood: 32 connections x 8 calls of a 4 MiB Step at a time, {} answered \
+         in 8 s; RSS {:.1} MB before, {:.1} MB at most, {:.1} MB after",
+        answered.load(Ordering::Relaxed),
+        before as f64 / MB,
+        peak as f64 / MB,
+        after as f64 / MB
+    );
+    assert!(
+        answered.load(Ordering::Relaxed) > 10,
+        "the flood was answered"
+    );
+    assert!(peak < RSS_BOUND, "RSS reached {:.1} MB", peak as f64 / MB);
+    assert!(
+        after < before + 40_000_000,
+        "RSS stayed at {:.1} MB after the flood",
+        after as f64 / MB
+    );
+}

@@ -534,24 +534,28 @@ fn an_unprivileged_harness_refuses_an_exposed_folder_it_cannot_list_whole() {
     set_mode(&vault, 0o311);
     let home = agent_folder(&dir.join("home"));
 
-    let output = Command::new(ALE)
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .current_dir(&dir)
-        .env("HOME", &home)
-        .args([
-            "harness",
-            "run",
-            "--task",
-            "cartpole-balance",
-            "--state-dir",
-        ])
-        .arg(&state)
-        .arg("--expose")
-        .arg(&exposed)
-        .args(["--", "/bin/true"])
-        .output()
-        .unwrap();
+    // The harness as `nobody`, exposing the tree.
+    let harness_as_nobody = || {
+        Command::new(ALE)
+            .uid(NOBODY)
+            .gid(NOBODY)
+            .current_dir(&dir)
+            .env("HOME", &home)
+            .args([
+                "harness",
+                "run",
+                "--task",
+                "cartpole-balance",
+                "--state-dir",
+            ])
+            .arg(&state)
+            .arg("--expose")
+            .arg(&exposed)
+            .args(["--", "/bin/true"])
+            .output()
+            .unwrap()
+    };
+    let output = harness_as_nobody();
     let text = refusal(&output, &state);
     assert!(
         text.contains(&format!(
@@ -563,24 +567,7 @@ fn an_unprivileged_harness_refuses_an_exposed_folder_it_cannot_list_whole() {
 
     // Listable, the same tree is refused for the link it holds.
     set_mode(&vault, 0o711);
-    let output = Command::new(ALE)
-        .uid(NOBODY)
-        .gid(NOBODY)
-        .current_dir(&dir)
-        .env("HOME", &home)
-        .args([
-            "harness",
-            "run",
-            "--task",
-            "cartpole-balance",
-            "--state-dir",
-        ])
-        .arg(&state)
-        .arg("--expose")
-        .arg(&exposed)
-        .args(["--", "/bin/true"])
-        .output()
-        .unwrap();
+    let output = harness_as_nobody();
     let text = refusal(&output, &state);
     assert!(
         text.contains("a hard link to an evaluator's secret"),

@@ -313,6 +313,20 @@ impl<IO> Connection<IO> {
             idle.touch();
         }
     }
+
+    /// For a read or a write that cannot go on: the error that closes the connection once
+    /// nothing has moved either way for the idle timeout. Checked on both sides, since a
+    /// server blocked on writing to a client that does not read stops reading from it.
+    fn poll_idle(&mut self, cx: &mut Context<'_>) -> Option<io::Error> {
+        if !self.idle.as_mut().is_some_and(|idle| idle.poll_expired(cx)) {
+            return None;
+        }
+        tracing::debug!(connection = self.info.id.0, "closing an idle connection");
+        Some(io::Error::new(
+            io::ErrorKind::TimedOut,
+            "the connection was idle for the idle timeout",
+        ))
+    }
 }
 
 impl<IO> Connected for Connection<IO> {
@@ -339,16 +353,10 @@ impl<IO: AsyncRead + Unpin> AsyncRead for Connection<IO> {
                 }
                 Poll::Ready(Ok(()))
             }
-            Poll::Pending => {
-                if this.idle.as_mut().is_some_and(|idle| idle.poll_expired(cx)) {
-                    tracing::debug!(connection = this.info.id.0, "closing an idle connection");
-                    return Poll::Ready(Err(io::Error::new(
-                        io::ErrorKind::TimedOut,
-                        "the connection was idle for the idle timeout",
-                    )));
-                }
-                Poll::Pending
-            }
+            Poll::Pending => match this.poll_idle(cx) {
+                Some(idle) => Poll::Ready(Err(idle)),
+                None => Poll::Pending,
+            },
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
         }
     }
@@ -362,7 +370,14 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Connection<IO> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         this.check_open(cx)?;
-        let written = ready!(Pin::new(&mut this.io).poll_write(cx, buf))?;
+        let written = match Pin::new(&mut this.io).poll_write(cx, buf) {
+            Poll::Pending => {
+                return this
+                    .poll_idle(cx)
+                    .map_or(Poll::Pending, |e| Poll::Ready(Err(e)));
+            }
+            Poll::Ready(written) => written?,
+        };
         this.touch();
         Poll::Ready(Ok(written))
     }
@@ -382,7 +397,14 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Connection<IO> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         this.check_open(cx)?;
-        let written = ready!(Pin::new(&mut this.io).poll_write_vectored(cx, bufs))?;
+        let written = match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
+            Poll::Pending => {
+                return this
+                    .poll_idle(cx)
+                    .map_or(Poll::Pending, |e| Poll::Ready(Err(e)));
+            }
+            Poll::Ready(written) => written?,
+        };
         this.touch();
         Poll::Ready(Ok(written))
     }

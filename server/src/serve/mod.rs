@@ -4,6 +4,7 @@
 
 mod connections;
 pub mod fd_limit;
+pub mod memory;
 mod options;
 mod requests;
 
@@ -294,6 +295,7 @@ pub async fn start_with(
     options: ServeOptions,
 ) -> Result<RunningServer, ServeError> {
     let agent_connection_cap = agent_connection_cap(&evaluator, &options)?;
+    memory::return_large_buffers();
     let listen_err = |cause| ServeError::Listen {
         addr: listen,
         cause,

@@ -3,7 +3,9 @@
 //!
 //! A request's body is read into memory as its frames arrive, until the whole message is there.
 //! Each connection has a small reserve of its own ([`CONNECTION_RESERVE_BYTES`]); bytes beyond it
-//! come from one pool all connections share. A frame that would pass the connection's cap or
+//! come from one pool all connections share. A request holds its bytes until it is answered,
+//! not only until its body is read: decoding the message and the handler's work cost memory in
+//! proportion to it, so what is being decoded and handled at once is bounded by the same caps. A frame that would pass the connection's cap or
 //! the pool's fails its request at once with `RESOURCE_EXHAUSTED`: nothing waits for room, so
 //! a stalled upload holds only what it was granted, and only until the request timeout ends it.
 //! Ordinary requests fit in their connection's reserve, so no amount of stalled uploads on other
@@ -161,41 +163,85 @@ where
     }
 
     fn call(&mut self, request: Request<Body>) -> Self::Future {
+        // Refused here rather than by tonic, whose message repeats the header whole (up to the
+        // header block's 16 KiB).
+        if let Some(encoding) = request.headers().get("grpc-encoding")
+            && encoding.as_bytes() != b"identity"
+        {
+            let encoding = String::from_utf8_lossy(encoding.as_bytes()).into_owned();
+            let mut refused = Status::from(Error::UnsupportedEncoding(encoding)).into_http();
+            refused.headers_mut().insert(
+                "grpc-accept-encoding",
+                tonic::codegen::http::HeaderValue::from_static("identity"),
+            );
+            return Box::pin(std::future::ready(Ok(refused)));
+        }
         // Every connection a listener accepts carries its info; an in-process caller has none.
         let account = request
             .extensions()
             .get::<ConnectionInfo>()
             .map(|info| info.request_bytes.clone());
-        let request = match account {
-            Some(account) => request.map(|body| Body::new(CountedBody::new(body, account))),
+        let grant = account.map(Grant::new);
+        let request = match &grant {
+            Some(grant) => request.map(|body| Body::new(CountedBody::new(body, grant.clone()))),
             None => request,
         };
         let timeout = self.timeout;
         let answer = self.inner.call(request);
         Box::pin(async move {
-            match tokio::time::timeout(timeout, answer).await {
+            let answer = match tokio::time::timeout(timeout, answer).await {
                 Ok(answer) => answer,
                 Err(_) => Ok(Status::from(Error::RequestTimeout(timeout)).into_http()),
-            }
+            };
+            // Held until here (or until the body, should it outlive the answer, is dropped).
+            drop(grant);
+            answer
         })
     }
 }
 
-/// A request body whose frames are granted against its connection's bytes as they arrive, and
-/// given back when the body is dropped (once the message is decoded, or the request ends).
+/// The bytes one request was granted, given back when the last of its holders (the body, the
+/// request's answer) is dropped.
+#[derive(Debug)]
+struct Grant {
+    account: Arc<ConnectionRequestBytes>,
+    held: Mutex<Held>,
+}
+
+impl Grant {
+    fn new(account: Arc<ConnectionRequestBytes>) -> Arc<Self> {
+        Arc::new(Grant {
+            account,
+            held: Mutex::new(Held::default()),
+        })
+    }
+
+    /// Grants `n` more bytes to the request.
+    fn take(&self, n: usize) -> Result<(), RequestBytesCap> {
+        let grant = self.account.take(n)?;
+        let mut held = lock(&self.held);
+        held.own += grant.own;
+        held.pooled += grant.pooled;
+        Ok(())
+    }
+}
+
+impl Drop for Grant {
+    fn drop(&mut self) {
+        let held = *lock(&self.held);
+        self.account.give_back(held);
+    }
+}
+
+/// A request body whose frames are granted against its connection's bytes as they arrive.
 struct CountedBody {
     inner: Body,
-    account: Arc<ConnectionRequestBytes>,
-    held: Held,
+    grant: Arc<Grant>,
 }
 
 impl CountedBody {
-    fn new(inner: Body, account: Arc<ConnectionRequestBytes>) -> Self {
-        CountedBody {
-            inner,
-            account,
-            held: Held::default(),
-        }
+    fn new(inner: Body, grant: Arc<Grant>) -> Self {
+        CountedBody { inner, grant }
     }
 }
 
@@ -213,14 +259,10 @@ impl http_body::Body for CountedBody {
             Some(Ok(frame)) => frame.data_ref().map_or(0, Bytes::len),
             _ => 0,
         };
-        if arrived > 0 {
-            match this.account.take(arrived) {
-                Ok(grant) => {
-                    this.held.own += grant.own;
-                    this.held.pooled += grant.pooled;
-                }
-                Err(cap) => return Poll::Ready(Some(Err(Error::TooManyRequestBytes(cap).into()))),
-            }
+        if arrived > 0
+            && let Err(cap) = this.grant.take(arrived)
+        {
+            return Poll::Ready(Some(Err(Error::TooManyRequestBytes(cap).into())));
         }
         Poll::Ready(frame)
     }
@@ -231,12 +273,6 @@ impl http_body::Body for CountedBody {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
-    }
-}
-
-impl Drop for CountedBody {
-    fn drop(&mut self) {
-        self.account.give_back(self.held);
     }
 }
 

@@ -74,6 +74,62 @@ impl RawConnection {
     }
 }
 
+impl RawConnection {
+    /// A handle that makes whole calls on this connection, for as long as it is open.
+    pub fn caller(&self) -> Caller {
+        Caller {
+            send: self.send.clone(),
+        }
+    }
+}
+
+/// Makes whole calls on a [`RawConnection`]; clones share it.
+#[derive(Clone)]
+pub struct Caller {
+    send: SendRequest<Bytes>,
+}
+
+impl Caller {
+    /// Sends one whole call to `method` with `message` (the gRPC prefix added) and waits for
+    /// its answer's status, as `(code, message)`.
+    pub async fn call(&mut self, method: &str, message: Bytes) -> Result<(i32, String), h2::Error> {
+        let request = http::Request::post(format!("http://localhost{method}"))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .expect("a valid request");
+        let mut send = self.send.clone().ready().await?;
+        let (response, mut body) = send.send_request(request, false)?;
+        let mut prefix = vec![0u8];
+        prefix.extend_from_slice(&u32::try_from(message.len()).unwrap().to_be_bytes());
+        body.send_data(Bytes::from(prefix), false)?;
+        body.send_data(message, true)?;
+        let response = response.await?;
+        let (head, mut answer) = response.into_parts();
+        // A trailers-only answer carries its status in the headers; others in the trailers.
+        let status = match head.headers.get("grpc-status") {
+            Some(_) => head.headers,
+            None => {
+                while let Some(data) = answer.data().await {
+                    let data = data?;
+                    let _ = answer.flow_control().release_capacity(data.len());
+                }
+                answer.trailers().await?.unwrap_or_default()
+            }
+        };
+        let header = |name: &str| {
+            status
+                .get(name)
+                .map(|v| v.to_str().unwrap_or_default().to_string())
+        };
+        let code = header("grpc-status").map_or(-1, |c| c.parse().unwrap_or(-1));
+        Ok((
+            code,
+            percent_decode(&header("grpc-message").unwrap_or_default()),
+        ))
+    }
+}
+
 /// A call whose request is left unfinished.
 pub struct StalledCall {
     pub response: ResponseFuture,

@@ -69,7 +69,7 @@ pub struct ServeArgs {
     /// Bytes of requests not yet fully received that all connections may hold, beyond each one's 64 KiB.
     #[arg(long, value_name = "BYTES", default_value_t = default_cap(ServeOptions::default().max_request_bytes))]
     pub max_request_bytes: NonZeroUsize,
-    /// Seconds one request may take, from its first byte to its answer.
+    /// Seconds one request may take, from its headers (once all have arrived) to its answer.
     #[arg(long, value_name = "SECS", default_value_t = Seconds(ServeOptions::default().request_timeout))]
     pub request_timeout: Seconds,
     /// Seconds after which an agent connection with no traffic is closed.
