@@ -996,6 +996,11 @@ fn marking_runs_of_two_tasks_refuses_to_compare_them() {
     app.update(key(KeyCode::Up));
     app.update(key(KeyCode::Char('m')));
     assert_eq!(
+        app.note.as_ref().unwrap().text,
+        "marked run-aaaaaaaa (run run-bbbbbbbb unmarked: two at most): two runs marked, ready to \
+         compare"
+    );
+    assert_eq!(
         app.update(key(KeyCode::Char('c'))),
         [Effect::CompareRuns {
             left: PathBuf::from("/nonexistent/runs/run-cccccccc"),

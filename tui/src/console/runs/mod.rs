@@ -87,15 +87,20 @@ impl Runs {
             self.marked.remove(i);
             return vec![Outcome::say(format!("unmarked {run_id}"))];
         }
-        if self.marked.len() == COMPARED {
-            self.marked.remove(0);
-        }
+        // Two at most: the oldest mark goes, and the note says which run lost it.
+        let dropped = (self.marked.len() == COMPARED).then(|| self.marked.remove(0));
+        let dropped = dropped
+            .and_then(|d| {
+                self.entry(&d)
+                    .map(|e| format!(" (run {} unmarked: two at most)", e.run_id))
+            })
+            .unwrap_or_default();
         self.marked.push(dir);
         match self.marked.as_slice() {
             [left, right] => match self.different_tasks(left, right) {
                 Some(refusal) => vec![Outcome::warn(refusal_note(&refusal))],
                 None => vec![Outcome::say(format!(
-                    "marked {run_id}: two runs marked, ready to compare"
+                    "marked {run_id}{dropped}: two runs marked, ready to compare"
                 ))],
             },
             _ => vec![Outcome::say(format!(
