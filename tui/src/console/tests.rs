@@ -864,7 +864,7 @@ async fn two_runs_of_one_task_compare_side_by_side() {
             .await
     );
     let both = f.console.app.runs.comparison.as_deref().unwrap();
-    let right = both.right.path.clone();
+    let (left, right) = (both.left.path.clone(), both.right.path.clone());
     assert_eq!(both.left.run_id(), &heuristic.run_id);
     assert_eq!(both.right.run_id(), &random.run_id);
     assert!(both.left.is_verified() && both.right.is_verified());
@@ -935,6 +935,29 @@ async fn two_runs_of_one_task_compare_side_by_side() {
         assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
     }
     insta::assert_snapshot!("compare_without_report_160x48", screen);
+
+    // A run whose records do not verify (here, a line added after the signed head) still
+    // compares, on its report, marked beside its score; its sandbox is only the report's word.
+    f.press(&[KeyCode::Esc]).await;
+    let mut trajectory = std::fs::OpenOptions::new()
+        .append(true)
+        .open(left.join("trajectory.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut trajectory, b"{\"forged\":true}\n").unwrap();
+    f.press(&[KeyCode::Char('c')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(30), |a| a.runs.comparison.is_some())
+            .await
+    );
+    let screen = f.screen(120, 40);
+    for expected in [
+        "score 1.0526 · NOT VERIFIED",
+        "(the report says;",
+        "verify  BROKEN",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
 }
 
 /// Marking runs of two tasks says so at once, and comparing them is refused with a note

@@ -158,9 +158,14 @@ fn head_lines<'a>(side: &ComparedRun, played: usize, theme: &Theme) -> Vec<Line<
         Some(report) => agent_command(&report.agent.command),
         None => "agent unknown: no report".into(),
     };
+    // Beside the score, so no one reads an unverified run's numbers as good ones.
+    let warning = side.records_warning().map_or(Span::raw(""), |w| {
+        Span::styled(format!(" · {w}"), Style::default().fg(theme.error))
+    });
     vec![
         Line::from(vec![
             score,
+            warning,
             Span::raw(format!(" · {status}")),
             Span::styled(rollouts, theme.muted()),
         ]),
