@@ -112,7 +112,10 @@ pub fn policy_safetensors(data: &[u8]) {
 }
 
 /// A batch submission read as `onnx` for every simulator's spaces (with the `onnx` feature;
-/// without it the loader refuses the format, which is all there is to check).
+/// without it the loader refuses the format, which is all there is to check). The loader
+/// catches tract's own panics (hostile bytes reach its parser) and refuses the file; the fuzz
+/// target lets panics unwind (see `fuzz_targets/policy_onnx.rs`), so only one that escapes the
+/// loader is a crash.
 pub fn policy_onnx(data: &[u8]) {
     for (observation, action) in spaces() {
         if let Ok(policy) = ale_policy::load(ale_policy::ONNX, data, observation, action) {

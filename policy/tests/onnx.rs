@@ -178,3 +178,16 @@ fn garbage_and_truncated_graphs_are_refused() {
         );
     }
 }
+
+/// Found by the `policy_onnx` fuzz target: a graph whose output names no node's output makes
+/// tract panic ("no entry found for key") while it reads the model. The loader catches it and
+/// refuses the file, so a hostile submission cannot take the evaluator down.
+#[test]
+fn a_graph_that_makes_tract_panic_is_refused() {
+    let bytes = data("output_names_no_node.onnx");
+    for (observation, action) in [(obs_space(), raw_outputs(1)), (obs_space(), raw_outputs(2))] {
+        let err = OnnxPolicy::from_bytes(&bytes, &observation, &action).expect_err("refused");
+        assert!(matches!(err, PolicyError::OnnxModel(_)), "{err}");
+        assert!(err.to_string().contains("tract panicked"), "{err}");
+    }
+}
