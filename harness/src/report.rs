@@ -209,7 +209,15 @@ impl Report {
             Ok(text) => text,
             Err(cause) => return Err(ReportError::Read { path, cause }),
         };
-        serde_json::from_str(&text).map_err(|cause| ReportError::Malformed { path, cause })
+        Self::parse(&path, &text)
+    }
+
+    /// A report from the text of `path`.
+    pub fn parse(path: &Path, text: &str) -> Result<Report, ReportError> {
+        serde_json::from_str(text).map_err(|cause| ReportError::Malformed {
+            path: path.to_path_buf(),
+            cause,
+        })
     }
 }
 

@@ -522,7 +522,13 @@ fn copy_submission(
     let partial = dir.join(format!(".{entrypoint}.{run_id}.partial"));
     let mut file = ale_proto::private_files::create_private_file(&partial, 0o600)
         .map_err(|e| err(e.into()))?;
-    let written = std::io::copy(&mut source, &mut file).and_then(|_| file.sync_all());
+    let mut source = std::io::Read::take(&mut source, MAX_SUBMISSION_BYTES + 1);
+    let written = std::io::copy(&mut source, &mut file).and_then(|copied| {
+        if copied > MAX_SUBMISSION_BYTES {
+            return Err(too_large());
+        }
+        file.sync_all()
+    });
     drop(file);
     match written.and_then(|()| std::fs::rename(&partial, dir.join(entrypoint))) {
         Ok(()) => Ok(()),
@@ -533,8 +539,23 @@ fn copy_submission(
     }
 }
 
+/// The largest submission the harness copies: the largest policy file any loader reads
+/// (`ale_policy::MAX_FILE_BYTES`); an evaluator refuses files over its own, smaller, cap
+/// (`ale serve --max-submission-bytes`, 64 MiB by default) when it reads the copy.
+const MAX_SUBMISSION_BYTES: u64 = 256 << 20;
+
+fn too_large() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "it is larger than {MAX_SUBMISSION_BYTES} bytes, more than any policy loader reads"
+        ),
+    )
+}
+
 /// Opens the submission file `from` for reading, refusing a link, anything but a regular file,
-/// and a file that is one of the state dir's secret or private keys (by any name).
+/// a file over [`MAX_SUBMISSION_BYTES`], and a file that is one of the state dir's secret or
+/// private keys (by any name).
 fn open_submission(state_dir: &Path, from: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
     let refused =
@@ -554,6 +575,9 @@ fn open_submission(state_dir: &Path, from: &Path) -> std::io::Result<std::fs::Fi
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(refused("it is not a regular file"));
+    }
+    if meta.len() > MAX_SUBMISSION_BYTES {
+        return Err(too_large());
     }
     let is_key = [
         layout::SECRET_FILE,

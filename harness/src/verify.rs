@@ -700,14 +700,16 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
             Some(log)
         }
     };
-    let report = match Report::read(dir) {
-        Err(_) if !dir.join(REPORT_FILE).exists() => None,
+    let report_path = dir.join(REPORT_FILE);
+    let report = match std::fs::read_to_string(&report_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(broken(REPORT_FILE)(e.to_string())),
-        Ok(report) => {
-            let file = std::fs::read_to_string(dir.join(REPORT_FILE))
-                .map_err(|e| e.to_string())
-                .and_then(|text| serde_json::from_str(&text).map_err(|e| e.to_string()))
-                .map_err(broken(REPORT_FILE))?;
+        Ok(text) => {
+            // Read once: the typed report and, to catch added fields, the JSON as it is.
+            let report = Report::parse(&report_path, &text)
+                .map_err(|e| broken(REPORT_FILE)(e.to_string()))?;
+            let file =
+                serde_json::from_str(&text).map_err(|e| broken(REPORT_FILE)(e.to_string()))?;
             check_report(&report, &file, &trajectory, harness_log.as_ref(), keys)
                 .map_err(broken(REPORT_FILE))?;
             Some(report)

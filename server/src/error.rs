@@ -93,12 +93,12 @@ pub enum Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RequestBytesCap {
     #[error(
-        "this connection already holds {cap} bytes of requests not yet fully received, its cap \
+        "this connection already holds {cap} bytes of requests not yet answered, its cap \
          (ale serve --max-connection-request-bytes): send large requests one at a time"
     )]
     Connection { cap: usize },
     #[error(
-        "the evaluator already holds {cap} bytes of requests not yet fully received, beyond each \
+        "the evaluator already holds {cap} bytes of requests not yet answered, beyond each \
          connection's own {reserve}, its cap (ale serve --max-request-bytes): retry shortly; \
          a connection's first {reserve} bytes in flight are never refused this way"
     )]

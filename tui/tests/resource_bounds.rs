@@ -662,15 +662,14 @@ async fn a_flood_of_whole_large_requests_holds_memory_bounded_and_gives_it_back(
             let (stop, answered) = (stop.clone(), answered.clone());
             callers.push(tokio::spawn(async move {
                 while !stop.load(Ordering::Relaxed) {
-                    match connection.call(STEP, message.clone()).await {
-                        Ok((code, why)) => {
-                            // INVALID_ARGUMENT (the tensor has no data), or RESOURCE_EXHAUSTED
-                            // from a full pool.
-                            assert!(code == 3 || code == 8, "code {code}: {why}");
-                            answered.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(_) => return,
-                    }
+                    let (code, why) = connection
+                        .call(STEP, message.clone())
+                        .await
+                        .expect("the evaluator answers every call; no connection is broken");
+                    // INVALID_ARGUMENT (the tensor has no data), or RESOURCE_EXHAUSTED from a
+                    // full pool.
+                    assert!(code == 3 || code == 8, "code {code}: {why}");
+                    answered.fetch_add(1, Ordering::Relaxed);
                 }
             }));
         }
@@ -684,7 +683,7 @@ async fn a_flood_of_whole_large_requests_holds_memory_bounded_and_gives_it_back(
     }
     stop.store(true, Ordering::Relaxed);
     for caller in callers {
-        let _ = caller.await;
+        caller.await.expect("a caller failed");
     }
     drop(connections);
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -698,12 +697,12 @@ async fn a_flood_of_whole_large_requests_holds_memory_bounded_and_gives_it_back(
         after as f64 / MB
     );
     assert!(
-        answered.load(Ordering::Relaxed) > 10,
+        answered.load(Ordering::Relaxed) > 100,
         "the flood was answered"
     );
     assert!(peak < RSS_BOUND, "RSS reached {:.1} MB", peak as f64 / MB);
     assert!(
-        after < before + 40_000_000,
+        after < before + 25_000_000,
         "RSS stayed at {:.1} MB after the flood",
         after as f64 / MB
     );

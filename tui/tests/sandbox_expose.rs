@@ -573,5 +573,13 @@ fn an_unprivileged_harness_refuses_an_exposed_folder_it_cannot_list_whole() {
         text.contains("a hard link to an evaluator's secret"),
         "{text}"
     );
+
+    // A folder the harness may not even enter is passed over: the agent, of the same user,
+    // cannot enter it either.
+    std::fs::remove_file(vault.join("libfoo.so")).unwrap();
+    let sealed = agent_folder(&exposed.join("sealed"));
+    set_mode(&sealed, 0o000);
+    let output = harness_as_nobody();
+    assert!(output.status.success(), "{}", stderr(&output));
     let _ = std::fs::remove_dir_all(&dir);
 }

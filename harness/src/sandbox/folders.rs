@@ -241,10 +241,10 @@ struct Pending {
 /// and conda install packages as hard links into their caches. Links are not followed: inside
 /// the sandbox a link leads wherever its target is there, which the masks cover. The tree is
 /// read from the descriptor `folder` down, each folder opened in its parent without following
-/// a link, so it is the tree the launcher binds. A folder the harness cannot list is refused:
-/// a folder one may enter but not list (mode 0311, say) still lets the agent open what is in it
-/// by name, and nothing in it could be checked. Only an entry removed while the tree is read is
-/// passed over.
+/// a link, so it is the tree the launcher binds. A folder the harness can enter but not list
+/// is refused: one may enter but not list (mode 0311, say) still lets the agent open what is in
+/// it by name, and nothing in it could be checked. A folder the harness may not even enter, and
+/// an entry removed while the tree is read, are passed over.
 fn refuse_sockets_and_keys(folder: OwnedFd, path: &Path, keys: &[FileId]) -> Result<(), String> {
     use nix::fcntl::OFlag;
     let mut pending = Vec::new();
@@ -259,11 +259,25 @@ fn refuse_sockets_and_keys(folder: OwnedFd, path: &Path, keys: &[FileId]) -> Res
         ) {
             Ok(folder) => folder,
             Err(nix::errno::Errno::ENOENT) => continue,
+            // One the harness's user may not even enter, the agent (of that user, or `nobody`
+            // when the harness is root and so reads everything) may not either.
+            Err(nix::errno::Errno::EACCES) if !enterable(&parent, &name) => continue,
             Err(e) => return Err(unreadable(&path, e)),
         };
         check_entries(folder, &path, keys, &mut pending)?;
     }
     Ok(())
+}
+
+/// Whether the harness's user may pass through the folder `name` in `parent`.
+fn enterable(parent: &OwnedFd, name: &CString) -> bool {
+    nix::unistd::faccessat(
+        parent.as_fd(),
+        name.as_c_str(),
+        nix::unistd::AccessFlags::X_OK,
+        nix::fcntl::AtFlags::empty(),
+    )
+    .is_ok()
 }
 
 /// The refusal of a folder in an exposed tree the harness cannot list.

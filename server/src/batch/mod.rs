@@ -149,6 +149,13 @@ impl Batches {
                 // rollout is taken, so a refused policy leaves no rollout half-started.
                 let mut policies = Vec::with_capacity(blocks);
                 for _ in 0..blocks {
+                    // A large model takes a while to load: a cancelled run (the evaluator
+                    // shutting down) stops between loads rather than after all of them.
+                    if let Some(run::Stop::Failed(why)) = run.check_stop(std::time::Instant::now())
+                    {
+                        let why = why.clone();
+                        return run.fail_before_start(why);
+                    }
                     match loader(&format, &bytes, &obs, &act) {
                         Ok(policy) => policies.push(policy),
                         Err(e) => {

@@ -8,7 +8,9 @@
 pub const LARGE_ALLOCATION_BYTES: usize = 256 << 10;
 
 /// Fixes the allocator's mapping threshold at [`LARGE_ALLOCATION_BYTES`] (glibc only; other
-/// allocators are left as they are). Process-wide: call it once, at start.
+/// allocators are left as they are). Process-wide, so for a program that is an evaluator
+/// (`ale serve`) to call once, at start; not called by [`super::start_with`], as it changes
+/// the cost of every large allocation in the program.
 pub fn return_large_buffers() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

@@ -121,7 +121,9 @@ impl RunningServer {
     pub async fn shutdown(self) {
         let deadline = std::time::Instant::now() + self.shutdown_deadline;
         let _ = self.stop.send(true);
-        self.evaluator.begin_shutdown();
+        let evaluator = Arc::clone(&self.evaluator);
+        // Takes the envs' locks: off the runtime's threads, as every blocking call is.
+        let _ = tokio::task::spawn_blocking(move || evaluator.begin_shutdown()).await;
         let mut tasks = self.tasks;
         let drained = tokio::time::timeout(self.shutdown_deadline, join_listeners(&mut tasks));
         if drained.await.is_err() {
@@ -295,7 +297,6 @@ pub async fn start_with(
     options: ServeOptions,
 ) -> Result<RunningServer, ServeError> {
     let agent_connection_cap = agent_connection_cap(&evaluator, &options)?;
-    memory::return_large_buffers();
     let listen_err = |cause| ServeError::Listen {
         addr: listen,
         cause,

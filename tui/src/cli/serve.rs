@@ -63,10 +63,10 @@ pub struct ServeArgs {
         default_value_t = ServeOptions::default().max_concurrent_streams
     )]
     pub max_concurrent_streams: u32,
-    /// Bytes of requests not yet fully received that one connection may hold.
+    /// Bytes of requests not yet answered that one connection may hold.
     #[arg(long, value_name = "BYTES", default_value_t = default_cap(ServeOptions::default().max_connection_request_bytes))]
     pub max_connection_request_bytes: NonZeroUsize,
-    /// Bytes of requests not yet fully received that all connections may hold, beyond each one's 64 KiB.
+    /// Bytes of requests not yet answered that all connections may hold, beyond each one's 64 KiB.
     #[arg(long, value_name = "BYTES", default_value_t = default_cap(ServeOptions::default().max_request_bytes))]
     pub max_request_bytes: NonZeroUsize,
     /// Seconds one request may take, from its headers (once all have arrived) to its answer.
@@ -148,6 +148,8 @@ impl ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    // This process is the evaluator: a flood of large requests must not stay resident.
+    ale_server::serve::memory::return_large_buffers();
     let tasks = match &args.tasks_dir {
         Some(dir) => TaskRegistry::with_dir(dir)?,
         None => TaskRegistry::builtin()?,
