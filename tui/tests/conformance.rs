@@ -1,5 +1,7 @@
 //! `ale conformance` and `ale load` against a real evaluator: ours must pass its own suite.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -8,17 +10,7 @@ use std::time::{Duration, Instant};
 
 use ale_reliability::conformance::{self, CASES, Needs, Options, Verdict};
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
-
-/// A temporary directory usable as a state dir as it is: private (0700), as the evaluator
-/// requires of a state dir that already exists.
-fn private_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .unwrap()
-}
+use common::{ALE, private_tempdir};
 
 /// Tasks with budgets small enough for the suite's budget cases to run out.
 fn budget_tasks() -> PathBuf {

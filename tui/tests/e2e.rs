@@ -1,21 +1,13 @@
 //! `ale serve`, `ale harness run` and the example agent as three real processes.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
-
-/// A temporary directory usable as a state dir as it is: private (0700), as the evaluator
-/// requires of a state dir that already exists.
-fn private_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .unwrap()
-}
+use common::{ALE, private_tempdir};
 
 /// Builds a client example with the same profile as this test and returns its path.
 fn example(name: &str) -> PathBuf {

@@ -4,6 +4,8 @@
 //! harness still gets a result, the records on disk verify as far as they go, a torn line is
 //! reported, nothing unrecorded counts.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,28 +16,7 @@ use ale_proto::pb::{self, ale_env_client::AleEnvClient};
 use ale_proto::records::{EvalStatus, Outcome};
 use ale_proto::trajectory::TRAJECTORY_FILE;
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
-
-/// A temporary directory usable as a state dir as it is: private (0700).
-fn private_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .unwrap()
-}
-
-fn output_text(out: &std::process::Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
-fn ale(args: &[&str]) -> std::process::Output {
-    Command::new(ALE).args(args).output().unwrap()
-}
+use common::{ALE, ale, private_tempdir, text as output_text};
 
 /// Reads a `ale serve` child's announcement up to its agent channel's URL.
 fn agent_endpoint_of(child: &mut Child) -> String {

@@ -1,35 +1,15 @@
 //! The harness as an operator uses it: `ale harness run/verify/score/runs`, `ale demo`,
 //! `ale plot`, each a real process against a real evaluator.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ale_proto::trajectory::{Chain, Level};
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
-
-/// A temporary directory usable as a state dir as it is: private (0700), as the evaluator
-/// requires of a state dir that already exists.
-fn private_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .unwrap()
-}
-
-fn ale(args: &[&str]) -> Output {
-    Command::new(ALE).args(args).output().unwrap()
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
+use common::{ALE, ale, private_tempdir, text};
 
 /// Runs `ale harness run` with JSON progress and returns (report, run folder, combined output).
 fn harness_run(state: &Path, task: &str, agent: &[&str]) -> (serde_json::Value, PathBuf, String) {

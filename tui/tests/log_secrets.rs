@@ -4,6 +4,8 @@
 //! hidden seed (any number in the logs that commits to one of the runs' seed commitments), or
 //! a field named like a seed with a value.
 
+mod common;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -11,15 +13,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
-
-fn private_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .unwrap()
-}
+use common::{ALE, private_tempdir};
 
 /// Everything `ale harness run` printed, stdout and stderr.
 fn harness_run(state: &Path, args: &[&str]) -> String {

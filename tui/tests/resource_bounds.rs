@@ -6,6 +6,7 @@
 //! cargo test -p ale-tui --test resource_bounds -- --nocapture
 //! ```
 
+mod common;
 #[path = "../../server/tests/common/raw_h2.rs"]
 mod raw_h2;
 
@@ -20,20 +21,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use ale_proto::pb;
+
+use common::{ALE, private_tempdir};
 use raw_h2::{MAX_BODY, RawConnection, StalledCall};
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
 const STEP: &str = "/ale.v1.AleEnv/Step";
 const MB: f64 = 1e6;
-
-/// A state dir as the evaluator requires one that exists: private.
-fn private_tempdir() -> tempfile::TempDir {
-    use std::os::unix::fs::PermissionsExt;
-    tempfile::Builder::new()
-        .permissions(std::fs::Permissions::from_mode(0o700))
-        .tempdir()
-        .unwrap()
-}
 
 /// A running `ale serve` and what it announced; its log goes to `log`.
 struct Served {
