@@ -356,6 +356,23 @@ const TARGET: RGBColor = RGBColor(40, 160, 80);
 /// The second run of a comparison (the first is drawn in [`COMPLETED`]'s blue).
 const SECOND: RGBColor = RGBColor(150, 95, 190);
 
+/// A part of a figure, in pixels from its top-left corner.
+type Area<DB> = DrawingArea<DB, Shift>;
+
+/// The white figure split into the chart's area and a legend strip of `legend_rows` rows.
+fn canvas<DB: DrawingBackend>(
+    root: &Area<DB>,
+    legend_rows: u32,
+) -> Result<(Area<DB>, Area<DB>), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+{
+    // Text is measured for the legend whatever the backend, so the font must be there.
+    register_font();
+    root.fill(&WHITE)?;
+    Ok(root.split_vertically(HEIGHT - legend_height(legend_rows)))
+}
+
 fn draw<DB: DrawingBackend>(
     data: &PlotData,
     root: DrawingArea<DB, Shift>,
@@ -363,10 +380,7 @@ fn draw<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    // Text is measured for the legend whatever the backend, so the font must be there.
-    register_font();
-    root.fill(&WHITE)?;
-    let (chart_area, legend_area) = root.split_vertically(HEIGHT - legend_height(1));
+    let (chart_area, legend_area) = canvas(&root, 1)?;
     let n = data.episodes.len().max(1) as u32;
     let y = value_range(data.played().map(|e| e.metric).chain([data.target]));
     let arrow = data.direction;
@@ -501,11 +515,8 @@ fn draw_compared<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    // Text is measured for the legend whatever the backend, so the font must be there.
-    register_font();
-    root.fill(&WHITE)?;
     let (left, right) = (&left_run.plot, &right_run.plot);
-    let (chart_area, legend_area) = root.split_vertically(HEIGHT - legend_height(2));
+    let (chart_area, legend_area) = canvas(&root, 2)?;
     let n = left.episodes.len().max(right.episodes.len()).max(1) as u32;
     let y = value_range(
         left.played()

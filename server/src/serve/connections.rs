@@ -314,6 +314,25 @@ impl<IO> Connection<IO> {
         }
     }
 
+    /// A write's outcome: bytes written count as traffic; a write that cannot go on closes the
+    /// connection once it has been idle for the timeout.
+    fn wrote(
+        &mut self,
+        cx: &mut Context<'_>,
+        written: Poll<io::Result<usize>>,
+    ) -> Poll<io::Result<usize>> {
+        match written {
+            Poll::Pending => self
+                .poll_idle(cx)
+                .map_or(Poll::Pending, |e| Poll::Ready(Err(e))),
+            Poll::Ready(Ok(n)) => {
+                self.touch();
+                Poll::Ready(Ok(n))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+        }
+    }
+
     /// For a read or a write that cannot go on: the error that closes the connection once
     /// nothing has moved either way for the idle timeout. Checked on both sides, since a
     /// server blocked on writing to a client that does not read stops reading from it.
@@ -370,16 +389,8 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Connection<IO> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         this.check_open(cx)?;
-        let written = match Pin::new(&mut this.io).poll_write(cx, buf) {
-            Poll::Pending => {
-                return this
-                    .poll_idle(cx)
-                    .map_or(Poll::Pending, |e| Poll::Ready(Err(e)));
-            }
-            Poll::Ready(written) => written?,
-        };
-        this.touch();
-        Poll::Ready(Ok(written))
+        let written = Pin::new(&mut this.io).poll_write(cx, buf);
+        this.wrote(cx, written)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -397,16 +408,8 @@ impl<IO: AsyncWrite + Unpin> AsyncWrite for Connection<IO> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         this.check_open(cx)?;
-        let written = match Pin::new(&mut this.io).poll_write_vectored(cx, bufs) {
-            Poll::Pending => {
-                return this
-                    .poll_idle(cx)
-                    .map_or(Poll::Pending, |e| Poll::Ready(Err(e)));
-            }
-            Poll::Ready(written) => written?,
-        };
-        this.touch();
-        Poll::Ready(Ok(written))
+        let written = Pin::new(&mut this.io).poll_write_vectored(cx, bufs);
+        this.wrote(cx, written)
     }
 
     fn is_write_vectored(&self) -> bool {
