@@ -11,8 +11,13 @@ pub const HARNESS_SOCKET: &str = "harness.sock";
 pub const SECRET_FILE: &str = "evaluator.secret";
 /// One folder per official run: `runs/<run_id>/`.
 pub const RUNS_DIR: &str = "runs";
-/// The batch submission folder, unless `ale serve --submission-dir` puts it elsewhere: a batch
-/// run reads only its task's entrypoint file there.
+/// The batch submission folders, one per official batch run: `submissions/<run_id>/`. A batch
+/// run reads only its own folder's entrypoint file; the folder is gone when its run ends.
+pub const SUBMISSIONS_DIR: &str = "submissions";
+/// The per-run agent sockets, one per official run: `agents/<run_id>.sock`, bound into that
+/// run's sandbox alone; gone when its run ends.
+pub const RUN_AGENT_SOCKETS_DIR: &str = "agents";
+/// The one shared submission folder of before per-run folders; removed once nothing names it.
 pub const SUBMISSION_DIR: &str = "submission";
 /// The agent channel's URLs, present while an evaluator serves the state dir: see
 /// [`AgentEndpoints`].
@@ -49,6 +54,26 @@ pub fn run_dir(state_dir: &Path, run_id: &RunId) -> PathBuf {
 
 pub fn submission_dir(state_dir: &Path) -> PathBuf {
     state_dir.join(SUBMISSION_DIR)
+}
+
+pub fn submissions_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join(SUBMISSIONS_DIR)
+}
+
+/// The submission folder of one official batch run; the evaluator creates it with the run's
+/// official env, before `CreateEnv` answers.
+pub fn run_submission_dir(state_dir: &Path, run_id: &RunId) -> PathBuf {
+    submissions_dir(state_dir).join(run_id.as_str())
+}
+
+pub fn run_agent_sockets_dir(state_dir: &Path) -> PathBuf {
+    state_dir.join(RUN_AGENT_SOCKETS_DIR)
+}
+
+/// The agent socket of one official run; the evaluator listens on it from before `CreateEnv`
+/// answers until the run ends.
+pub fn run_agent_socket(state_dir: &Path, run_id: &RunId) -> PathBuf {
+    run_agent_sockets_dir(state_dir).join(format!("{}.sock", run_id.as_str()))
 }
 
 pub fn agent_endpoint_file(state_dir: &Path) -> PathBuf {
