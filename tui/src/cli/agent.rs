@@ -26,6 +26,18 @@ pub struct AgentArgs {
     /// report the evaluator's answer on stderr.
     #[arg(long, hide = true)]
     pub try_reading_result: bool,
+    /// For a batch task: submit whatever the submission folder holds, writing nothing (for
+    /// testing that an agent can only ever submit its own run's folder).
+    #[arg(long, hide = true, conflicts_with_all = ["policy", "submit"])]
+    pub submit_as_is: bool,
+    /// Before playing, create this many practice envs of the task over the agent's channel and
+    /// step each once (for testing that a run's practice share is its own).
+    #[arg(long, hide = true, value_name = "N", default_value_t = 0)]
+    pub practice_envs: usize,
+    /// Create practice envs over fresh connections until the evaluator refuses, report how
+    /// many it holds, and wait to be killed (for testing per-run practice shares).
+    #[arg(long, hide = true)]
+    pub hold_practice_envs: bool,
     /// Kill this process with SIGKILL after this many steps (for testing crash handling).
     #[arg(long, hide = true, value_name = "STEPS")]
     pub crash_after_steps: Option<u64>,
@@ -54,8 +66,17 @@ pub fn run(args: AgentArgs) -> anyhow::Result<ExitCode> {
 
 async fn play(args: AgentArgs) -> anyhow::Result<ExitCode> {
     let mut env = Env::from_agent_env().await?;
+    if args.hold_practice_envs {
+        hold_practice_envs(&env.spec().task.id).await?;
+    }
     if let Some(file) = &args.submit {
-        return submit(&mut env, file, args.try_reading_result).await;
+        return submit(&mut env, Some(file), args.try_reading_result).await;
+    }
+    if args.submit_as_is {
+        return submit(&mut env, None, args.try_reading_result).await;
+    }
+    if args.practice_envs > 0 {
+        practice(&env.spec().task.id, args.practice_envs).await?;
     }
     let kind = PolicyKind::from_name(&args.policy).context("unknown policy")?;
     let mut agent = policy::build(kind, env.spec(), args.seed)?;
@@ -120,14 +141,72 @@ async fn try_reading_result(env: &Env, session_id: &ale_client::SessionId) {
     }
 }
 
+/// The agent channel's endpoint, as the harness handed it over.
+fn agent_endpoint() -> anyhow::Result<String> {
+    std::env::var(ale_proto::agent_env::ENDPOINT)
+        .with_context(|| format!("{} is not set", ale_proto::agent_env::ENDPOINT))
+}
+
+/// Creates `count` practice envs of `task_id` on one connection and steps each once.
+async fn practice(task_id: &str, count: usize) -> anyhow::Result<()> {
+    let client = ale_client::Client::connect(&agent_endpoint()?).await?;
+    let mut envs = Vec::with_capacity(count);
+    for _ in 0..count {
+        let mut env = client
+            .create(task_id)
+            .await
+            .context("cannot create a practice env")?;
+        let observation = env.reset(Some(0)).await?.observation;
+        let action = policy::build(PolicyKind::Random, env.spec(), 0)?.act(&observation);
+        env.step(&action).await?;
+        envs.push(env);
+    }
+    eprintln!("agent: stepped {count} practice envs of {task_id}");
+    Ok(())
+}
+
+/// Creates practice envs, on a fresh connection whenever one is refused, until a fresh
+/// connection's first env is refused too; reports the count and hangs.
+async fn hold_practice_envs(task_id: &str) -> anyhow::Result<()> {
+    let endpoint = agent_endpoint()?;
+    let mut held = Vec::new();
+    let mut clients = Vec::new();
+    'connections: for _ in 0..64 {
+        let Ok(client) = ale_client::Client::connect(&endpoint).await else {
+            break;
+        };
+        let mut on_this_one = 0;
+        loop {
+            match client.create(task_id).await {
+                Ok(env) => {
+                    held.push(env);
+                    on_this_one += 1;
+                }
+                Err(e) => {
+                    eprintln!("agent: practice env refused after {}: {e}", held.len());
+                    if on_this_one == 0 {
+                        break 'connections;
+                    }
+                    break;
+                }
+            }
+        }
+        clients.push(client);
+    }
+    println!("HOLDING {} practice envs", held.len());
+    hang().await
+}
+
 async fn submit(
     env: &mut Env,
-    file: &std::path::Path,
+    file: Option<&std::path::Path>,
     probe_result: bool,
 ) -> anyhow::Result<ExitCode> {
     let target = env.submission_path()?;
-    std::fs::copy(file, &target)
-        .with_context(|| format!("cannot copy {} to {}", file.display(), target.display()))?;
+    if let Some(file) = file {
+        std::fs::copy(file, &target)
+            .with_context(|| format!("cannot copy {} to {}", file.display(), target.display()))?;
+    }
     let batch_id = env.submit_batch().await?;
     eprintln!(
         "agent: submitted {} for {} as batch run {batch_id}",
