@@ -21,6 +21,7 @@ fn caps(practice: usize, per_connection: usize, official: usize) -> Limits {
         max_practice_envs: practice,
         max_practice_envs_per_connection: per_connection,
         max_official_envs: official,
+        max_run_practice_envs: per_connection,
         practice_idle: HOUR,
         finished_official_idle: HOUR,
     }
@@ -76,6 +77,7 @@ async fn a_full_practice_table_never_refuses_the_harness_an_official_session() {
         counts(&t),
         EnvCounts {
             practice: 4,
+            run_practice: 0,
             official: 0
         }
     );
@@ -97,6 +99,7 @@ async fn a_full_practice_table_never_refuses_the_harness_an_official_session() {
         counts(&t),
         EnvCounts {
             practice: 4,
+            run_practice: 0,
             official: 1
         }
     );
@@ -157,6 +160,7 @@ async fn a_refused_create_env_changes_nothing() {
         before,
         EnvCounts {
             practice: 3,
+            run_practice: 0,
             official: 0
         }
     );
@@ -192,6 +196,7 @@ async fn a_refused_create_env_changes_nothing() {
         counts(&t),
         EnvCounts {
             practice: 3,
+            run_practice: 0,
             official: 1
         }
     );
@@ -268,6 +273,7 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
         counts(&t),
         EnvCounts {
             practice: 1,
+            run_practice: 0,
             official: 2
         }
     );

@@ -157,9 +157,25 @@ impl TestServer {
         (env, session, run_id)
     }
 
-    /// Where the evaluator reads batch submissions.
-    pub fn submission_dir(&self) -> PathBuf {
-        self.server.evaluator().submission_dir().to_path_buf()
+    /// Where the evaluator reads the batch run `run_id`'s submission: its own folder.
+    pub fn submission_dir(&self, run_id: &str) -> PathBuf {
+        self.server
+            .evaluator()
+            .run_submission_dir(&ale_proto::RunId::from_wire(run_id))
+    }
+
+    /// Where the run `run_id`'s agent reaches the evaluator while the run lasts.
+    pub fn run_socket(&self, run_id: &str) -> PathBuf {
+        self.server
+            .evaluator()
+            .run_agent_socket(&ale_proto::RunId::from_wire(run_id))
+    }
+
+    /// A raw client on the run `run_id`'s own agent socket.
+    pub async fn run_agent(&self, run_id: &str) -> AleEnvClient<Channel> {
+        ale_harness::channel::connect(&self.run_socket(run_id))
+            .await
+            .unwrap()
     }
 
     pub fn trajectory_path(&self, run_id: &str) -> PathBuf {
