@@ -78,9 +78,11 @@ pub(crate) struct Batches {
     in_flight: Arc<AtomicUsize>,
     max_runs: usize,
     block_size: usize,
-    /// Each run, and the run scope of its official env (whose channel may ask about it).
-    runs: Mutex<HashMap<BatchId, (Option<RunScope>, Weak<BatchRun>)>>,
+    runs: Mutex<HashMap<BatchId, Entry>>,
 }
+
+/// A run, and the run scope of its official env (whose own channel may ask about it).
+type Entry = (Option<RunScope>, Weak<BatchRun>);
 
 impl Batches {
     pub fn new(options: &BatchOptions, loader: Loader) -> Result<Batches, std::io::Error> {
