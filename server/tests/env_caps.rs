@@ -337,3 +337,32 @@ async fn an_official_env_never_started_is_reclaimed_once_its_harness_stops_follo
     create_official(&mut harness).await.unwrap();
     assert_eq!(counts(&t).official, 1);
 }
+
+#[tokio::test]
+async fn past_the_total_cap_the_biggest_holders_idle_envs_go_first_and_only_as_many_as_needed() {
+    let limits = Limits {
+        practice_idle: Duration::from_millis(200),
+        ..caps(4, 64, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let big = Client::connect(&t.endpoint()).await.unwrap();
+    let small = Client::connect(&t.endpoint()).await.unwrap();
+    let mut bigs = Vec::new();
+    for _ in 0..3 {
+        bigs.push(big.create("cartpole-balance").await.unwrap());
+    }
+    let mut smalls = vec![small.create("cartpole-balance").await.unwrap()];
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    // Everyone's envs are idle; a newcomer needs one slot: it comes from the biggest holder.
+    let newcomer = Client::connect(&t.endpoint()).await.unwrap();
+    newcomer.create("cartpole-balance").await.unwrap();
+    smalls[0].reset(Some(1)).await.unwrap();
+    let mut gone = 0;
+    for env in &mut bigs {
+        if env.reset(Some(1)).await.is_err() {
+            gone += 1;
+        }
+    }
+    assert_eq!(gone, 1, "one env of the biggest holder, and no more");
+    assert_eq!(counts(&t).practice, 4);
+}
