@@ -113,6 +113,10 @@ impl Drop for RunResources {
     }
 }
 
+/// The one submission folder all batch runs shared in older versions, `<state>/submission`:
+/// named here only to remove it.
+const OLD_SHARED_SUBMISSION_DIR: &str = "submission";
+
 /// Removes every run's folder and socket an earlier evaluator left (`submissions/*`,
 /// `agents/*`) and the shared submission folder of older versions (`submission/`), and makes
 /// sure `submissions/` and `agents/` exist (0700). Call it only once this evaluator is the
@@ -134,10 +138,7 @@ pub fn remove_stale(state_dir: &Path) -> Result<(), ale_proto::private_files::Pr
             }
         }
     }
-    // Named here only to remove it: the one folder all batch runs shared before they had
-    // their own.
-    #[allow(deprecated)]
-    let old = state_dir.join(layout::SUBMISSION_DIR);
+    let old = state_dir.join(OLD_SHARED_SUBMISSION_DIR);
     if let Err(e) = folder::remove_tree(&old) {
         tracing::warn!(dir = %old.display(), error = %e, "cannot remove the old shared submission folder");
     }
