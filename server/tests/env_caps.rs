@@ -351,12 +351,12 @@ async fn past_the_total_cap_the_biggest_holders_idle_envs_go_first_and_only_as_m
     for _ in 0..3 {
         bigs.push(big.create("cartpole-balance").await.unwrap());
     }
-    let mut smalls = vec![small.create("cartpole-balance").await.unwrap()];
+    let mut small_env = small.create("cartpole-balance").await.unwrap();
     tokio::time::sleep(Duration::from_millis(250)).await;
     // Everyone's envs are idle; a newcomer needs one slot: it comes from the biggest holder.
     let newcomer = Client::connect(&t.endpoint()).await.unwrap();
     newcomer.create("cartpole-balance").await.unwrap();
-    smalls[0].reset(Some(1)).await.unwrap();
+    small_env.reset(Some(1)).await.unwrap();
     let mut gone = 0;
     for env in &mut bigs {
         if env.reset(Some(1)).await.is_err() {
