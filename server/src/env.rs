@@ -16,6 +16,7 @@ use crate::action::step_checked;
 use crate::batch::Admission;
 use crate::batch::run::BatchRun;
 use crate::error::Error;
+use crate::run_resources::RunResources;
 use crate::seeds::{SeedSource, random_u64};
 use crate::session::{NotStarted, RolloutProgress, Session};
 use crate::task::{Mode, Task};
@@ -66,6 +67,8 @@ pub struct Official {
     pub run_id: RunId,
     pub session_id: SessionId,
     stage: Stage,
+    /// The run's folder and channel, until its run ends (a batch run takes them over).
+    resources: Option<RunResources>,
 }
 
 #[derive(Debug)]
@@ -167,7 +170,10 @@ impl Env {
     }
 
     /// An official env; its run folder `<runs_dir>/<run_id>` and trajectory (with
-    /// `run_started`) are created now.
+    /// `run_started`, and disk reserved for the rest of the run's trusted events, see
+    /// [`crate::trajectory::reservation_for`]) are created now. `resources` are the run's
+    /// folder and channel, released when the run ends. On failure nothing is left.
+    #[allow(clippy::too_many_arguments)]
     pub fn official(
         handle: EnvHandle,
         task: Arc<Task>,
@@ -175,9 +181,11 @@ impl Env {
         session_id: SessionId,
         runs_dir: &std::path::Path,
         signer: ale_proto::keys::SigningKey,
+        resources: Option<RunResources>,
         now: Instant,
     ) -> Result<Env, Error> {
-        let mut trajectory = crate::trajectory::create(runs_dir, &run_id, signer)?;
+        let reserve = crate::trajectory::reservation_for(task.eval.episodes);
+        let mut trajectory = crate::trajectory::create(runs_dir, &run_id, signer, reserve)?;
         let started = trajectory.append(
             EventKind::RunStarted,
             &RunStarted {
@@ -224,6 +232,7 @@ impl Env {
                 run_id,
                 session_id,
                 stage: Stage::Created(trajectory),
+                resources,
             })),
             last_used: now,
         })
@@ -284,6 +293,18 @@ impl Env {
 
     pub fn last_used(&self) -> Instant {
         self.last_used
+    }
+
+    /// The run's folder and channel, once its interactive session has finished: the caller
+    /// releases them (outside this env's lock). A batch run releases its own.
+    pub fn take_ended_resources(&mut self) -> Option<RunResources> {
+        match &mut self.kind {
+            Kind::Official(o) => match &o.stage {
+                Stage::Started(session) if session.is_finished() => o.resources.take(),
+                _ => None,
+            },
+            Kind::Practice(_) => None,
+        }
     }
 
     /// Begins an episode. A practice env uses `seed` (or a fresh random one); an official
@@ -426,6 +447,7 @@ impl Env {
             self.task.clone(),
             session,
             admission,
+            official.resources.take(),
         ));
         official.stage = Stage::Batch(run.clone());
         tracing::info!(handle = %self.handle, session = %official.session_id, batch = %run.id(), task = %self.task.id, "batch evaluation submitted");
@@ -524,6 +546,7 @@ mod tests {
             SessionId::from_random(random_id_bytes()),
             &runs_dir,
             ale_proto::keys::SigningKey::from_bytes(&[9; 32]),
+            None,
             now,
         )
         .unwrap();

@@ -1,6 +1,8 @@
-//! The env table: every env the evaluator holds, in two pools with their own caps. Practice
-//! envs are capped per connection and in total; official envs (harness channel only) have a
-//! separate cap, so no amount of practice load can refuse the harness its official env.
+//! The env table: every env the evaluator holds, in pools with their own caps. Practice envs
+//! are capped per connection and in total, the shared agent channel's apart from each run's
+//! own channel's; official envs (harness channel only) have a separate cap, so no amount of
+//! practice load can refuse the harness its official env, and no run's agent can take another
+//! run's share.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -10,6 +12,7 @@ use ale_proto::{EnvHandle, SessionId};
 
 use crate::env::Env;
 use crate::error::{EnvCap, Error};
+use crate::evaluator::Channel;
 
 pub(crate) type Shared<T> = Arc<Mutex<T>>;
 
@@ -20,7 +23,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Identifies one accepted connection, on either listener, for the life of the evaluator.
 /// Assigned at accept time; a client cannot choose it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ConnectionId(pub(crate) u64);
 
 /// Caps that protect the evaluator from a runaway client. Each pool reclaims only its own idle
@@ -34,6 +37,10 @@ pub struct Limits {
     pub max_practice_envs_per_connection: usize,
     /// Official envs held at once (`ale serve --max-official-envs`).
     pub max_official_envs: usize,
+    /// Practice envs created over one run's own agent channel and held at once, all its
+    /// connections together (`ale serve --max-run-practice-envs`); they count apart from the
+    /// shared channel's [`Limits::max_practice_envs`].
+    pub max_run_practice_envs: usize,
     /// A practice env unused this long may be dropped to make room for a new practice env.
     pub practice_idle: Duration,
     /// An official env whose session finished this long ago may be dropped to make room for a
@@ -47,33 +54,61 @@ impl Default for Limits {
             max_practice_envs: 1024,
             max_practice_envs_per_connection: 64,
             max_official_envs: 256,
+            max_run_practice_envs: 64,
             practice_idle: Duration::from_secs(300),
             finished_official_idle: Duration::from_secs(600),
         }
     }
 }
 
+/// Identifies one official run's own agent channel (and the practice envs created over it),
+/// for the life of the evaluator. Assigned when the official env is created; a client cannot
+/// choose it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RunScope(pub(crate) u64);
+
 /// Which pool an env is counted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pool {
     /// Created over `connection`; `None` for a request that did not come through a listener
-    /// (an in-process caller), all of which count as one connection.
+    /// (an in-process caller), all of which count as one connection. `run`: created over that
+    /// run's own agent channel, counted against the run's share instead of the shared one.
     Practice {
         connection: Option<ConnectionId>,
+        run: Option<RunScope>,
     },
-    Official,
+    /// The official env of the run `run`.
+    Official { run: RunScope },
 }
 
 /// How many envs each pool holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct EnvCounts {
+    /// Practice envs of the shared agent channel (and in-process callers).
     pub practice: usize,
+    /// Practice envs created over runs' own channels, all runs together.
+    pub run_practice: usize,
     pub official: usize,
 }
 
 struct Slot {
     env: Shared<Env>,
     pool: Pool,
+}
+
+impl Slot {
+    /// Whether a request on `channel` may reach this env: the harness reaches every env; a
+    /// run's channel only its run's official env and the practice envs made over it; the
+    /// shared agent channel every env but those of runs' channels.
+    fn is_reachable_from(&self, channel: Channel) -> bool {
+        match (channel, self.pool) {
+            (Channel::Harness, _) => true,
+            (Channel::Agent, Pool::Practice { run, .. }) => run.is_none(),
+            (Channel::Agent, Pool::Official { .. }) => true,
+            (Channel::Run(scope), Pool::Practice { run, .. }) => run == Some(scope),
+            (Channel::Run(scope), Pool::Official { run }) => run == scope,
+        }
+    }
 }
 
 /// The idle envs that must go so one more env fits; see [`EnvTable::room_for`].
@@ -85,11 +120,57 @@ pub struct EnvTable {
     envs: HashMap<EnvHandle, Slot>,
     counts: EnvCounts,
     practice_by_connection: HashMap<Option<ConnectionId>, usize>,
+    practice_by_run: HashMap<RunScope, usize>,
+}
+
+/// Picks idle envs to reclaim, the biggest holder's first: while more are `needed`, one idle
+/// env of whichever holder has the most left goes. `held` is each holder's count,
+/// `idle` each holder's idle envs. Returns fewer than `needed` if there are not enough.
+fn biggest_holders_first<H: Eq + std::hash::Hash + Copy + Ord>(
+    mut held: HashMap<H, usize>,
+    mut idle: HashMap<H, Vec<EnvHandle>>,
+    needed: usize,
+) -> Vec<EnvHandle> {
+    let mut picked = Vec::with_capacity(needed);
+    while picked.len() < needed {
+        // Ties go to the lowest holder id, so the choice does not depend on hash order.
+        let Some(holder) = idle
+            .iter()
+            .filter(|(_, envs)| !envs.is_empty())
+            .map(|(holder, _)| *holder)
+            .max_by(|a, b| {
+                let count = |h: &H| held.get(h).copied().unwrap_or(0);
+                count(a).cmp(&count(b)).then(b.cmp(a))
+            })
+        else {
+            break;
+        };
+        if let Some(handle) = idle.get_mut(&holder).and_then(Vec::pop) {
+            picked.push(handle);
+        }
+        if let Some(n) = held.get_mut(&holder) {
+            *n = n.saturating_sub(1);
+        }
+    }
+    picked
 }
 
 impl EnvTable {
-    pub fn get(&self, handle: &EnvHandle) -> Option<Shared<Env>> {
-        self.envs.get(handle).map(|slot| slot.env.clone())
+    /// The env `handle` names, if `channel` may reach it; otherwise `None`, exactly as for a
+    /// handle that names nothing.
+    pub fn get(&self, handle: &EnvHandle, channel: Channel) -> Option<Shared<Env>> {
+        self.envs
+            .get(handle)
+            .filter(|slot| slot.is_reachable_from(channel))
+            .map(|slot| slot.env.clone())
+    }
+
+    /// The run of the official env `handle` names.
+    pub fn run_of(&self, handle: &EnvHandle) -> Option<RunScope> {
+        match self.envs.get(handle)?.pool {
+            Pool::Official { run } => Some(run),
+            Pool::Practice { .. } => None,
+        }
     }
 
     pub fn counts(&self) -> EnvCounts {
@@ -98,15 +179,19 @@ impl EnvTable {
 
     /// Whether one more env fits in `pool`, counting its envs that are idle enough to be
     /// reclaimed as gone. Changes nothing: the reclaiming happens in [`EnvTable::insert`].
+    ///
+    /// Practice envs are reclaimed only as many as needed, the biggest holder's first: within
+    /// the caller's own cap its own idle envs; past a total cap (the shared channel's, or the
+    /// caller's run's), idle envs of whichever connection holds the most in that pool.
     pub fn room_for(&self, pool: Pool, limits: &Limits, now: Instant) -> Result<Room, Error> {
         match pool {
-            Pool::Official => {
+            Pool::Official { .. } => {
                 let held = self.counts.official;
                 if held < limits.max_official_envs {
                     return Ok(Room(Vec::new()));
                 }
                 let idle = self.reclaimable(|slot| {
-                    if slot.pool != Pool::Official {
+                    if !matches!(slot.pool, Pool::Official { .. }) {
                         return false;
                     }
                     let env = lock(&slot.env);
@@ -123,42 +208,82 @@ impl EnvTable {
                     }))
                 }
             }
-            Pool::Practice { connection } => {
-                let held = self.counts.practice;
+            Pool::Practice { connection, run } => {
+                let (held, total_cap) = match run {
+                    None => (self.counts.practice, limits.max_practice_envs),
+                    Some(run) => (
+                        self.practice_by_run.get(&run).copied().unwrap_or(0),
+                        limits.max_run_practice_envs,
+                    ),
+                };
                 let mine = self.practice_of(connection);
-                if held < limits.max_practice_envs && mine < limits.max_practice_envs_per_connection
-                {
+                let per_connection = limits.max_practice_envs_per_connection;
+                if held < total_cap && mine < per_connection {
                     return Ok(Room(Vec::new()));
+                }
+                // The idle envs of this pool (the shared one, or this run's), by connection.
+                let mut idle: HashMap<Option<ConnectionId>, Vec<EnvHandle>> = HashMap::new();
+                for (handle, slot) in &self.envs {
+                    let Pool::Practice {
+                        connection: owner,
+                        run: owner_run,
+                    } = slot.pool
+                    else {
+                        continue;
+                    };
+                    if owner_run != run {
+                        continue;
+                    }
+                    let last_used = lock(&slot.env).last_used();
+                    if now.saturating_duration_since(last_used) >= limits.practice_idle {
+                        idle.entry(owner).or_default().push(handle.clone());
+                    }
                 }
                 // Below the total cap only the caller's own idle envs make room: one client
                 // at its own cap cannot evict another's.
-                let total_is_full = held >= limits.max_practice_envs;
-                let mut idle_mine = 0;
-                let idle = self.reclaimable(|slot| {
-                    let Pool::Practice { connection: owner } = slot.pool else {
-                        return false;
-                    };
-                    let last_used = lock(&slot.env).last_used();
-                    let idle = now.saturating_duration_since(last_used) >= limits.practice_idle;
-                    let mine = owner == connection;
-                    if idle && mine {
-                        idle_mine += 1;
-                    }
-                    idle && (mine || total_is_full)
-                });
-                if mine.saturating_sub(idle_mine) >= limits.max_practice_envs_per_connection {
-                    Err(Error::TooManyEnvs(EnvCap::PracticePerConnection {
-                        cap: limits.max_practice_envs_per_connection,
-                        idle: limits.practice_idle,
-                    }))
-                } else if held.saturating_sub(idle.len()) >= limits.max_practice_envs {
-                    Err(Error::TooManyEnvs(EnvCap::PracticeTotal {
-                        cap: limits.max_practice_envs,
-                        idle: limits.practice_idle,
-                    }))
-                } else {
-                    Ok(Room(idle))
+                let need_mine = (mine + 1).saturating_sub(per_connection);
+                let mut own_idle = idle.remove(&connection).unwrap_or_default();
+                if own_idle.len() < need_mine {
+                    return Err(Error::TooManyEnvs(match run {
+                        None => EnvCap::PracticePerConnection {
+                            cap: per_connection,
+                            idle: limits.practice_idle,
+                        },
+                        Some(_) => EnvCap::RunPracticePerConnection {
+                            cap: per_connection,
+                            idle: limits.practice_idle,
+                        },
+                    }));
                 }
+                let mut room: Vec<EnvHandle> = own_idle.split_off(own_idle.len() - need_mine);
+                let need_total = (held + 1)
+                    .saturating_sub(total_cap)
+                    .saturating_sub(room.len());
+                if need_total > 0 {
+                    idle.insert(connection, own_idle);
+                    let held_by: HashMap<Option<ConnectionId>, usize> = idle
+                        .keys()
+                        .map(|owner| {
+                            let taken = if *owner == connection { room.len() } else { 0 };
+                            (*owner, self.practice_of(*owner).saturating_sub(taken))
+                        })
+                        .collect();
+                    let more = biggest_holders_first(held_by, idle, need_total);
+                    if more.len() < need_total {
+                        return Err(Error::TooManyEnvs(match run {
+                            None => EnvCap::PracticeTotal {
+                                cap: total_cap,
+                                idle: limits.practice_idle,
+                            },
+                            Some(_) => EnvCap::RunPractice {
+                                cap: total_cap,
+                                idle: limits.practice_idle,
+                            },
+                        }));
+                    }
+                    room.extend(more);
+                }
+                Ok(Room(room))
             }
         }
     }
@@ -203,13 +328,7 @@ impl EnvTable {
                 dropped_sessions.push(id.clone());
             }
         }
-        match pool {
-            Pool::Official => self.counts.official += 1,
-            Pool::Practice { connection } => {
-                self.counts.practice += 1;
-                *self.practice_by_connection.entry(connection).or_insert(0) += 1;
-            }
-        }
+        self.count(pool);
         // Handles are 128-bit random tokens, so a repeat means a broken random source; the
         // counts must still match the table.
         if let Some(old) = self.envs.insert(handle, Slot { env, pool }) {
@@ -219,23 +338,69 @@ impl EnvTable {
         dropped_sessions
     }
 
+    /// Drops the practice envs made over the channel of `run` (its run has ended); returns how
+    /// many went.
+    pub fn remove_run_practice(&mut self, run: RunScope) -> usize {
+        let handles: Vec<EnvHandle> = self
+            .envs
+            .iter()
+            .filter(
+                |(_, slot)| matches!(slot.pool, Pool::Practice { run: Some(r), .. } if r == run),
+            )
+            .map(|(handle, _)| handle.clone())
+            .collect();
+        for handle in &handles {
+            self.remove(handle);
+        }
+        handles.len()
+    }
+
+    /// Removes one env; an official env takes the practice envs of its run's channel with it.
     fn remove(&mut self, handle: &EnvHandle) -> Option<Slot> {
         let slot = self.envs.remove(handle)?;
         self.uncount(slot.pool);
+        if let Pool::Official { run } = slot.pool {
+            self.remove_run_practice(run);
+        }
         Some(slot)
     }
 
-    fn uncount(&mut self, pool: Pool) {
+    fn count(&mut self, pool: Pool) {
         match pool {
-            Pool::Official => self.counts.official = self.counts.official.saturating_sub(1),
-            Pool::Practice { connection } => {
-                self.counts.practice = self.counts.practice.saturating_sub(1);
-                if let Some(n) = self.practice_by_connection.get_mut(&connection) {
-                    *n = n.saturating_sub(1);
-                    if *n == 0 {
-                        self.practice_by_connection.remove(&connection);
+            Pool::Official { .. } => self.counts.official += 1,
+            Pool::Practice { connection, run } => {
+                match run {
+                    None => self.counts.practice += 1,
+                    Some(run) => {
+                        self.counts.run_practice += 1;
+                        *self.practice_by_run.entry(run).or_insert(0) += 1;
                     }
                 }
+                *self.practice_by_connection.entry(connection).or_insert(0) += 1;
+            }
+        }
+    }
+
+    fn uncount(&mut self, pool: Pool) {
+        fn decrement<K: Eq + std::hash::Hash>(map: &mut HashMap<K, usize>, key: K) {
+            if let Some(n) = map.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    map.remove(&key);
+                }
+            }
+        }
+        match pool {
+            Pool::Official { .. } => self.counts.official = self.counts.official.saturating_sub(1),
+            Pool::Practice { connection, run } => {
+                match run {
+                    None => self.counts.practice = self.counts.practice.saturating_sub(1),
+                    Some(run) => {
+                        self.counts.run_practice = self.counts.run_practice.saturating_sub(1);
+                        decrement(&mut self.practice_by_run, run);
+                    }
+                }
+                decrement(&mut self.practice_by_connection, connection);
             }
         }
     }

@@ -71,6 +71,19 @@ pub enum Error {
     ResultNeedsHarness,
     #[error("{0}")]
     TooManyEnvs(EnvCap),
+    #[error(
+        "the evaluator cannot reserve {bytes} bytes in its state dir {} for the new run's \
+         record ({cause}), so it starts no run it could not finish recording: free space \
+         there, then create the official env again",
+        .dir.display()
+    )]
+    NoRoomForRecord {
+        bytes: u64,
+        dir: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("cannot prepare the run's {what}: {cause}")]
+    RunResources { what: &'static str, cause: String },
     #[error("cannot write the trajectory: {0}")]
     Trajectory(#[from] std::io::Error),
     #[error("{0}")]
@@ -122,6 +135,18 @@ pub enum EnvCap {
     )]
     PracticeTotal { cap: usize, idle: Duration },
     #[error(
+        "this connection already holds {cap} practice envs, the per-connection cap \
+         (ale serve --max-practice-envs-per-connection): reuse one of them with Reset; \
+         a practice env unused for {idle:?} is reclaimed when room is needed"
+    )]
+    RunPracticePerConnection { cap: usize, idle: Duration },
+    #[error(
+        "this run's agent channel already holds {cap} practice envs, a run's share \
+         (ale serve --max-run-practice-envs), and none has been unused for {idle:?}: \
+         reuse an env you hold with Reset"
+    )]
+    RunPractice { cap: usize, idle: Duration },
+    #[error(
         "the evaluator already holds {cap} official envs, its official cap \
          (ale serve --max-official-envs), and none is at rest (its session finished or never \
          started) and unused for {idle:?}: \
@@ -149,19 +174,25 @@ impl Error {
             | Error::BatchEnvNotInteractive { .. }
             | Error::AlreadySubmitted(_) => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
-            Error::TooManyEnvs(_) | Error::TooManyBatchRuns(_) | Error::TooManyRequestBytes(_) => {
-                Code::ResourceExhausted
-            }
+            Error::TooManyEnvs(_)
+            | Error::TooManyBatchRuns(_)
+            | Error::TooManyRequestBytes(_)
+            | Error::NoRoomForRecord { .. } => Code::ResourceExhausted,
             Error::RequestTimeout(_) => Code::DeadlineExceeded,
             Error::UnsupportedEncoding(_) => Code::Unimplemented,
-            Error::Trajectory(_) | Error::Internal(_) => Code::Internal,
+            Error::Trajectory(_) | Error::Internal(_) | Error::RunResources { .. } => {
+                Code::Internal
+            }
         }
     }
 }
 
 impl From<Error> for Status {
     fn from(e: Error) -> Status {
-        if matches!(e, Error::Trajectory(_) | Error::Internal(_)) {
+        if matches!(
+            e,
+            Error::Trajectory(_) | Error::Internal(_) | Error::RunResources { .. }
+        ) {
             tracing::error!(error = %e, "evaluator failure");
         }
         Status::new(e.code(), e.to_string())

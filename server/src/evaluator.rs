@@ -3,7 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use ale_proto::keys::{SigningKey, encode_public_key};
@@ -14,20 +15,25 @@ use ale_sims::{Space, Tensor, Transition};
 use crate::batch::run::BatchRun;
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, StepInfo};
-use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, Shared, lock};
+use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, RunScope, Shared, lock};
 use crate::error::Error;
 use crate::interrupted::{MarkedRun, mark_interrupted_runs};
+use crate::run_resources::{RunChannels, RunResources, RunSetup};
 use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
+use crate::task::Mode;
 use crate::task::{Task, TaskRegistry};
 
 /// Which listener a request arrived on. Decided once, when the connection is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Channel {
-    /// TCP: agents, the console.
+    /// The shared agent channel, TCP and `agent.sock`: agents outside a harness, the console.
     Agent,
     /// The Unix socket in the private state dir: the harness.
     Harness,
+    /// One official run's own agent socket (`agents/<run_id>.sock`): that run's agent, which
+    /// reaches only that run's official env and the practice envs made over this channel.
+    Run(RunScope),
 }
 
 /// An env as `CreateEnv` reports it.
@@ -55,11 +61,14 @@ pub struct Evaluator {
     signing_key: SigningKey,
     seeds: Box<dyn SeedSource>,
     limits: Limits,
-    envs: Mutex<EnvTable>,
+    /// Shared with runs' resources, which drop their channel's practice envs when they end.
+    envs: Arc<Mutex<EnvTable>>,
     sessions: Mutex<HashMap<SessionId, Shared<Env>>>,
-    submission_dir: PathBuf,
     max_submission_bytes: u64,
     batches: Batches,
+    next_run: AtomicU64,
+    /// Opens runs' own agent channels; set once by the listeners' side.
+    run_channels: OnceLock<Box<dyn RunChannels>>,
 }
 
 /// Why shutdown ends sessions and batch runs, as their records say.
@@ -92,8 +101,7 @@ impl Evaluator {
         Self::with_options(tasks, state_dir, seeds, limits, &BatchOptions::default())
     }
 
-    /// As [`Evaluator::with_seed_source`], with the batch pipeline's options; the submission
-    /// dir is created (0700) if it does not exist.
+    /// As [`Evaluator::with_seed_source`], with the batch pipeline's options.
     pub fn with_options(
         tasks: TaskRegistry,
         state_dir: &Path,
@@ -119,14 +127,8 @@ impl Evaluator {
         state_dir::prepare(state_dir)?;
         let secret = state_dir::load_or_create_secret(state_dir)?;
         let signing_key = state_dir::load_or_create_evaluator_key(state_dir)?;
-        let submission_dir = batch
-            .submission_dir
-            .clone()
-            .unwrap_or_else(|| ale_proto::layout::submission_dir(state_dir));
-        state_dir::prepare_submission_dir(&submission_dir)?;
         let batches = Batches::new(batch, loader).map_err(StateDirError::Pipeline)?;
         Ok(Evaluator {
-            submission_dir,
             max_submission_bytes: batch.max_submission_bytes,
             batches,
             tasks,
@@ -135,9 +137,17 @@ impl Evaluator {
             signing_key,
             seeds,
             limits,
-            envs: Mutex::new(EnvTable::default()),
+            envs: Arc::new(Mutex::new(EnvTable::default())),
             sessions: Mutex::new(HashMap::new()),
+            next_run: AtomicU64::new(0),
+            run_channels: OnceLock::new(),
         })
+    }
+
+    /// Gives every official env made from now on its own agent channel, opened by
+    /// `channels`. Set once; a second call is ignored (and says so).
+    pub(crate) fn set_run_channels(&self, channels: Box<dyn RunChannels>) -> bool {
+        self.run_channels.set(channels).is_ok()
     }
 
     pub fn tasks(&self) -> &TaskRegistry {
@@ -153,9 +163,16 @@ impl Evaluator {
         &self.state_dir
     }
 
-    /// Where batch submissions are read from.
-    pub fn submission_dir(&self) -> &Path {
-        &self.submission_dir
+    /// Where the batch run `run_id` reads its submission: its own folder, made with its
+    /// official env (`<state>/submissions/<run_id>/`).
+    pub fn run_submission_dir(&self, run_id: &RunId) -> PathBuf {
+        ale_proto::layout::run_submission_dir(&self.state_dir, run_id)
+    }
+
+    /// Where the run `run_id`'s agent reaches the evaluator (`<state>/agents/<run_id>.sock`),
+    /// while the run lasts, when the evaluator serves listeners.
+    pub fn run_agent_socket(&self, run_id: &RunId) -> PathBuf {
+        ale_proto::layout::run_agent_socket(&self.state_dir, run_id)
     }
 
     /// The evaluator's Ed25519 signing key (`<state>/evaluator.key`).
@@ -168,10 +185,38 @@ impl Evaluator {
         encode_public_key(&self.signing_key.verifying_key())
     }
 
-    fn env(&self, handle: &EnvHandle) -> Result<Shared<Env>, Error> {
+    /// The env `handle` names, if `channel` may reach it; otherwise, exactly as for a handle
+    /// that names nothing, `NOT_FOUND`.
+    fn env(&self, channel: Channel, handle: &EnvHandle) -> Result<Shared<Env>, Error> {
         lock(&self.envs)
-            .get(handle)
+            .get(handle, channel)
             .ok_or_else(|| Error::UnknownHandle(handle.clone()))
+    }
+
+    /// Runs `f` on the env `handle` names under its lock; then, if `f` ended its run,
+    /// releases the run's folder and channel (outside the lock).
+    fn with_env<T>(
+        &self,
+        channel: Channel,
+        handle: &EnvHandle,
+        f: impl FnOnce(&mut Env) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let env = self.env(channel, handle)?;
+        Self::on_env(&env, f)
+    }
+
+    fn on_env<T>(
+        env: &Shared<Env>,
+        f: impl FnOnce(&mut Env) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        let mut guard = lock(env);
+        let out = f(&mut guard);
+        let ended = guard.take_ended_resources();
+        drop(guard);
+        if let Some(resources) = ended {
+            resources.end();
+        }
+        out
     }
 
     fn task(&self, id: &str) -> Result<&Arc<Task>, Error> {
@@ -183,7 +228,9 @@ impl Evaluator {
 
     /// Creates an env of `task_id`: official (harness channel only) or practice, counted
     /// against `connection`'s practice allowance (`None`: an in-process caller, all of which
-    /// share one allowance). A refused request leaves the table as it was.
+    /// share one allowance) and, on a run's channel, that run's. An official env gets its run's
+    /// folder (a batch task), its run's agent channel (when serving), and disk reserved for
+    /// its record. A refused request leaves the table, and the state dir, as they were.
     pub fn create_env(
         &self,
         channel: Channel,
@@ -195,10 +242,17 @@ impl Evaluator {
             return Err(Error::OfficialNeedsHarness);
         }
         let task = self.task(task_id)?.clone();
-        let pool = if official {
-            Pool::Official
-        } else {
-            Pool::Practice { connection }
+        let run = RunScope(self.next_run.fetch_add(1, Ordering::Relaxed));
+        let pool = match (official, channel) {
+            (true, _) => Pool::Official { run },
+            (false, Channel::Run(scope)) => Pool::Practice {
+                connection,
+                run: Some(scope),
+            },
+            (false, Channel::Agent | Channel::Harness) => Pool::Practice {
+                connection,
+                run: None,
+            },
         };
         let now = Instant::now();
         let mut envs = lock(&self.envs);
@@ -207,6 +261,14 @@ impl Evaluator {
         let (env, ids) = if official {
             let run_id = RunId::from_random(random_id_bytes());
             let session_id = SessionId::from_random(random_id_bytes());
+            let resources = RunResources::open(RunSetup {
+                state_dir: &self.state_dir,
+                run,
+                run_id: &run_id,
+                submission_cap: (task.mode == Mode::Batch).then_some(self.max_submission_bytes),
+                channels: self.run_channels.get().map(|c| c.as_ref()),
+                envs: Arc::downgrade(&self.envs),
+            })?;
             let env = Env::official(
                 handle.clone(),
                 task,
@@ -214,6 +276,7 @@ impl Evaluator {
                 session_id.clone(),
                 &ale_proto::layout::runs_dir(&self.state_dir),
                 self.signing_key.clone(),
+                Some(resources),
                 now,
             )?;
             tracing::info!(%handle, %run_id, task = task_id, "official env created");
@@ -242,8 +305,8 @@ impl Evaluator {
         lock(&self.envs).counts()
     }
 
-    pub fn spec(&self, handle: &EnvHandle) -> Result<Spec, Error> {
-        let env = self.env(handle)?;
+    pub fn spec(&self, channel: Channel, handle: &EnvHandle) -> Result<Spec, Error> {
+        let env = self.env(channel, handle)?;
         let env = lock(&env);
         Ok(Spec {
             observation_space: env.sim().observation_space().clone(),
@@ -256,30 +319,36 @@ impl Evaluator {
     /// Begins an episode and returns its first observation.
     pub fn reset(
         &self,
+        channel: Channel,
         handle: &EnvHandle,
         seed: Option<u64>,
     ) -> Result<(Tensor, StepInfo), Error> {
-        let env = self.env(handle)?;
-        let mut env = lock(&env);
-        let info = env.reset(seed, Instant::now())?;
-        Ok((env.sim().observation().clone(), info))
+        self.with_env(channel, handle, |env| {
+            let info = env.reset(seed, Instant::now())?;
+            Ok((env.sim().observation().clone(), info))
+        })
     }
 
     pub fn step(
         &self,
+        channel: Channel,
         handle: &EnvHandle,
         action: &Tensor,
     ) -> Result<(Tensor, Transition, StepInfo), Error> {
-        let env = self.env(handle)?;
-        let mut env = lock(&env);
-        let (transition, info) = env.step(action, Instant::now())?;
-        Ok((env.sim().observation().clone(), transition, info))
+        self.with_env(channel, handle, |env| {
+            let (transition, info) = env.step(action, Instant::now())?;
+            Ok((env.sim().observation().clone(), transition, info))
+        })
     }
 
-    pub fn start_eval_session(&self, handle: &EnvHandle) -> Result<(SessionId, u32), Error> {
-        let env = self.env(handle)?;
-        let mut env = lock(&env);
-        env.start_eval_session(self.seeds.as_ref(), &self.secret, Instant::now())
+    pub fn start_eval_session(
+        &self,
+        channel: Channel,
+        handle: &EnvHandle,
+    ) -> Result<(SessionId, u32), Error> {
+        self.with_env(channel, handle, |env| {
+            env.start_eval_session(self.seeds.as_ref(), &self.secret, Instant::now())
+        })
     }
 
     /// The authoritative result. Harness channel only.
@@ -296,13 +365,14 @@ impl Evaluator {
             .get(session_id)
             .cloned()
             .ok_or_else(|| Error::UnknownSession(session_id.clone()))?;
-        let mut env = lock(&env);
-        env.eval_result(
-            self.seeds.as_ref(),
-            &self.secret,
-            end_session,
-            Instant::now(),
-        )
+        Self::on_env(&env, |env| {
+            env.eval_result(
+                self.seeds.as_ref(),
+                &self.secret,
+                end_session,
+                Instant::now(),
+            )
+        })
     }
 
     /// Submits the official env `handle` of a batch task for evaluation: snapshots its
@@ -310,17 +380,26 @@ impl Evaluator {
     /// nothing (unknown handle, practice env, interactive task, second submission, too many
     /// runs in flight); anything wrong with the submission itself is not: the run is made and
     /// ends FAILED with a message that names the problem.
-    pub fn submit_batch_eval(&self, handle: &EnvHandle) -> Result<BatchId, Error> {
-        let env = self.env(handle)?;
+    pub fn submit_batch_eval(
+        &self,
+        channel: Channel,
+        handle: &EnvHandle,
+    ) -> Result<BatchId, Error> {
+        let env = self.env(channel, handle)?;
         let mut env = lock(&env);
         env.check_submittable()?;
+        let run_id = env
+            .run_id()
+            .cloned()
+            .ok_or_else(|| Error::PracticeEnvInBatch(handle.clone()))?;
         let admission = self.batches.admit()?;
         let task = env.task().clone();
         let contract = task.submission.as_ref().ok_or_else(|| {
             Error::Internal(format!("batch task {} has no submission contract", task.id))
         })?;
+        // The run's own folder, and no other: no run can submit what another wrote.
         let snapshot = submission::snapshot(
-            &self.submission_dir,
+            &self.run_submission_dir(&run_id),
             &contract.entrypoint,
             self.max_submission_bytes,
         );
@@ -340,7 +419,8 @@ impl Evaluator {
             Instant::now(),
         )?;
         drop(env);
-        self.batches.insert(&run);
+        let scope = lock(&self.envs).run_of(handle);
+        self.batches.insert(&run, scope);
         match snapshot {
             Ok(snapshot) => self
                 .batches
@@ -356,7 +436,7 @@ impl Evaluator {
     /// A batch run's state and progress; the result too, once finished, on the harness
     /// channel only.
     pub fn batch_status(&self, channel: Channel, batch_id: &BatchId) -> Result<BatchStatus, Error> {
-        let run = self.batches.get(batch_id)?;
+        let run = self.batches.get(batch_id, channel)?;
         Ok(run.status(channel == Channel::Harness))
     }
 
@@ -443,6 +523,7 @@ mod tests {
             evaluator.env_counts(),
             EnvCounts {
                 practice: 3,
+                run_practice: 0,
                 official: 0
             }
         );

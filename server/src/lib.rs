@@ -21,6 +21,7 @@ mod env_table;
 mod error;
 mod evaluator;
 pub mod interrupted;
+mod run_resources;
 pub mod seeds;
 pub mod serve;
 pub mod service;
@@ -30,7 +31,7 @@ pub mod task;
 mod trajectory;
 
 pub use batch::{BatchOptions, BatchState, BatchStatus};
-pub use env_table::{ConnectionId, EnvCounts, Limits};
+pub use env_table::{ConnectionId, EnvCounts, Limits, RunScope};
 pub use error::{EnvCap, Error};
 pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec};
 pub use serve::{RunningServer, ServeError};

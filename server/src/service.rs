@@ -93,7 +93,7 @@ impl AleEnv for AleEnvService {
         request: Request<pb::GetSpecRequest>,
     ) -> Result<Response<pb::GetSpecResponse>, Status> {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
-        let spec = self.evaluator.spec(&handle)?;
+        let spec = self.evaluator.spec(self.channel, &handle)?;
         Ok(Response::new(pb::GetSpecResponse {
             observation_space: Some((&spec.observation_space).into()),
             action_space: Some((&spec.action_space).into()),
@@ -108,7 +108,7 @@ impl AleEnv for AleEnvService {
     ) -> Result<Response<pb::ResetResponse>, Status> {
         let req = request.into_inner();
         let handle = EnvHandle::from_wire(req.handle);
-        let (observation, info) = self.evaluator.reset(&handle, req.seed)?;
+        let (observation, info) = self.evaluator.reset(self.channel, &handle, req.seed)?;
         Ok(Response::new(pb::ResetResponse {
             observation: Some(observation.into()),
             info: encode_info(info),
@@ -125,7 +125,7 @@ impl AleEnv for AleEnvService {
             .action
             .ok_or_else(|| Status::invalid_argument("StepRequest.action is missing"))?;
         let action = Tensor::try_from(action).map_err(|e| bad_request("StepRequest.action", e))?;
-        let (observation, t, info) = self.evaluator.step(&handle, &action)?;
+        let (observation, t, info) = self.evaluator.step(self.channel, &handle, &action)?;
         Ok(Response::new(pb::StepResponse {
             observation: Some(observation.into()),
             reward: t.reward,
@@ -140,7 +140,7 @@ impl AleEnv for AleEnvService {
         request: Request<pb::StartEvalSessionRequest>,
     ) -> Result<Response<pb::StartEvalSessionResponse>, Status> {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
-        let (session_id, episodes) = self.evaluator.start_eval_session(&handle)?;
+        let (session_id, episodes) = self.evaluator.start_eval_session(self.channel, &handle)?;
         Ok(Response::new(pb::StartEvalSessionResponse {
             session_id: session_id.to_string(),
             episodes,
@@ -168,9 +168,11 @@ impl AleEnv for AleEnvService {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
         // Reading the submission is file I/O of up to the size cap: off the runtime's threads.
         let evaluator = self.evaluator.clone();
-        let batch_id = tokio::task::spawn_blocking(move || evaluator.submit_batch_eval(&handle))
-            .await
-            .map_err(|e| Status::internal(format!("the submission task failed: {e}")))??;
+        let channel = self.channel;
+        let batch_id =
+            tokio::task::spawn_blocking(move || evaluator.submit_batch_eval(channel, &handle))
+                .await
+                .map_err(|e| Status::internal(format!("the submission task failed: {e}")))??;
         Ok(Response::new(pb::SubmitBatchEvalResponse {
             batch_id: batch_id.to_string(),
         }))

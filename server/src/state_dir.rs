@@ -21,17 +21,6 @@ pub enum StateDirError {
     Secret(#[from] SecretFileError),
     #[error(transparent)]
     Key(#[from] KeyError),
-    #[error(
-        "the submission dir {} is not a directory (a link or another file is there): \
-         remove it or pass another --submission-dir",
-        .0.display()
-    )]
-    SubmissionDir(PathBuf),
-    #[error("cannot create the submission dir {}: {cause}", .path.display())]
-    CreateSubmissionDir {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
     #[error("cannot start the batch pipeline's threads: {0}")]
     Pipeline(std::io::Error),
 }
@@ -54,29 +43,6 @@ pub fn prepare(state_dir: &Path) -> Result<(), StateDirError> {
     ensure_private_dir(state_dir)?;
     ensure_private_dir(&runs_dir(state_dir))?;
     Ok(())
-}
-
-/// Creates the batch submission dir (0700) if it is missing; what is there must be a real
-/// directory, not a link. Its contents are the agent's: runs read only their entrypoint file,
-/// through no link (see `batch::submission`).
-pub fn prepare_submission_dir(dir: &Path) -> Result<(), StateDirError> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::symlink_metadata(dir) {
-        Ok(m) if m.file_type().is_dir() => Ok(()),
-        Ok(_) => Err(StateDirError::SubmissionDir(dir.to_path_buf())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|cause| StateDirError::CreateSubmissionDir {
-                path: dir.to_path_buf(),
-                cause,
-            }),
-        Err(cause) => Err(StateDirError::CreateSubmissionDir {
-            path: dir.to_path_buf(),
-            cause,
-        }),
-    }
 }
 
 /// Reads the evaluator secret, creating it (0600, from the OS CSPRNG) on first start. A

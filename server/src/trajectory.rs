@@ -16,6 +16,8 @@ use ale_proto::private_files::{check_private_dir, create_private_dir};
 use ale_proto::trajectory::{ChainWriter, EventKind, Level, PreparedData, TRAJECTORY_FILE};
 use serde::Serialize;
 
+use crate::error::Error;
+
 /// The writing end of one run's trajectory. Its last event is signed with the evaluator's key,
 /// so a record re-sealed by anyone else fails verification.
 #[derive(Debug)]
@@ -83,20 +85,60 @@ impl TrajectoryWriter {
     }
 }
 
+/// Disk set aside for a run's trusted events whatever the rest of the disk holds.
+pub const RESERVE_BASE_BYTES: u64 = 64 << 10;
+
+/// What one planned rollout adds to a run's record, at most: its `rollout_started` and
+/// `rollout_finished` lines, its commitment in `session_started` and its episode in
+/// `session_finished`'s result (about 1.2 KiB for the built-in tasks; the test
+/// `a_runs_record_fits_in_its_reservation` measures it).
+pub const RESERVE_PER_ROLLOUT_BYTES: u64 = 2 << 10;
+
+/// The disk reserved for the record of a run of `episodes` planned rollouts.
+pub fn reservation_for(episodes: u32) -> u64 {
+    RESERVE_BASE_BYTES.saturating_add(u64::from(episodes).saturating_mul(RESERVE_PER_ROLLOUT_BYTES))
+}
+
 /// Starts a new trajectory in a new run folder `<runs_dir>/<run_id>` (0700). `runs_dir` must
 /// be the private directory the state dir's preparation checked (not a link, ours, 0700);
 /// the run folder is created exactly there, never through a link and never reused.
-/// `signer` signs the trajectory's last event.
+/// `signer` signs the trajectory's last event. `reserve` bytes of disk are set aside for
+/// the events to come, so no one else filling the disk can make them unwritable; a disk
+/// that cannot hold them refuses the run ([`Error::NoRoomForRecord`]) and nothing is left.
 pub fn create(
     runs_dir: &Path,
     run_id: &RunId,
     signer: SigningKey,
-) -> std::io::Result<TrajectoryWriter> {
-    check_private_dir(runs_dir)?;
+    reserve: u64,
+) -> Result<TrajectoryWriter, Error> {
+    check_private_dir(runs_dir).map_err(std::io::Error::from)?;
     let run_dir = runs_dir.join(run_id.as_str());
     create_private_dir(&run_dir).map_err(|e| unrecorded(EventKind::RunStarted, e.into()))?;
-    let chain = ChainWriter::create(&run_dir.join(TRAJECTORY_FILE), Level::TrustedEvaluator)
-        .map_err(|e| unrecorded(EventKind::RunStarted, e))?;
+    let chain = match ChainWriter::create(&run_dir.join(TRAJECTORY_FILE), Level::TrustedEvaluator) {
+        Ok(chain) => chain,
+        Err(e) => {
+            let _ = std::fs::remove_dir(&run_dir);
+            return Err(unrecorded(EventKind::RunStarted, e).into());
+        }
+    };
+    match chain.reserve(reserve) {
+        Ok(()) => {}
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EOPNOTSUPP)) => {
+            tracing::warn!(
+                dir = %runs_dir.display(),
+                "this filesystem cannot reserve space; a full disk can cut a run's record short"
+            );
+        }
+        Err(cause) => {
+            drop(chain);
+            discard(runs_dir, run_id);
+            return Err(Error::NoRoomForRecord {
+                bytes: reserve,
+                dir: runs_dir.to_path_buf(),
+                cause,
+            });
+        }
+    }
     Ok(TrajectoryWriter { chain, signer })
 }
 

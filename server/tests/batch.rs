@@ -166,8 +166,8 @@ async fn misuse_is_refused_and_changes_nothing() {
     assert_eq!(err.code(), Code::NotFound);
 
     // The agent holding the official handle may submit; a second submission is refused.
-    std::fs::write(server.submission_dir().join(ENTRYPOINT), b"x").unwrap();
-    let (handle, _, _) = server.official_env(TASK).await;
+    let (handle, _, run_id) = server.official_env(TASK).await;
+    std::fs::write(server.submission_dir(&run_id).join(ENTRYPOINT), b"x").unwrap();
     let batch = submit(&mut agent, &handle).await.unwrap();
     let err = submit(&mut harness, &handle).await.unwrap_err();
     assert_eq!(err.code(), Code::FailedPrecondition);
@@ -200,7 +200,7 @@ async fn misuse_is_refused_and_changes_nothing() {
 }
 
 /// Puts something at the entrypoint's path.
-type Prepare<'a> = Box<dyn Fn() + 'a>;
+type Prepare<'a> = Box<dyn Fn(&std::path::Path) + 'a>;
 
 #[tokio::test]
 async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
@@ -209,45 +209,41 @@ async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
         ..BatchOptions::default()
     })
     .await;
-    let dir = server.submission_dir();
-    let file = dir.join(ENTRYPOINT);
     let outside = server.dir.path().join("outside.safetensors");
     std::fs::write(&outside, b"secret").unwrap();
     let cases: Vec<(&str, Prepare, &str)> = vec![
         (
             "missing",
-            Box::new(|| {}),
+            Box::new(|_| {}),
             "the submission has no policy.safetensors",
         ),
         (
             "a link out of the dir",
-            Box::new(|| std::os::unix::fs::symlink(&outside, &file).unwrap()),
+            Box::new(|file| std::os::unix::fs::symlink(&outside, file).unwrap()),
             "is a symbolic link",
         ),
         (
             "oversize",
-            Box::new(|| std::fs::write(&file, vec![0u8; 101]).unwrap()),
+            Box::new(|file| std::fs::write(file, vec![0u8; 101]).unwrap()),
             "101 bytes, over the cap of 100 bytes",
         ),
         (
             "a directory",
-            Box::new(|| std::fs::create_dir(&file).unwrap()),
+            Box::new(|file| std::fs::create_dir(file).unwrap()),
             "is a directory, not a regular file",
         ),
         (
             "a FIFO",
-            Box::new(|| {
-                nix::unistd::mkfifo(&file, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap()
+            Box::new(|file| {
+                nix::unistd::mkfifo(file, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap()
             }),
             "is a FIFO, not a regular file",
         ),
     ];
     let mut harness = server.harness().await;
     for (what, prepare, expected) in cases {
-        let _ = std::fs::remove_file(&file);
-        let _ = std::fs::remove_dir(&file);
-        prepare();
         let (handle, session, run_id) = server.official_env(TASK).await;
+        prepare(&server.submission_dir(&run_id).join(ENTRYPOINT));
         let batch = submit(&mut harness, &handle).await.unwrap();
         let s = finished(&mut harness, &batch).await;
         assert_eq!(s.state(), pb::BatchState::Failed, "{what}");
@@ -269,10 +265,10 @@ async fn each_unreadable_submission_fails_its_run_naming_the_problem() {
 #[tokio::test]
 async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
     let server = server_with(BatchOptions::default()).await;
-    let file = server.submission_dir().join(ENTRYPOINT);
     let original = linear_cartpole(ale_client::policy::CartPoleHeuristic::default().gains);
-    std::fs::write(&file, &original).unwrap();
     let (handle, session, run_id) = server.official_env(TASK).await;
+    let file = server.submission_dir(&run_id).join(ENTRYPOINT);
+    std::fs::write(&file, &original).unwrap();
     let mut agent = server.agent().await;
     let batch = submit(&mut agent, &handle).await.unwrap();
     // Had the run read this, its policy could not be loaded and it would fail.
@@ -352,8 +348,8 @@ async fn run_policy(
     server: &TestServer,
     policy: &[u8],
 ) -> (pb::GetBatchEvalStatusResponse, String) {
-    std::fs::write(server.submission_dir().join(ENTRYPOINT), policy).unwrap();
     let (handle, _, run_id) = server.official_env(TASK).await;
+    std::fs::write(server.submission_dir(&run_id).join(ENTRYPOINT), policy).unwrap();
     let mut harness = server.harness().await;
     let batch = submit(&mut harness, &handle).await.unwrap();
     (finished(&mut harness, &batch).await, run_id)
@@ -510,14 +506,16 @@ async fn two_runs_at_once_both_finish_while_practice_is_served() {
     )
     .await;
     let heuristic = ale_client::policy::CartPoleHeuristic::default();
-    std::fs::write(
-        server.submission_dir().join(ENTRYPOINT),
-        linear_cartpole(heuristic.gains),
-    )
-    .unwrap();
     let mut harness = server.harness().await;
-    let (first, _, _) = server.official_env(LONG).await;
-    let (second, _, _) = server.official_env(LONG).await;
+    let (first, _, first_run) = server.official_env(LONG).await;
+    let (second, _, second_run) = server.official_env(LONG).await;
+    for run in [&first_run, &second_run] {
+        std::fs::write(
+            server.submission_dir(run).join(ENTRYPOINT),
+            linear_cartpole(heuristic.gains),
+        )
+        .unwrap();
+    }
     let runs = [
         submit(&mut harness, &first).await.unwrap(),
         submit(&mut harness, &second).await.unwrap(),

@@ -106,8 +106,8 @@ fn bad_policy() -> Vec<u8> {
     linear_cartpole([0.0, 0.0, 0.0, 0.0])
 }
 
-fn write_submission(server: &TestServer, bytes: &[u8]) {
-    let path = server.submission_dir().join(ENTRYPOINT);
+fn write_submission(server: &TestServer, run_id: &str, bytes: &[u8]) {
+    let path = server.submission_dir(run_id).join(ENTRYPOINT);
     let _ = std::fs::remove_file(&path);
     std::fs::write(path, bytes).unwrap();
 }
@@ -151,9 +151,9 @@ async fn a_long_run_does_not_keep_a_later_run_queued() {
         BatchOptions::default(),
     )
     .await;
-    write_submission(&server, &good_policy());
     let mut harness = server.harness().await;
-    let (first, _, _) = server.official_env("long").await;
+    let (first, _, first_run) = server.official_env("long").await;
+    write_submission(&server, &first_run, &good_policy());
     let first = submit(&mut harness, &first).await.unwrap();
     // Wait for the first run to be running on every pool thread.
     let start = Instant::now();
@@ -162,7 +162,8 @@ async fn a_long_run_does_not_keep_a_later_run_queued() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let (second, _, _) = server.official_env("short").await;
+    let (second, _, second_run) = server.official_env("short").await;
+    write_submission(&server, &second_run, &good_policy());
     let second = submit(&mut harness, &second).await.unwrap();
     let s = finished_within(&mut harness, &second, Duration::from_secs(30)).await;
     let first_state = status(&mut harness, &first).await;
@@ -189,8 +190,8 @@ async fn a_long_run_does_not_keep_a_later_run_queued() {
 async fn concurrent_submissions_of_one_handle_make_one_run() {
     let task = batch_task("b", 4, 2000, 60);
     let server = server(&[task], Limits::default(), BatchOptions::default()).await;
-    write_submission(&server, &good_policy());
     let (handle, _, run_id) = server.official_env("b").await;
+    write_submission(&server, &run_id, &good_policy());
     let mut calls = Vec::new();
     for _ in 0..16 {
         let mut agent = server.agent().await;
@@ -222,23 +223,21 @@ async fn concurrent_submissions_of_one_handle_make_one_run() {
 async fn racing_rewrites_of_the_entrypoint_never_mix_two_files() {
     let task = batch_task("b", 4, 2000, 60);
     let server = server(&[task], Limits::default(), BatchOptions::default()).await;
-    let dir = server.submission_dir();
-    let file = dir.join(ENTRYPOINT);
+    // The folder of the run being submitted, which the writer keeps rewriting.
+    let current = std::sync::Arc::new(std::sync::Mutex::new(None::<std::path::PathBuf>));
     let (good, bad) = (good_policy(), bad_policy());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = {
-        let (stop, file, good, bad, dir) = (
-            stop.clone(),
-            file.clone(),
-            good.clone(),
-            bad.clone(),
-            dir.clone(),
-        );
+        let (stop, current, good, bad) = (stop.clone(), current.clone(), good.clone(), bad.clone());
+        let outside = server.state_dir().join("evaluator.key");
         std::thread::spawn(move || {
-            let outside = dir.parent().unwrap().join("evaluator.key");
             let mut i = 0u64;
-            let tmp = dir.join("tmp");
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let Some(dir) = current.lock().unwrap().clone() else {
+                    std::thread::yield_now();
+                    continue;
+                };
+                let (file, tmp) = (dir.join(ENTRYPOINT), dir.join("tmp"));
                 // Each object is made beside the entrypoint and renamed onto it, so the name
                 // is almost never missing.
                 let _ = std::fs::remove_file(&tmp);
@@ -282,6 +281,9 @@ async fn racing_rewrites_of_the_entrypoint_never_mix_two_files() {
     let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
     for _ in 0..40 {
         let (handle, _, run_id) = server.official_env("b").await;
+        *current.lock().unwrap() = Some(server.submission_dir(&run_id));
+        // Let the writer rewrite the new folder a while before the submission.
+        tokio::time::sleep(Duration::from_millis(2)).await;
         let batch = submit(&mut harness, &handle).await.unwrap();
         let s = finished_within(&mut harness, &batch, Duration::from_secs(20)).await;
         let verified = verify(&server, &run_id);
@@ -337,8 +339,8 @@ async fn a_policy_that_errors_mid_run_scores_every_unfinished_rollout_as_failed(
         ],
         &[],
     );
-    write_submission(&server, &policy);
     let (handle, _, run_id) = server.official_env("b").await;
+    write_submission(&server, &run_id, &policy);
     let mut agent = server.agent().await;
     let batch = submit(&mut agent, &handle).await.unwrap();
     let on_agent = finished(&mut agent, &batch).await;
@@ -379,10 +381,10 @@ async fn cancelling_at_any_moment_closes_the_run_and_frees_its_place() {
         },
     )
     .await;
-    write_submission(&server, &good_policy());
     let mut harness = server.harness().await;
     for delay_ms in [0u64, 0, 1, 2, 5, 10, 20, 50, 100, 300] {
         let (handle, session, run_id) = server.official_env("long").await;
+        write_submission(&server, &run_id, &good_policy());
         let batch = submit(&mut harness, &handle).await.unwrap();
         tokio::time::sleep(Duration::from_millis(delay_ms)).await;
         let at_cancel = result(&mut harness, &session, true).await;
@@ -412,8 +414,8 @@ async fn cancelling_at_any_moment_closes_the_run_and_frees_its_place() {
 async fn shutdown_during_a_run_closes_its_record() {
     let long = batch_task("long", 10_000, 0, 60);
     let server = server(&[long], Limits::default(), BatchOptions::default()).await;
-    write_submission(&server, &good_policy());
     let (handle, _, run_id) = server.official_env("long").await;
+    write_submission(&server, &run_id, &good_policy());
     let mut agent = server.agent().await;
     let batch = submit(&mut agent, &handle).await.unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -459,8 +461,8 @@ async fn another_runs_id_reads_no_result_and_a_reclaimed_run_is_gone() {
         ..Limits::default()
     };
     let server = server(&[task], limits, BatchOptions::default()).await;
-    write_submission(&server, &good_policy());
-    let (handle, _, _) = server.official_env("b").await;
+    let (handle, _, run_id) = server.official_env("b").await;
+    write_submission(&server, &run_id, &good_policy());
     let mut harness = server.harness().await;
     // The harness's run; the agent somehow learnt its id.
     let batch = submit(&mut harness, &handle).await.unwrap();
@@ -521,10 +523,10 @@ async fn a_model_at_the_caps_and_a_poll_flood_neither_stall_nor_exhaust() {
         &[("activation", "tanh")],
     );
     assert!(policy.len() < 64 << 20, "{}", policy.len());
-    write_submission(&server, &policy);
+    let (handle, _, run_id) = server.official_env("b").await;
+    write_submission(&server, &run_id, &policy);
     drop(policy);
     let before = peak_rss_kib();
-    let (handle, _, run_id) = server.official_env("b").await;
     let mut agent = server.agent().await;
     let batch = submit(&mut agent, &handle).await.unwrap();
     let start = Instant::now();

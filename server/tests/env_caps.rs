@@ -21,6 +21,7 @@ fn caps(practice: usize, per_connection: usize, official: usize) -> Limits {
         max_practice_envs: practice,
         max_practice_envs_per_connection: per_connection,
         max_official_envs: official,
+        max_run_practice_envs: per_connection,
         practice_idle: HOUR,
         finished_official_idle: HOUR,
     }
@@ -76,6 +77,7 @@ async fn a_full_practice_table_never_refuses_the_harness_an_official_session() {
         counts(&t),
         EnvCounts {
             practice: 4,
+            run_practice: 0,
             official: 0
         }
     );
@@ -97,6 +99,7 @@ async fn a_full_practice_table_never_refuses_the_harness_an_official_session() {
         counts(&t),
         EnvCounts {
             practice: 4,
+            run_practice: 0,
             official: 1
         }
     );
@@ -157,6 +160,7 @@ async fn a_refused_create_env_changes_nothing() {
         before,
         EnvCounts {
             practice: 3,
+            run_practice: 0,
             official: 0
         }
     );
@@ -192,6 +196,7 @@ async fn a_refused_create_env_changes_nothing() {
         counts(&t),
         EnvCounts {
             practice: 3,
+            run_practice: 0,
             official: 1
         }
     );
@@ -217,12 +222,21 @@ async fn idle_practice_envs_make_room_and_the_practice_cap_holds() {
     assert_eq!(err.code(), Some(Code::ResourceExhausted));
     tokio::time::sleep(Duration::from_millis(250)).await;
     envs[0].reset(Some(1)).await.unwrap();
-    // Two idle envs are dropped; the one just used survives.
+    // One idle env is dropped, only as many as the new one needs; the one just used survives.
     client.create("cartpole-balance").await.unwrap();
     envs[0].reset(Some(1)).await.unwrap();
-    let err = envs[1].reset(Some(1)).await.unwrap_err();
-    assert_eq!(err.code(), Some(Code::NotFound));
-    assert_eq!(counts(&t).practice, 2);
+    let mut gone = 0;
+    for env in &mut envs[1..] {
+        match env.reset(Some(1)).await {
+            Ok(_) => {}
+            Err(err) => {
+                assert_eq!(err.code(), Some(Code::NotFound));
+                gone += 1;
+            }
+        }
+    }
+    assert_eq!(gone, 1);
+    assert_eq!(counts(&t).practice, 3);
 }
 
 #[tokio::test]
@@ -268,6 +282,7 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
         counts(&t),
         EnvCounts {
             practice: 1,
+            run_practice: 0,
             official: 2
         }
     );
@@ -321,4 +336,33 @@ async fn an_official_env_never_started_is_reclaimed_once_its_harness_stops_follo
     tokio::time::sleep(Duration::from_millis(500)).await;
     create_official(&mut harness).await.unwrap();
     assert_eq!(counts(&t).official, 1);
+}
+
+#[tokio::test]
+async fn past_the_total_cap_the_biggest_holders_idle_envs_go_first_and_only_as_many_as_needed() {
+    let limits = Limits {
+        practice_idle: Duration::from_millis(200),
+        ..caps(4, 64, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let big = Client::connect(&t.endpoint()).await.unwrap();
+    let small = Client::connect(&t.endpoint()).await.unwrap();
+    let mut bigs = Vec::new();
+    for _ in 0..3 {
+        bigs.push(big.create("cartpole-balance").await.unwrap());
+    }
+    let mut small_env = small.create("cartpole-balance").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    // Everyone's envs are idle; a newcomer needs one slot: it comes from the biggest holder.
+    let newcomer = Client::connect(&t.endpoint()).await.unwrap();
+    newcomer.create("cartpole-balance").await.unwrap();
+    small_env.reset(Some(1)).await.unwrap();
+    let mut gone = 0;
+    for env in &mut bigs {
+        if env.reset(Some(1)).await.is_err() {
+            gone += 1;
+        }
+    }
+    assert_eq!(gone, 1, "one env of the biggest holder, and no more");
+    assert_eq!(counts(&t).practice, 4);
 }

@@ -140,11 +140,19 @@ fn played_trajectory() -> Vec<u8> {
     let env = evaluator
         .create_env(Channel::Harness, None, "cartpole-two", true)
         .unwrap();
-    let (session, _) = evaluator.start_eval_session(&env.handle).unwrap();
+    let (session, _) = evaluator
+        .start_eval_session(Channel::Harness, &env.handle)
+        .unwrap();
     for _ in 0..2 {
-        evaluator.reset(&env.handle, None).unwrap();
+        evaluator
+            .reset(Channel::Harness, &env.handle, None)
+            .unwrap();
         while !evaluator
-            .step(&env.handle, &ale_sims::Tensor::scalar_i64(1))
+            .step(
+                Channel::Harness,
+                &env.handle,
+                &ale_sims::Tensor::scalar_i64(1),
+            )
             .unwrap()
             .1
             .is_done()

@@ -1,6 +1,7 @@
 //! The batch pipeline: a submitted policy rolled out by the evaluator itself, in-process, on
 //! hidden seeds.
 //!
+//! - `folder`: each run's own submission folder, its quota, its removal.
 //! - `submission`: the snapshot of the submission file, taken once at submit.
 //! - `policy`: the policy as the pipeline plays it, and the loader for the contract's format.
 //! - `run`: one run's state, progress and trajectory (a reorder buffer keeps its rollout
@@ -8,6 +9,7 @@
 //! - `rollout`: the vectorised loop over a block of envs.
 //! - `pool`: the rayon pool the blocks run on, at a lowered priority, taking turns.
 
+pub(crate) mod folder;
 /// The policy trait and loader hook are public for benchmarks (`ale bench batch` plays a
 /// uniform-random policy through them); `ale serve` always loads with [`policy::load`].
 #[doc(hidden)]
@@ -18,14 +20,14 @@ pub(crate) mod run;
 pub(crate) mod submission;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use ale_proto::BatchId;
 
-use crate::env_table::lock;
+use crate::env_table::{RunScope, lock};
 use crate::error::Error;
+use crate::evaluator::Channel;
 use policy::Loader;
 use pool::Pool;
 use rollout::Block;
@@ -36,9 +38,8 @@ pub use run::{BatchState, BatchStatus};
 /// How the evaluator runs batch evaluations (`ale serve` flags).
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
-    /// Where submissions are read from (`--submission-dir`); `None`: `<state>/submission`.
-    pub submission_dir: Option<PathBuf>,
-    /// The largest submission file read (`--max-submission-bytes`).
+    /// The largest submission file read (`--max-submission-bytes`); a root evaluator sizes
+    /// each run's submission tmpfs to it (see [`folder`]).
     pub max_submission_bytes: u64,
     /// Batch runs queued or running at once (`--max-batch-runs`); beyond it `SubmitBatchEval`
     /// answers `RESOURCE_EXHAUSTED`.
@@ -52,7 +53,6 @@ pub struct BatchOptions {
 impl Default for BatchOptions {
     fn default() -> Self {
         BatchOptions {
-            submission_dir: None,
             max_submission_bytes: 64 << 20,
             max_runs: 4,
             block_size: 64,
@@ -78,8 +78,11 @@ pub(crate) struct Batches {
     in_flight: Arc<AtomicUsize>,
     max_runs: usize,
     block_size: usize,
-    runs: Mutex<HashMap<BatchId, Weak<BatchRun>>>,
+    runs: Mutex<HashMap<BatchId, Entry>>,
 }
+
+/// A run, and the run scope of its official env (whose own channel may ask about it).
+type Entry = (Option<RunScope>, Weak<BatchRun>);
 
 impl Batches {
     pub fn new(options: &BatchOptions, loader: Loader) -> Result<Batches, std::io::Error> {
@@ -109,17 +112,24 @@ impl Batches {
         Ok(Admission(self.in_flight.clone()))
     }
 
-    pub fn insert(&self, run: &Arc<BatchRun>) {
+    /// Adds `run`, the batch run of the official env of `scope`.
+    pub fn insert(&self, run: &Arc<BatchRun>, scope: Option<RunScope>) {
         let mut runs = lock(&self.runs);
         // A run whose env is gone can no longer be asked about.
-        runs.retain(|_, r| r.strong_count() > 0);
-        runs.insert(run.id().clone(), Arc::downgrade(run));
+        runs.retain(|_, (_, r)| r.strong_count() > 0);
+        runs.insert(run.id().clone(), (scope, Arc::downgrade(run)));
     }
 
-    pub fn get(&self, id: &BatchId) -> Result<Arc<BatchRun>, Error> {
+    /// The run `id` names, if `channel` may ask about it: a run's own channel only about its
+    /// run's; otherwise `NOT_FOUND`, as for an id that names nothing.
+    pub fn get(&self, id: &BatchId, channel: Channel) -> Result<Arc<BatchRun>, Error> {
         lock(&self.runs)
             .get(id)
-            .and_then(Weak::upgrade)
+            .filter(|(scope, _)| match channel {
+                Channel::Run(asking) => *scope == Some(asking),
+                Channel::Agent | Channel::Harness => true,
+            })
+            .and_then(|(_, run)| run.upgrade())
             .ok_or_else(|| Error::UnknownBatch(id.clone()))
     }
 

@@ -15,9 +15,70 @@ use crate::env_table::lock;
 /// How long a block plays before it yields its thread to the next one in the queue.
 pub const TIME_SLICE: Duration = Duration::from_millis(20);
 
-/// The nice value added to each pool thread: interactive RPCs on the runtime's threads win
-/// the CPU whenever they want it.
+/// The nice value added to each pool thread, over the process's own: interactive RPCs on the
+/// runtime's threads win the CPU whenever they want it.
 pub const NICE_INCREMENT: i32 = 10;
+
+/// The highest (weakest) nice value Linux has.
+const NICEST: i32 = 19;
+
+/// How a pool thread is made to yield to the serving threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lowered {
+    /// Nice raised to this value (the process's own + [`NICE_INCREMENT`], at most 19).
+    Nice(i32),
+    /// The process is already at nice 19: `SCHED_IDLE`, which runs only when nothing else at
+    /// any nice value wants the CPU.
+    Idle,
+}
+
+/// What a thread of a process at nice `own` becomes.
+fn lowered_from(own: i32) -> Lowered {
+    if own >= NICEST {
+        Lowered::Idle
+    } else {
+        Lowered::Nice(own.saturating_add(NICE_INCREMENT).min(NICEST))
+    }
+}
+
+/// The calling thread's nice value (on Linux the nice value is per thread).
+fn own_nice() -> std::io::Result<i32> {
+    let tid = nix::unistd::gettid().as_raw();
+    let who = libc::id_t::try_from(tid).map_err(std::io::Error::other)?;
+    // getpriority may answer -1 as a value: errno tells an error apart.
+    nix::errno::Errno::clear();
+    // SAFETY: getpriority reads only its integer arguments.
+    let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, who) };
+    if nice == -1 && nix::errno::Errno::last_raw() != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(nice)
+}
+
+/// Lowers the calling thread's scheduling priority below `own`, the nice value of the thread
+/// that built the pool (the serving threads'), whatever it is.
+fn lower_priority(own: i32) {
+    let tid = nix::unistd::gettid().as_raw();
+    let Ok(who) = libc::id_t::try_from(tid) else {
+        return;
+    };
+    let rc = match lowered_from(own) {
+        // SAFETY: setpriority reads only its integer arguments.
+        Lowered::Nice(nice) => unsafe { libc::setpriority(libc::PRIO_PROCESS, who, nice) },
+        Lowered::Idle => {
+            let param = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sched_setscheduler reads the parameter struct it is given, which lives
+            // across the call.
+            unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }
+        }
+    };
+    if rc != 0 {
+        tracing::warn!(
+            error = %std::io::Error::last_os_error(),
+            "could not lower a batch thread's priority; batch runs compete with RPCs as equals"
+        );
+    }
+}
 
 /// A unit of batch work that runs in slices.
 pub trait Slice: Send {
@@ -44,29 +105,18 @@ impl std::fmt::Debug for Pool {
     }
 }
 
-/// Lowers the calling thread's scheduling priority; on Linux the nice value is per thread.
-fn lower_priority() {
-    let tid = nix::unistd::gettid().as_raw();
-    let Ok(who) = libc::id_t::try_from(tid) else {
-        return;
-    };
-    // SAFETY: setpriority reads only its integer arguments.
-    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, who, NICE_INCREMENT) };
-    if rc != 0 {
-        tracing::warn!(
-            error = %std::io::Error::last_os_error(),
-            "could not lower a batch thread's priority; batch runs compete with RPCs as equals"
-        );
-    }
-}
-
 impl Pool {
     /// A pool of `threads` threads (at least 1).
     pub fn new(threads: usize) -> Result<Pool, rayon::ThreadPoolBuildError> {
+        // The builder's own nice value stands for the serving threads'.
+        let own = own_nice().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot read the evaluator's nice value; assuming 0");
+            0
+        });
         let threads = rayon::ThreadPoolBuilder::new()
             .num_threads(threads.max(1))
             .thread_name(|i| format!("ale-batch-{i}"))
-            .start_handler(|_| lower_priority())
+            .start_handler(move |_| lower_priority(own))
             .build()?;
         Ok(Pool {
             threads,
@@ -194,20 +244,63 @@ mod tests {
         assert_eq!(*lock(&log), vec!['a', 'b', 'a', 'b', 'a', 'b']);
     }
 
+    /// The calling thread's scheduling policy and nice value.
+    fn priority_of_this_thread() -> (i32, i32) {
+        // SAFETY: sched_getscheduler(0) asks about the calling thread.
+        let policy = unsafe { libc::sched_getscheduler(0) };
+        (policy, own_nice().unwrap())
+    }
+
+    /// Whether a thread at `(policy, nice)` runs strictly below one at `base`.
+    fn is_lower(thread: (i32, i32), base: (i32, i32)) -> bool {
+        let (policy, nice) = thread;
+        let (base_policy, base_nice) = base;
+        (policy == libc::SCHED_IDLE && base_policy != libc::SCHED_IDLE)
+            || (policy == base_policy && nice > base_nice)
+    }
+
     #[test]
     fn pool_threads_run_at_a_lower_priority() {
+        // Whatever nice value the tests run under (`nice -n 10 cargo test`, or 19).
+        let base = priority_of_this_thread();
         let pool = Pool::new(1).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        let base = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
-        pool.spawn_or(
-            move || {
-                let tid = nix::unistd::gettid().as_raw() as libc::id_t;
-                let _ = tx.send(unsafe { libc::getpriority(libc::PRIO_PROCESS, tid) });
-            },
-            || {},
+        pool.spawn_or(move || tx.send(priority_of_this_thread()).unwrap(), || {});
+        let pool_thread = rx.recv().unwrap();
+        assert!(
+            is_lower(pool_thread, base),
+            "pool thread at (policy, nice) {pool_thread:?}, the serving thread at {base:?}"
         );
-        let nice = rx.recv().unwrap();
-        assert_eq!(nice, (base + NICE_INCREMENT).min(19));
+        if base.1 < NICEST {
+            assert_eq!(pool_thread.1, (base.1 + NICE_INCREMENT).min(NICEST));
+        }
+    }
+
+    #[test]
+    fn a_process_at_nice_19_gets_idle_pool_threads() {
+        assert_eq!(lowered_from(0), Lowered::Nice(10));
+        assert_eq!(lowered_from(10), Lowered::Nice(19));
+        assert_eq!(lowered_from(15), Lowered::Nice(19));
+        assert_eq!(lowered_from(-5), Lowered::Nice(5));
+        assert_eq!(lowered_from(19), Lowered::Idle);
+        // On a thread of its own, so this test's process keeps its priority.
+        std::thread::spawn(|| {
+            // SAFETY: setpriority on the calling thread (tid), integer arguments only.
+            let tid = nix::unistd::gettid().as_raw() as libc::id_t;
+            assert_eq!(
+                unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, NICEST) },
+                0
+            );
+            let base = priority_of_this_thread();
+            let pool = Pool::new(1).unwrap();
+            let (tx, rx) = std::sync::mpsc::channel();
+            pool.spawn_or(move || tx.send(priority_of_this_thread()).unwrap(), || {});
+            let pool_thread = rx.recv().unwrap();
+            assert_eq!(pool_thread.0, libc::SCHED_IDLE, "{pool_thread:?}");
+            assert!(is_lower(pool_thread, base));
+        })
+        .join()
+        .unwrap();
     }
 
     #[test]

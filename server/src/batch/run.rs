@@ -16,6 +16,7 @@ use ale_proto::records::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
 
 use super::Admission;
 use crate::env_table::lock;
+use crate::run_resources::RunResources;
 use crate::seeds::HiddenSeed;
 use crate::session::{PlayedRollout, Session};
 use crate::task::Task;
@@ -111,11 +112,19 @@ pub struct BatchRun {
     stop: OnceLock<Stop>,
     inner: Mutex<Inner>,
     finished: Condvar,
+    /// The run's folder and channel, released as soon as the run has finished.
+    resources: Mutex<Option<RunResources>>,
 }
 
 impl BatchRun {
     /// A queued run over `session` (started: its `session_started` is written).
-    pub fn new(id: BatchId, task: Arc<Task>, session: Session, admission: Admission) -> BatchRun {
+    pub fn new(
+        id: BatchId,
+        task: Arc<Task>,
+        session: Session,
+        admission: Admission,
+        resources: Option<RunResources>,
+    ) -> BatchRun {
         BatchRun {
             id,
             task,
@@ -135,6 +144,19 @@ impl BatchRun {
                 admission: Some(admission),
             }),
             finished: Condvar::new(),
+            resources: Mutex::new(resources),
+        }
+    }
+
+    /// Releases the run's folder and channel once it has finished; called with no lock held
+    /// (releasing takes the env table's).
+    fn release_if_finished(&self) {
+        if !self.is_finished() {
+            return;
+        }
+        let resources = lock(&self.resources).take();
+        if let Some(resources) = resources {
+            resources.end();
         }
     }
 
@@ -255,6 +277,8 @@ impl BatchRun {
         if inner.blocks_left == 0 {
             self.finish(&mut inner);
         }
+        drop(inner);
+        self.release_if_finished();
     }
 
     /// Finishes a run that cannot start (its submission or policy is refused) with `message`.
@@ -262,6 +286,8 @@ impl BatchRun {
         self.stop(Stop::Failed(message));
         let mut inner = lock(&self.inner);
         self.finish(&mut inner);
+        drop(inner);
+        self.release_if_finished();
     }
 
     fn finish(&self, inner: &mut Inner) {

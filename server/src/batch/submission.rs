@@ -38,14 +38,14 @@ impl std::fmt::Debug for Snapshot {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubmissionError {
     #[error(
-        "the submission dir {} cannot be opened as a directory ({cause}); the evaluator's \
-         --submission-dir must be a real directory, not a link",
+        "the run's submission folder {} cannot be opened as a directory ({cause}); it is made \
+         with the run's official env and removed when the run ends: create a new official env",
         .dir.display()
     )]
     Dir { dir: PathBuf, cause: Errno },
     #[error(
-        "the submission has no {entrypoint}: write the policy file into the submission dir \
-         under exactly that name, then call SubmitBatchEval"
+        "the submission has no {entrypoint}: write the policy file into this run's submission \
+         folder (ALE_SUBMISSION_DIR) under exactly that name, then call SubmitBatchEval"
     )]
     Missing { entrypoint: String },
     #[error(

@@ -138,12 +138,14 @@ fn options() -> BatchOptions {
 impl Setup {
     fn submit(&self, policy: &[u8]) -> (BatchId, EvalResultRecordSource) {
         let e = &self.evaluator;
-        std::fs::write(e.submission_dir().join(ENTRYPOINT), policy).unwrap();
         let created = e
             .create_env(Channel::Harness, None, "cartpole-batch", true)
             .unwrap();
         let (session, run_id) = created.official.unwrap();
-        let batch = e.submit_batch_eval(&created.handle).unwrap();
+        std::fs::write(e.run_submission_dir(&run_id).join(ENTRYPOINT), policy).unwrap();
+        let batch = e
+            .submit_batch_eval(Channel::Harness, &created.handle)
+            .unwrap();
         (batch, EvalResultRecordSource { session, run_id })
     }
 
@@ -181,12 +183,15 @@ fn interactive_heuristic(seed_start: u64) -> EvalResultRecord {
         .create_env(Channel::Harness, None, "cartpole-balance", true)
         .unwrap();
     let (session, _) = created.official.unwrap();
-    e.start_eval_session(&created.handle).unwrap();
+    e.start_eval_session(Channel::Harness, &created.handle)
+        .unwrap();
     let mut heuristic = CartPoleHeuristic::default();
     // A Reset after the last rollout is refused: the session is complete.
-    while let Ok((mut obs, _)) = e.reset(&created.handle, None) {
+    while let Ok((mut obs, _)) = e.reset(Channel::Harness, &created.handle, None) {
         loop {
-            let (next, t, _) = e.step(&created.handle, &heuristic.act(&obs)).unwrap();
+            let (next, t, _) = e
+                .step(Channel::Harness, &created.handle, &heuristic.act(&obs))
+                .unwrap();
             obs = next;
             if t.is_done() {
                 break;
@@ -307,7 +312,9 @@ fn runs_in_flight_are_capped_and_misuse_changes_nothing() {
     let created = e
         .create_env(Channel::Harness, None, "cartpole-batch", true)
         .unwrap();
-    let err = e.submit_batch_eval(&created.handle).unwrap_err();
+    let err = e
+        .submit_batch_eval(Channel::Harness, &created.handle)
+        .unwrap_err();
     assert!(matches!(err, Error::TooManyBatchRuns(1)), "{err}");
     assert_eq!(err.code(), tonic::Code::ResourceExhausted);
     // Refused, the env is as it was: once the slow run is gone, it can be submitted.
@@ -319,20 +326,33 @@ fn runs_in_flight_are_capped_and_misuse_changes_nothing() {
         "{status:?}"
     );
     ale_harness::verify::verify_trajectory(&setup.trajectory(&slow_run)).unwrap();
-    std::fs::write(e.submission_dir().join(ENTRYPOINT), b"heuristic").unwrap();
-    let again = e.submit_batch_eval(&created.handle).unwrap();
-    let err = e.submit_batch_eval(&created.handle).unwrap_err();
+    let (_, waiting_run) = created.official.clone().unwrap();
+    std::fs::write(
+        e.run_submission_dir(&waiting_run).join(ENTRYPOINT),
+        b"heuristic",
+    )
+    .unwrap();
+    let again = e
+        .submit_batch_eval(Channel::Harness, &created.handle)
+        .unwrap();
+    let err = e
+        .submit_batch_eval(Channel::Harness, &created.handle)
+        .unwrap_err();
     assert!(matches!(err, Error::AlreadySubmitted(_)), "{err}");
     setup.wait(&again);
 
     let practice = e
         .create_env(Channel::Agent, None, "cartpole-batch", false)
         .unwrap();
-    let err = e.submit_batch_eval(&practice.handle).unwrap_err();
+    let err = e
+        .submit_batch_eval(Channel::Harness, &practice.handle)
+        .unwrap_err();
     assert!(matches!(err, Error::PracticeEnvInBatch(_)), "{err}");
     let interactive = e
         .create_env(Channel::Harness, None, "cartpole-balance", true)
         .unwrap();
-    let err = e.submit_batch_eval(&interactive.handle).unwrap_err();
+    let err = e
+        .submit_batch_eval(Channel::Harness, &interactive.handle)
+        .unwrap_err();
     assert!(matches!(err, Error::NotABatchTask(_)), "{err}");
 }

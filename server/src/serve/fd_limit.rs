@@ -31,12 +31,18 @@ pub fn raise_open_file_limit() -> Result<OpenFileLimit, nix::Error> {
     }
 }
 
-/// The file descriptors set aside for everything but agent connections: one per harness
-/// connection and per official env (its open trajectory), and [`BASELINE_FDS`].
-pub fn reserved_fds(harness_connections: usize, official_envs: usize) -> u64 {
+/// The file descriptors set aside for everything but the shared agent channel's connections:
+/// one per harness connection; per official env its open trajectory, its own agent socket and
+/// that socket's `run_connections`; and [`BASELINE_FDS`].
+pub fn reserved_fds(
+    harness_connections: usize,
+    official_envs: usize,
+    run_connections: usize,
+) -> u64 {
     let count = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    let per_run = count(run_connections).saturating_add(2);
     count(harness_connections)
-        .saturating_add(count(official_envs))
+        .saturating_add(count(official_envs).saturating_mul(per_run))
         .saturating_add(BASELINE_FDS)
 }
 
@@ -52,11 +58,14 @@ mod tests {
 
     #[test]
     fn agents_get_what_is_left_after_the_reserve() {
-        let reserved = reserved_fds(64, 256);
-        assert_eq!(reserved, 448);
-        assert_eq!(agent_connections_that_fit(1024, reserved, 256), 256);
-        assert_eq!(agent_connections_that_fit(600, reserved, 256), 152);
-        assert_eq!(agent_connections_that_fit(400, reserved, 256), 0);
+        let reserved = reserved_fds(64, 256, 16);
+        assert_eq!(reserved, 64 + 256 * 18 + 128);
+        assert_eq!(agent_connections_that_fit(8192, reserved, 256), 256);
+        assert_eq!(
+            agent_connections_that_fit(reserved + 152, reserved, 256),
+            152
+        );
+        assert_eq!(agent_connections_that_fit(4000, reserved, 256), 0);
     }
 
     #[test]

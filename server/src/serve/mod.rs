@@ -7,12 +7,13 @@ pub mod fd_limit;
 pub mod memory;
 mod options;
 mod requests;
+mod run_channels;
 
 use std::net::SocketAddr;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ale_proto::pb::{ale_env_server::AleEnvServer, catalog_server::CatalogServer};
@@ -59,6 +60,8 @@ pub enum ServeError {
         path: PathBuf,
         cause: std::io::Error,
     },
+    #[error("cannot prepare the runs' folders in the state dir: {0}")]
+    RunFolders(PrivateFileError),
     #[error("cannot record the agent endpoint: {0}")]
     EndpointFile(PrivateFileError),
     #[error("cannot build the reflection service: {0}")]
@@ -66,7 +69,8 @@ pub enum ServeError {
     #[error(
         "the open-file limit ({limit}) leaves no file descriptor for agent connections beside \
          the {reserved} set aside for the harness channel, official envs and the evaluator \
-         itself: raise it (ulimit -n), or lower --max-harness-connections or --max-official-envs"
+         itself and every run's own agent socket: raise it (ulimit -n), or lower \
+         --max-harness-connections, --max-official-envs or --max-run-connections"
     )]
     NoRoomForAgents { limit: u64, reserved: u64 },
 }
@@ -82,6 +86,8 @@ pub struct RunningServer {
     stop: watch::Sender<bool>,
     drop_connections: watch::Sender<bool>,
     tasks: Vec<JoinHandle<Result<(), tonic::transport::Error>>>,
+    /// The runs' own agent sockets' serving tasks.
+    run_tasks: Arc<Mutex<Vec<JoinHandle<()>>>>,
 }
 
 impl RunningServer {
@@ -145,6 +151,21 @@ impl RunningServer {
         let ended = tokio::task::spawn_blocking(move || evaluator.shutdown(deadline)).await;
         if let Err(e) = ended {
             tracing::error!(error = %e, "ending the sessions at shutdown failed");
+        }
+        // The runs' sockets stopped with the others (and were dropped with them at the
+        // deadline); their runs have ended now.
+        let _ = self.drop_connections.send(true);
+        let run_tasks = std::mem::take(&mut *crate::env_table::lock(&self.run_tasks));
+        for task in run_tasks {
+            if tokio::time::timeout(DROP_WAIT, task).await.is_err() {
+                tracing::error!(
+                    "a run's agent socket did not stop once its connections were dropped"
+                );
+            }
+        }
+        let sockets = layout::run_agent_sockets_dir(self.evaluator.state_dir());
+        if let Err(e) = crate::batch::folder::remove_all_entries(&sockets) {
+            tracing::warn!(dir = %sockets.display(), error = %e, "cannot remove the runs' agent sockets");
         }
         let _ = std::fs::remove_file(&self.harness_socket);
         let _ = std::fs::remove_file(&self.agent_socket);
@@ -305,6 +326,9 @@ pub async fn start_with(
     let agent_addr = tcp.local_addr().map_err(listen_err)?;
     let harness_socket = layout::harness_socket(evaluator.state_dir());
     let unix = bind_private_socket(&harness_socket, 0o600)?;
+    // Bound: this is the state dir's only evaluator, so no run is live and whatever runs'
+    // folders and sockets are there belong to runs that ended.
+    crate::run_resources::remove_stale(evaluator.state_dir()).map_err(ServeError::RunFolders)?;
     // Sandboxed agents run as another user; the socket is reachable only where it is
     // bind-mounted (or by whoever may enter the folder it is in), like the TCP port.
     let agent_unix = bind_private_socket(&agent_socket, 0o666)?;
@@ -317,6 +341,7 @@ pub async fn start_with(
     replace_private_file(&endpoint_file, endpoints.render().as_bytes(), 0o600)
         .map_err(ServeError::EndpointFile)?;
     let (stop, stopped) = watch::channel(false);
+    let run_stop = stopped.clone();
     let signal = move || {
         let mut stopped = stopped.clone();
         async move {
@@ -342,6 +367,21 @@ pub async fn start_with(
         idle_timeout: None,
         ..agent_admission.clone()
     };
+    let run_tasks = Arc::default();
+    let opener = run_channels::Opener {
+        evaluator: Arc::downgrade(&evaluator),
+        runtime: tokio::runtime::Handle::current(),
+        options: options.clone(),
+        next_id: Arc::clone(&agent_admission.next_id),
+        stop: run_stop,
+        dropped: agent_admission.drop_connections.clone(),
+        tasks: Arc::clone(&run_tasks),
+    };
+    if !evaluator.set_run_channels(Box::new(opener)) {
+        tracing::warn!(
+            "this evaluator is already served elsewhere; its runs' agent sockets stay with that server"
+        );
+    }
     let agent = router(&evaluator, Channel::Agent, &options).await?;
     let agent_local = router(&evaluator, Channel::Agent, &options).await?;
     let harness = router(&evaluator, Channel::Harness, &options).await?;
@@ -371,6 +411,7 @@ pub async fn start_with(
         stop,
         drop_connections,
         tasks,
+        run_tasks,
     })
 }
 
@@ -390,6 +431,7 @@ fn agent_connection_cap(
     let reserved = fd_limit::reserved_fds(
         options.max_harness_connections,
         evaluator.limits().max_official_envs,
+        options.max_run_connections,
     );
     let cap = fd_limit::agent_connections_that_fit(limit, reserved, options.max_agent_connections);
     if cap == 0 {

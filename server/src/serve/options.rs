@@ -64,6 +64,17 @@ pub struct ServeOptions {
     /// How long a shutdown waits for requests in flight before it drops the connections and
     /// ends the sessions anyway (`--shutdown-deadline`).
     pub shutdown_deadline: Duration,
+    /// Connections open at once on one run's own agent socket (`--max-run-connections`);
+    /// counted apart from the shared agent channel's and every other run's.
+    pub max_run_connections: usize,
+    /// Bytes of unfinished request bodies all connections of one run's agent socket may hold
+    /// beyond each one's [`CONNECTION_RESERVE_BYTES`] (`--max-run-request-bytes`): each run's
+    /// own pool, so no run's agent can drain another's or the shared one.
+    pub max_run_request_bytes: usize,
+    /// How long a run's agent socket keeps its connections once the run has ended, so the
+    /// agent can read its last answers (a batch run's final status); no new connection is
+    /// accepted meanwhile (`--run-linger`).
+    pub run_linger: Duration,
 }
 
 impl Default for ServeOptions {
@@ -77,6 +88,9 @@ impl Default for ServeOptions {
             request_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(120),
             shutdown_deadline: Duration::from_secs(5),
+            max_run_connections: 16,
+            max_run_request_bytes: 2 * MAX_MESSAGE_BYTES,
+            run_linger: Duration::from_secs(10),
         }
     }
 }

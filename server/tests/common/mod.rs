@@ -79,12 +79,30 @@ impl TestServer {
         limits: Limits,
         batch: ale_server::BatchOptions,
     ) -> TestServer {
-        let dir = tempfile::tempdir().unwrap();
+        Self::start_in(
+            tempfile::tempdir().unwrap(),
+            tasks,
+            limits,
+            batch,
+            ale_server::serve::ServeOptions::default(),
+        )
+        .await
+    }
+
+    /// Starts on `dir/state` (made, or left by an earlier server) with extra task files, the
+    /// batch pipeline's options and the listeners' bounds.
+    pub async fn start_in(
+        dir: tempfile::TempDir,
+        tasks: &[(&str, String)],
+        limits: Limits,
+        batch: ale_server::BatchOptions,
+        options: ale_server::serve::ServeOptions,
+    ) -> TestServer {
         let registry = if tasks.is_empty() {
             TaskRegistry::builtin().unwrap()
         } else {
             let tasks_dir = dir.path().join("tasks");
-            std::fs::create_dir(&tasks_dir).unwrap();
+            std::fs::create_dir_all(&tasks_dir).unwrap();
             for (name, text) in tasks {
                 std::fs::write(tasks_dir.join(name), text).unwrap();
             }
@@ -99,9 +117,15 @@ impl TestServer {
             &batch,
         )
         .unwrap();
-        let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
-            .await
-            .unwrap();
+        let state = dir.path().join("state");
+        let server = ale_server::serve::start_with(
+            Arc::new(evaluator),
+            "127.0.0.1:0".parse().unwrap(),
+            ale_proto::layout::agent_socket(&state),
+            options,
+        )
+        .await
+        .unwrap();
         TestServer { server, seeds, dir }
     }
 
@@ -157,9 +181,25 @@ impl TestServer {
         (env, session, run_id)
     }
 
-    /// Where the evaluator reads batch submissions.
-    pub fn submission_dir(&self) -> PathBuf {
-        self.server.evaluator().submission_dir().to_path_buf()
+    /// Where the evaluator reads the batch run `run_id`'s submission: its own folder.
+    pub fn submission_dir(&self, run_id: &str) -> PathBuf {
+        self.server
+            .evaluator()
+            .run_submission_dir(&ale_proto::RunId::from_wire(run_id))
+    }
+
+    /// Where the run `run_id`'s agent reaches the evaluator while the run lasts.
+    pub fn run_socket(&self, run_id: &str) -> PathBuf {
+        self.server
+            .evaluator()
+            .run_agent_socket(&ale_proto::RunId::from_wire(run_id))
+    }
+
+    /// A raw client on the run `run_id`'s own agent socket.
+    pub async fn run_agent(&self, run_id: &str) -> AleEnvClient<Channel> {
+        ale_harness::channel::connect(&self.run_socket(run_id))
+            .await
+            .unwrap()
     }
 
     pub fn trajectory_path(&self, run_id: &str) -> PathBuf {

@@ -40,10 +40,10 @@ pub struct ServeArgs {
     /// Official envs held at once (harness channel); practice envs never count against it.
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_official_envs))]
     pub max_official_envs: NonZeroUsize,
-    /// Where batch submissions are read from; created if missing [default: STATE_DIR/submission]
-    #[arg(long, value_name = "DIR")]
-    pub submission_dir: Option<PathBuf>,
-    /// The largest batch submission file read, in bytes.
+    /// Practice envs one run's agent may hold at once over its own socket, apart from the above.
+    #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_run_practice_envs))]
+    pub max_run_practice_envs: NonZeroUsize,
+    /// The largest batch submission file read, in bytes; as root, each batch run's own tmpfs holds this plus 1 MiB.
     #[arg(long, value_name = "BYTES", default_value_t = BatchOptions::default().max_submission_bytes)]
     pub max_submission_bytes: u64,
     /// Batch runs queued or running at once; beyond it SubmitBatchEval is refused.
@@ -78,6 +78,15 @@ pub struct ServeArgs {
     /// Seconds a shutdown waits for requests in flight before dropping their connections.
     #[arg(long, value_name = "SECS", default_value_t = Seconds(ServeOptions::default().shutdown_deadline))]
     pub shutdown_deadline: Seconds,
+    /// Connections open at once on one run's own agent socket; apart from the shared agent channel.
+    #[arg(long, value_name = "N", default_value_t = default_cap(ServeOptions::default().max_run_connections))]
+    pub max_run_connections: NonZeroUsize,
+    /// Bytes of requests not yet answered that one run's agent socket may hold, beyond each connection's 64 KiB.
+    #[arg(long, value_name = "BYTES", default_value_t = default_cap(ServeOptions::default().max_run_request_bytes))]
+    pub max_run_request_bytes: NonZeroUsize,
+    /// Seconds a run's agent socket keeps its connections after the run ends, for the last answers.
+    #[arg(long, value_name = "SECS", default_value_t = Seconds(ServeOptions::default().run_linger))]
+    pub run_linger: Seconds,
 }
 
 /// A positive duration given in seconds, whole or decimal (`5`, `0.5`).
@@ -118,6 +127,7 @@ impl ServeArgs {
             max_practice_envs: self.max_practice_envs.get(),
             max_practice_envs_per_connection: self.max_practice_envs_per_connection.get(),
             max_official_envs: self.max_official_envs.get(),
+            max_run_practice_envs: self.max_run_practice_envs.get(),
             ..Limits::default()
         }
     }
@@ -133,13 +143,15 @@ impl ServeArgs {
             request_timeout: self.request_timeout.0,
             idle_timeout: self.idle_timeout.0,
             shutdown_deadline: self.shutdown_deadline.0,
+            max_run_connections: self.max_run_connections.get(),
+            max_run_request_bytes: self.max_run_request_bytes.get(),
+            run_linger: self.run_linger.0,
         }
     }
 
     /// The batch pipeline's options: the flags, and the library's defaults for the rest.
     pub fn batch_options(&self) -> BatchOptions {
         BatchOptions {
-            submission_dir: self.submission_dir.clone(),
             max_submission_bytes: self.max_submission_bytes,
             max_runs: self.max_batch_runs.get(),
             ..BatchOptions::default()

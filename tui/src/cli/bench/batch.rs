@@ -322,13 +322,18 @@ impl Played {
     }
 }
 
-/// One official run of `task` on the submission already in place: its episodes, its steps and
-/// the wall time from the submit to the finish. Its record is deleted afterwards.
-fn play_once(evaluator: &Evaluator, task: &str) -> anyhow::Result<Played> {
+/// One official run of `task` on the submission `bytes`, written into the run's own folder:
+/// its episodes, its steps and the wall time from the submit to the finish. Its record is
+/// deleted afterwards.
+fn play_once(evaluator: &Evaluator, task: &str, bytes: &[u8]) -> anyhow::Result<Played> {
     let created = evaluator.create_env(Channel::Harness, None, task, true)?;
     let (session, run_id) = created.official.context("an official env has a session")?;
+    std::fs::write(
+        evaluator.run_submission_dir(&run_id).join(ENTRYPOINT),
+        bytes,
+    )?;
     let started = Instant::now();
-    let batch = evaluator.submit_batch_eval(&created.handle)?;
+    let batch = evaluator.submit_batch_eval(Channel::Harness, &created.handle)?;
     let status = loop {
         let status = evaluator.batch_status(Channel::Agent, &batch)?;
         if status.state.is_finished() {
@@ -361,11 +366,10 @@ fn play_case(evaluator: &Evaluator, case: &Case, seconds: f64) -> anyhow::Result
         Submitted::Mlp(sizes) => Layers::random(sizes, 7).file()?,
         Submitted::BalancingMlp => Layers::balancing(7).file()?,
     };
-    std::fs::write(evaluator.submission_dir().join(ENTRYPOINT), bytes)?;
-    play_once(evaluator, case.task)?;
+    play_once(evaluator, case.task, &bytes)?;
     let mut total = Played::default();
     while total.wall.as_secs_f64() < seconds {
-        let run = play_once(evaluator, case.task)?;
+        let run = play_once(evaluator, case.task, &bytes)?;
         total.runs += run.runs;
         total.episodes += run.episodes;
         total.steps += run.steps;

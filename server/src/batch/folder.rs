@@ -1,0 +1,246 @@
+//! A batch run's own submission folder, `<state>/submissions/<run_id>/`: made with the run's
+//! official env, read only by that env's `SubmitBatchEval`, removed when the run ends.
+//!
+//! When the evaluator runs as root the folder is a tmpfs of its own, sized to the submission
+//! cap plus [`QUOTA_SLACK_BYTES`] with at most [`QUOTA_INODES`] files, so the filesystem
+//! enforces the quota: an agent writing past it gets `ENOSPC` and nothing outside its run
+//! notices. Otherwise it is a plain 0700 folder on the state dir's disk, and what an agent may
+//! write there is bounded only by what the harness sets on the agent (`RLIMIT_FSIZE` bounds
+//! each file, not their number); docs/batch.md says what that leaves open.
+
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use ale_proto::RunId;
+use ale_proto::layout;
+use ale_proto::private_files::{PrivateFileError, create_private_dir, ensure_private_dir};
+
+/// What a submission tmpfs holds beyond the submission cap: the folder's own metadata, and
+/// room for an agent to write its file beside a half-written one.
+pub const QUOTA_SLACK_BYTES: u64 = 1 << 20;
+
+/// The files and folders a submission tmpfs may hold: a policy file and what writing it takes,
+/// never a million empty files eating the evaluator's memory.
+pub const QUOTA_INODES: u64 = 1024;
+
+/// How the folder's size is bounded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quota {
+    /// A tmpfs of its own: the filesystem refuses writes past the cap.
+    Tmpfs,
+    /// A plain folder on the state dir's disk (the evaluator is not root, or could not mount).
+    None,
+}
+
+/// A run's submission folder; removed when dropped.
+#[derive(Debug)]
+pub struct SubmissionFolder {
+    path: PathBuf,
+    quota: Quota,
+}
+
+/// Whether this process may mount (a root evaluator).
+fn is_root() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+impl SubmissionFolder {
+    /// Creates `<state>/submissions/<run_id>/` (0700, never reused, through no link), as a
+    /// tmpfs of `max_submission_bytes` + slack when root. Fails, leaving nothing, if the
+    /// folder cannot be made.
+    pub fn create(
+        state_dir: &Path,
+        run_id: &RunId,
+        max_submission_bytes: u64,
+    ) -> Result<SubmissionFolder, PrivateFileError> {
+        ensure_private_dir(&layout::submissions_dir(state_dir))?;
+        let path = layout::run_submission_dir(state_dir, run_id);
+        create_private_dir(&path)?;
+        let quota = if is_root() {
+            match mount_quota(&path, max_submission_bytes) {
+                Ok(()) => Quota::Tmpfs,
+                Err(e) => {
+                    tracing::warn!(
+                        folder = %path.display(),
+                        error = %e,
+                        "cannot mount a tmpfs on a submission folder; its size is not bounded \
+                         by the filesystem"
+                    );
+                    Quota::None
+                }
+            }
+        } else {
+            Quota::None
+        };
+        Ok(SubmissionFolder { path, quota })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn quota(&self) -> Quota {
+        self.quota
+    }
+}
+
+impl Drop for SubmissionFolder {
+    fn drop(&mut self) {
+        if let Err(e) = remove_tree(&self.path) {
+            tracing::warn!(folder = %self.path.display(), error = %e, "cannot remove a run's submission folder");
+        }
+    }
+}
+
+fn mount_quota(path: &Path, max_submission_bytes: u64) -> nix::Result<()> {
+    use nix::mount::{MsFlags, mount};
+    let size = max_submission_bytes.saturating_add(QUOTA_SLACK_BYTES);
+    let options = format!("size={size},nr_inodes={QUOTA_INODES},mode=0700,uid=0,gid=0");
+    mount(
+        Some("ale-submission"),
+        path,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        Some(options.as_str()),
+    )
+}
+
+/// Whether `path` (a directory, not followed if a link) is a mount point: it lies on another
+/// filesystem than its parent.
+fn is_mount_point(path: &Path, metadata: &std::fs::Metadata) -> io::Result<bool> {
+    let Some(parent) = path.parent() else {
+        return Ok(false);
+    };
+    Ok(std::fs::symlink_metadata(parent)?.dev() != metadata.dev())
+}
+
+/// Removes what is at `path`, through no link: a link or a file is unlinked, a folder is
+/// unmounted first if a filesystem is mounted on it (lazily, so an agent still inside cannot
+/// keep it), then removed with all it holds (`remove_dir_all` follows no link inside).
+/// Nothing there is not an error.
+pub fn remove_tree(path: &Path) -> io::Result<()> {
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !metadata.file_type().is_dir() {
+        return std::fs::remove_file(path);
+    }
+    if is_mount_point(path, &metadata)? {
+        use nix::mount::{MntFlags, umount2};
+        umount2(path, MntFlags::MNT_DETACH | MntFlags::UMOUNT_NOFOLLOW).map_err(io::Error::from)?;
+    }
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// Removes every entry of `dir` (see [`remove_tree`]); at start, when no run is live. A
+/// missing `dir` is nothing to do. Returns how many entries went.
+pub fn remove_all_entries(dir: &Path) -> io::Result<usize> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut removed = 0;
+    for entry in entries {
+        let path = entry?.path();
+        match remove_tree(&path) {
+            Ok(()) => removed += 1,
+            Err(e) => {
+                tracing::warn!(path = %path.display(), error = %e, "cannot remove a stale entry")
+            }
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seeds::random_id_bytes;
+
+    fn state() -> (tempfile::TempDir, PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let state = tmp.path().join("state");
+        ensure_private_dir(&state).unwrap();
+        (tmp, state)
+    }
+
+    #[test]
+    fn a_folder_is_private_never_reused_and_gone_when_dropped() {
+        let (_tmp, state) = state();
+        let run = RunId::from_random(random_id_bytes());
+        let folder = SubmissionFolder::create(&state, &run, 1 << 20).unwrap();
+        let path = folder.path().to_path_buf();
+        assert_eq!(path, layout::run_submission_dir(&state, &run));
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().mode() & 0o777,
+            0o700,
+            "{path:?}"
+        );
+        assert!(SubmissionFolder::create(&state, &run, 1 << 20).is_err());
+        std::fs::write(path.join("policy.safetensors"), b"x").unwrap();
+        std::fs::create_dir(path.join("sub")).unwrap();
+        std::fs::write(path.join("sub/deeper"), b"y").unwrap();
+        drop(folder);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn removal_follows_no_link() {
+        let (tmp, state) = state();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"k").unwrap();
+        let run = RunId::from_random(random_id_bytes());
+        let folder = SubmissionFolder::create(&state, &run, 1 << 20).unwrap();
+        std::os::unix::fs::symlink(&outside, folder.path().join("link")).unwrap();
+        drop(folder);
+        assert!(outside.join("keep").exists());
+
+        // A link in place of an entry is unlinked, never followed.
+        let link = tmp.path().join("entry");
+        std::os::unix::fs::symlink(&outside, &link).unwrap();
+        remove_tree(&link).unwrap();
+        assert!(outside.join("keep").exists());
+        assert!(std::fs::symlink_metadata(&link).is_err());
+    }
+
+    #[test]
+    fn as_root_the_filesystem_enforces_the_quota() {
+        if !is_root() {
+            eprintln!("not root: the submission folder is a plain folder, no tmpfs to test");
+            return;
+        }
+        let (_tmp, state) = state();
+        let run = RunId::from_random(random_id_bytes());
+        let cap = 256 << 10;
+        let folder = SubmissionFolder::create(&state, &run, cap).unwrap();
+        if folder.quota() != Quota::Tmpfs {
+            eprintln!("root, but this machine refused the mount: nothing to test");
+            return;
+        }
+        let path = folder.path().to_path_buf();
+        use std::io::Write;
+        let mut file = std::fs::File::create(path.join("filler")).unwrap();
+        let chunk = vec![7u8; 64 << 10];
+        let mut written = 0u64;
+        let err = loop {
+            match file.write_all(&chunk) {
+                Ok(()) => written += chunk.len() as u64,
+                Err(e) => break e,
+            }
+            assert!(written <= cap + QUOTA_SLACK_BYTES, "wrote {written} bytes");
+        };
+        assert_eq!(err.raw_os_error(), Some(libc::ENOSPC), "{err}");
+        assert!(written >= cap, "the cap itself fits: {written}");
+        drop(file);
+        drop(folder);
+        assert!(!path.exists(), "unmounted and removed");
+    }
+}
