@@ -46,6 +46,36 @@ pub fn reserved_fds(
         .saturating_add(BASELINE_FDS)
 }
 
+/// Shared agent-channel connections that must fit beside the reserve for the runs' share of
+/// connections to be kept whole; below it each run's share is lowered instead.
+pub const MIN_SHARED_AGENT_CONNECTIONS: usize = 16;
+
+/// The most connections each run's channel may hold, `wanted` or fewer, such that the reserve
+/// for every official env's share (and the harness's) leaves room under `limit` for
+/// [`MIN_SHARED_AGENT_CONNECTIONS`]; `None` if not even one connection a run fits.
+pub fn run_connections_that_fit(
+    limit: u64,
+    harness_connections: usize,
+    official_envs: usize,
+    wanted: usize,
+) -> Option<usize> {
+    let fits = |run_connections| {
+        reserved_fds(harness_connections, official_envs, run_connections)
+            .saturating_add(MIN_SHARED_AGENT_CONNECTIONS as u64)
+            <= limit
+    };
+    if fits(wanted) {
+        return Some(wanted);
+    }
+    // The largest share that fits: `fits` only turns false as the share grows.
+    let (mut low, mut high) = (0usize, wanted);
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        if fits(mid) { low = mid } else { high = mid - 1 }
+    }
+    (low >= 1).then_some(low)
+}
+
 /// How many of `wanted` agent connections fit under `limit` open files beside `reserved`.
 pub fn agent_connections_that_fit(limit: u64, reserved: u64, wanted: usize) -> usize {
     let room = usize::try_from(limit.saturating_sub(reserved)).unwrap_or(usize::MAX);
@@ -66,6 +96,19 @@ mod tests {
             152
         );
         assert_eq!(agent_connections_that_fit(4000, reserved, 256), 0);
+    }
+
+    #[test]
+    fn a_low_limit_lowers_each_runs_connections_before_it_refuses() {
+        // Roomy: the share asked for.
+        assert_eq!(run_connections_that_fit(20_000, 64, 256, 16), Some(16));
+        // A hard limit of 4,096: 256 runs of 16 do not fit, 256 runs of 13 do.
+        let fitted = run_connections_that_fit(4096, 64, 256, 16).unwrap();
+        assert_eq!(fitted, 13);
+        assert!(reserved_fds(64, 256, fitted) + 16 <= 4096);
+        assert!(reserved_fds(64, 256, fitted + 1) + 16 > 4096);
+        // Not even one connection a run: refused.
+        assert_eq!(run_connections_that_fit(800, 64, 256, 16), None);
     }
 
     #[test]

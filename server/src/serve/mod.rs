@@ -315,9 +315,9 @@ pub async fn start_with(
     evaluator: Arc<Evaluator>,
     listen: SocketAddr,
     agent_socket: PathBuf,
-    options: ServeOptions,
+    mut options: ServeOptions,
 ) -> Result<RunningServer, ServeError> {
-    let agent_connection_cap = agent_connection_cap(&evaluator, &options)?;
+    let agent_connection_cap = agent_connection_cap(&evaluator, &mut options)?;
     let listen_err = |cause| ServeError::Listen {
         addr: listen,
         cause,
@@ -416,10 +416,12 @@ pub async fn start_with(
 }
 
 /// Raises the open-file limit and answers how many agent connections fit under it beside the
-/// file descriptors the harness channel and official envs may need.
+/// file descriptors the harness channel and official envs (each with its run's connections)
+/// may need. A limit too low for every run's share of connections lowers that share in
+/// `options`, with a warning, before it refuses to serve.
 fn agent_connection_cap(
     evaluator: &Evaluator,
-    options: &ServeOptions,
+    options: &mut ServeOptions,
 ) -> Result<usize, ServeError> {
     let limit = match fd_limit::raise_open_file_limit() {
         Ok(limit) => limit.soft,
@@ -428,6 +430,24 @@ fn agent_connection_cap(
             return Ok(options.max_agent_connections);
         }
     };
+    let official_envs = evaluator.limits().max_official_envs;
+    let fitted = fd_limit::run_connections_that_fit(
+        limit,
+        options.max_harness_connections,
+        official_envs,
+        options.max_run_connections,
+    );
+    if let Some(fitted) = fitted.filter(|&n| n < options.max_run_connections) {
+        tracing::warn!(
+            limit,
+            fitted,
+            "the open-file limit holds only {fitted} connections for each of \
+             --max-official-envs {official_envs} runs, fewer than --max-run-connections {}; \
+             raise the hard limit (ulimit -Hn) or lower --max-official-envs",
+            options.max_run_connections
+        );
+        options.max_run_connections = fitted;
+    }
     let reserved = fd_limit::reserved_fds(
         options.max_harness_connections,
         evaluator.limits().max_official_envs,
