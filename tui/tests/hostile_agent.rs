@@ -769,9 +769,6 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
     let policy = kit.dir.join("linear.safetensors");
     let gains = ale_client::policy::CartPoleHeuristic::default().gains;
     std::fs::write(&policy, linear_policy_file(gains)).unwrap();
-    // A file an earlier run left in the submission folder is gone before the agent starts.
-    let leftover = ale_proto::layout::submission_dir(&evaluator.state).join("left-behind");
-    std::fs::write(&leftover, b"an earlier agent's").unwrap();
     let output = Command::new(ALE)
         .args([
             "harness",
@@ -795,7 +792,12 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
         .output()
         .unwrap();
     let run = finished_run("batch submission", &output);
-    assert!(!leftover.exists(), "the submission folder was not emptied");
+    let run_id = run.report["run_id"].as_str().unwrap();
+    let folder = ale_proto::layout::run_submission_dir(
+        &evaluator.state,
+        &ale_proto::RunId::from_wire(run_id.to_string()),
+    );
+    assert!(!folder.exists(), "the run's submission folder outlived it");
     // The evaluator rolled the linear copy of the heuristic out itself: every rollout balanced.
     assert_eq!(run.report["status"], "completed", "{:?}", run.report);
     assert_eq!(
@@ -883,8 +885,8 @@ fn a_batch_run_goes_on_after_its_agent_exits() {
         run.report
     );
     // Nothing the agent wrote outlives the run.
-    let left: Vec<_> = std::fs::read_dir(ale_proto::layout::submission_dir(&evaluator.state))
-        .unwrap()
-        .collect();
+    let left: Vec<_> = std::fs::read_dir(ale_proto::layout::submissions_dir(&evaluator.state))
+        .map(|d| d.collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
 }
