@@ -36,7 +36,7 @@ pub enum HarnessCommand {
     /// Talks to the evaluator serving --state-dir; if none does, starts `ale serve` on it for
     /// the run and stops it afterwards.
     #[command(after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Score an EvalResult: from a trajectory, a run folder or report, or an EvalResult JSON
     /// file (with --task), and print the breakdown.
     #[command(
@@ -84,8 +84,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = ["random", "heuristic"], conflicts_with_all = ["agent", "submission"])]
     pub policy: Option<String>,
     /// A batch task's submission folder: its contract's entrypoint file (e.g.
-    /// policy.safetensors) is copied into the evaluator's submission dir and submitted; no
-    /// agent runs.
+    /// policy.safetensors) is copied into the run's own submission folder in the state dir
+    /// and submitted; no agent runs.
     #[arg(long, value_name = "DIR", conflicts_with = "agent")]
     pub submission: Option<PathBuf>,
     /// A faithfulness verdict ({"pass": bool, "reason": str}), for reproduction-genre tasks.
@@ -248,7 +248,7 @@ pub struct RunsArgs {
 
 pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
     match command {
-        HarnessCommand::Run(args) => run_official(args),
+        HarnessCommand::Run(args) => run_official(*args),
         HarnessCommand::Score(args) => score_file(args),
         HarnessCommand::Verify(args) => verify_path(&args),
         HarnessCommand::Runs(args) => list_runs(&args.state_dir.resolve()),
