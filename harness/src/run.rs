@@ -794,6 +794,34 @@ async fn run_batch_with(
 mod tests {
     use super::*;
 
+    /// The space a run's records still need is reserved without growing the file, and a disk
+    /// without it refuses the run, saying so.
+    #[test]
+    fn records_reserve_their_space_or_refuse_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(HARNESS_LOG_FILE);
+        std::fs::write(&path, b"{}\n").unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        reserve_space(&file, &path, LOG_EVENTS_RESERVE).unwrap();
+        let meta = file.metadata().unwrap();
+        assert_eq!(meta.len(), 3, "the reservation changed the file's size");
+        assert!(
+            std::os::unix::fs::MetadataExt::blocks(&meta) * 512 >= LOG_EVENTS_RESERVE,
+            "nothing was reserved"
+        );
+        let free = nix::sys::statvfs::statvfs(tmp.path()).unwrap();
+        let more = (free.blocks_available() as u64)
+            .saturating_mul(free.fragment_size() as u64)
+            .saturating_mul(2)
+            .max(1 << 30);
+        let refused = reserve_space(&file, &path, more).unwrap_err();
+        assert!(
+            matches!(refused, HarnessError::NoRoom { .. })
+                && refused.to_string().contains("refusing to start the run"),
+            "{refused}"
+        );
+    }
+
     /// Regression: a time budget whose end no `Instant` can hold panicked here.
     #[test]
     fn a_budget_beyond_the_clock_means_no_deadline_not_a_panic() {
