@@ -108,8 +108,10 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
     let options = launch.sandbox;
     let agent_user = launch.agent_user;
     if sandbox::running_as_root() && agent_user.is_none_or(|u| u.uid == 0) {
-        return Err(sandbox::SandboxError::UnknownUser(
-            "(none given, or uid 0: an agent may not run as root)".into(),
+        return Err(sandbox::SandboxError::Unavailable(
+            "the harness runs as root and has no other user for the agent (an agent may not \
+             run as root)"
+                .into(),
         )
         .into());
     }
@@ -353,13 +355,23 @@ impl Agent {
         if !sandboxed {
             command.stdin(Stdio::null());
         }
-        let mut child = command
-            .stdout(writer.try_clone().map_err(launch_err)?)
-            .stderr(writer)
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(launch_err)?;
+        let spawned = writer.try_clone().and_then(|out| {
+            command
+                .stdout(out)
+                .stderr(writer)
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+        });
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                if let Some(cgroup) = &cgroup {
+                    cgroup.remove(&HostCgroupFs);
+                }
+                return Err(launch_err(e));
+            }
+        };
         // The command holds the pipe's write ends until it is dropped; then the log ends when
         // the agent (and everything that shares its output) is gone.
         drop(command);

@@ -202,8 +202,8 @@ impl Report {
         file.sync_all()
     }
 
-    /// Writes the report into `file`, the empty `report.json` the harness made (and reserved
-    /// space for) when the run started.
+    /// Writes the report into `file`, made empty (with its space reserved) when the run
+    /// started.
     pub fn write_into(&self, file: &mut std::fs::File) -> std::io::Result<()> {
         use std::io::Write;
         let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
@@ -212,17 +212,10 @@ impl Report {
         file.sync_all()
     }
 
-    /// Reads `report.json` from `run_dir`. An empty one (a run whose harness has not scored
-    /// it, and reserved the file) is missing.
+    /// Reads `report.json` from `run_dir`.
     pub fn read(run_dir: &Path) -> Result<Report, ReportError> {
         let path = run_dir.join(REPORT_FILE);
         let text = match std::fs::read_to_string(&path) {
-            Ok(text) if text.is_empty() => {
-                return Err(ReportError::Read {
-                    path,
-                    cause: std::io::ErrorKind::NotFound.into(),
-                });
-            }
             Ok(text) => text,
             Err(cause) => return Err(ReportError::Read { path, cause }),
         };

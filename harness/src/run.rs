@@ -173,12 +173,25 @@ async fn prologue(
     })
 }
 
-/// The harness's own log in a run's folder, begun with `harness_started`, and the report
-/// file, empty until the run is scored; the disk space both still need is reserved.
+/// The harness's own log in a run's folder, begun with `harness_started`, and the file the
+/// report will be written into ([`RESERVED_REPORT_FILE`], which becomes `report.json` once the
+/// run is scored); the disk space both still need is reserved.
 struct RunRecords {
     run_dir: PathBuf,
     log: ChainWriter,
     report: std::fs::File,
+}
+
+/// The report's file while the run is going, with its space reserved: `report.json` appears
+/// only whole, as a hard link to it (no new data blocks needed), so an evaluator and `runs`
+/// never see an empty report.
+const RESERVED_REPORT_FILE: &str = ".report.json.reserved";
+
+impl Drop for RunRecords {
+    fn drop(&mut self) {
+        // Written and linked, or the run failed: either way the reservation is done with.
+        let _ = std::fs::remove_file(self.run_dir.join(RESERVED_REPORT_FILE));
+    }
 }
 
 /// What the harness log's remaining events (`result_read`, `run_scored`) take at most.
@@ -256,18 +269,15 @@ fn open_records(
         .open(&log_path)
         .map_err(records_err)?;
     reserve_space(&log_file, &log_path, LOG_EVENTS_RESERVE)?;
-    let report_path = run_dir.join(REPORT_FILE);
+    let report_path = run_dir.join(RESERVED_REPORT_FILE);
     let report = create_private_file(&report_path, 0o600).map_err(|e| records_err(e.into()))?;
-    if let Err(e) = reserve_space(&report, &report_path, report_reserve(episodes)) {
-        // An empty report would stay behind as the record of a run that never started.
-        let _ = std::fs::remove_file(&report_path);
-        return Err(e);
-    }
-    Ok(RunRecords {
+    let records = RunRecords {
         run_dir,
         log,
         report,
-    })
+    };
+    reserve_space(&records.report, &report_path, report_reserve(episodes))?;
+    Ok(records)
 }
 
 /// How every run ends once the authoritative `result` is read: `result_read` in the log, the
@@ -334,6 +344,14 @@ fn conclude(
         .map_err(Unverified::from)?;
     report
         .write_into(&mut records.report)
+        .and_then(|()| {
+            // Never over an existing report.json (EEXIST), and no data to write: the blocks
+            // are the reserved file's.
+            std::fs::hard_link(
+                run_dir.join(RESERVED_REPORT_FILE),
+                run_dir.join(REPORT_FILE),
+            )
+        })
         .map_err(records_err)?;
     match crate::plot::write_run_plots(&run_dir, &report) {
         Ok(()) => {}

@@ -703,8 +703,6 @@ pub fn verify_run_dir(dir: &Path, keys: &RecordKeys) -> Result<RunVerification, 
     let report_path = dir.join(REPORT_FILE);
     let report = match std::fs::read_to_string(&report_path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        // Made, and space reserved for it, when the run started; not yet written.
-        Ok(text) if text.is_empty() => None,
         Err(e) => return Err(broken(REPORT_FILE)(e.to_string())),
         Ok(text) => {
             // Read once: the typed report and, to catch added fields, the JSON as it is.
