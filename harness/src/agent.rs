@@ -12,7 +12,11 @@ use ale_proto::EnvHandle;
 use tokio::process::{Child, Command};
 
 use crate::error::HarnessError;
-use crate::sandbox::{self, LaunchSpec, PinnedPath, SandboxMode, SandboxOptions};
+use crate::sandbox::cgroup::{HostCgroupFs, RunCgroup};
+use crate::sandbox::{
+    self, AgentLimits, Enforcement, LaunchSpec, LimitHit, PinnedPath, SandboxMode, SandboxOptions,
+    UserIds,
+};
 
 /// The most of an agent's output `agent.log` keeps; the rest is counted and dropped.
 pub const AGENT_LOG_LIMIT: u64 = 16 << 20;
@@ -38,12 +42,28 @@ pub struct AgentLaunch<'a> {
     pub hidden: &'a [PathBuf],
     /// Where the agent's output goes (created new).
     pub log: &'a Path,
+    /// When the harness is root: the user the agent runs as (the run's own uid, or the
+    /// operator's `--agent-user`).
+    pub agent_user: Option<UserIds>,
+    /// What a sandboxed agent may use.
+    pub limits: AgentLimits,
+    /// With [`Enforcement::CgroupV2`]: the delegated cgroup the sandbox's own is made in.
+    pub cgroup_parent: Option<&'a Path>,
+    /// Names the sandbox's cgroup (the run id).
+    pub name: &'a str,
 }
 
 pub struct Agent {
     child: Child,
     sandboxed: bool,
     pgid: Option<i32>,
+    /// The launcher's report of the limit that stopped the agent.
+    report: Option<std::fs::File>,
+    /// The sandbox's cgroup, with [`Enforcement::CgroupV2`].
+    cgroup: Option<RunCgroup>,
+    limits: AgentLimits,
+    /// The limit that stopped the agent, once known.
+    stopped_by: Option<LimitHit>,
     /// Fires when the log copier has drained the agent's output (or given up).
     log_done: Option<tokio::sync::oneshot::Receiver<()>>,
 }
@@ -86,19 +106,15 @@ fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
 pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
     let (program, _) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
     let options = launch.sandbox;
-    let agent_user = if sandbox::running_as_root() {
-        let user = sandbox::resolve_user(&options.agent_user)?;
-        if user.uid == 0 {
-            return Err(sandbox::SandboxError::UnknownUser(format!(
-                "{} (uid 0: an agent may not run as root)",
-                options.agent_user
-            ))
-            .into());
-        }
-        Some(user)
-    } else {
-        None
-    };
+    let agent_user = launch.agent_user;
+    if sandbox::running_as_root() && agent_user.is_none_or(|u| u.uid == 0) {
+        return Err(sandbox::SandboxError::Unavailable(
+            "the harness runs as root and has no other user for the agent (an agent may not \
+             run as root)"
+                .into(),
+        )
+        .into());
+    }
     let workdir = options
         .workdir
         .as_deref()
@@ -186,6 +202,8 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         agent_user,
         network: options.network,
         tmp_bytes: sandbox::DEFAULT_TMP_BYTES,
+        limits: launch.limits,
+        report_pipe: false,
         probe: false,
     })
 }
@@ -261,12 +279,62 @@ impl Agent {
         })?;
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
         let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
-        let spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
+        let mut spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
         if let Some(spec) = &spec {
             give_submission_dir(spec)?;
         }
+        // The launcher's report of a limit: the write end becomes its descriptor 3.
+        let (report, report_w) = if sandboxed {
+            let (r, w) = std::io::pipe().map_err(launch_err)?;
+            let r = std::os::fd::OwnedFd::from(r);
+            // Read once the launcher is gone; never waited on.
+            nix::fcntl::fcntl(
+                &r,
+                nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
+            )
+            .map_err(|e| launch_err(e.into()))?;
+            (Some(std::fs::File::from(r)), Some(w))
+        } else {
+            (None, None)
+        };
+        if let Some(spec) = &mut spec {
+            spec.report_pipe = true;
+        }
+        let cgroup = match (sandboxed, launch.limits.enforcement, launch.cgroup_parent) {
+            (true, Enforcement::CgroupV2, Some(parent)) => Some(
+                RunCgroup::create(
+                    &HostCgroupFs,
+                    parent,
+                    &format!("ale-{}", launch.name),
+                    &launch.limits,
+                )
+                .map_err(launch_err)?,
+            ),
+            _ => None,
+        };
         let mut command = if sandboxed {
-            sandbox::launcher_command(launch.ale_exe)
+            let mut command = sandbox::launcher_command(launch.ale_exe);
+            if let Some(w) = &report_w {
+                use std::os::fd::AsRawFd;
+                let fd = w.as_raw_fd();
+                // SAFETY: only dup2(2), async-signal-safe, between fork and exec.
+                unsafe {
+                    command.pre_exec(move || {
+                        // The pipe may be descriptor 3 already: then only its close-on-exec
+                        // flag goes.
+                        let done = if fd == sandbox::LIMIT_REPORT_FD {
+                            libc::fcntl(fd, libc::F_SETFD, 0)
+                        } else {
+                            libc::dup2(fd, sandbox::LIMIT_REPORT_FD)
+                        };
+                        if done < 0 {
+                            return Err(std::io::Error::last_os_error());
+                        }
+                        Ok(())
+                    });
+                }
+            }
+            command
         } else {
             let mut command = Command::new(program);
             command
@@ -287,16 +355,31 @@ impl Agent {
         if !sandboxed {
             command.stdin(Stdio::null());
         }
-        let mut child = command
-            .stdout(writer.try_clone().map_err(launch_err)?)
-            .stderr(writer)
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(launch_err)?;
+        let spawned = writer.try_clone().and_then(|out| {
+            command
+                .stdout(out)
+                .stderr(writer)
+                .process_group(0)
+                .kill_on_drop(true)
+                .spawn()
+        });
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(e) => {
+                if let Some(cgroup) = &cgroup {
+                    cgroup.remove(&HostCgroupFs);
+                }
+                return Err(launch_err(e));
+            }
+        };
         // The command holds the pipe's write ends until it is dropped; then the log ends when
         // the agent (and everything that shares its output) is gone.
         drop(command);
+        drop(report_w);
+        if let (Some(cgroup), Some(pid)) = (&cgroup, child.id()) {
+            // Before the launcher reads its spec, so everything it starts is in the cgroup.
+            cgroup.add(&HostCgroupFs, pid).map_err(launch_err)?;
+        }
         if let Some(spec) = &spec {
             sandbox::send_spec(&mut child, spec)
                 .await
@@ -315,8 +398,46 @@ impl Agent {
             child,
             sandboxed,
             pgid,
+            report,
+            cgroup,
+            limits: launch.limits,
+            stopped_by: None,
             log_done: Some(log_done),
         })
+    }
+
+    /// The limit that stopped the agent, as "agent stopped: memory limit 8 GiB", once the agent
+    /// is gone; `None` if none did.
+    pub fn stopped_by(&mut self) -> Option<String> {
+        if self.stopped_by.is_none()
+            && let Some(mut report) = self.report.take()
+        {
+            // The launcher has exited: its pipe holds its byte, or nothing.
+            let mut byte = [0u8; 1];
+            if let Ok(1) = report.read(&mut byte) {
+                self.stopped_by = LimitHit::from_code(byte[0]);
+            }
+        }
+        if self.stopped_by.is_none()
+            && let Some(cgroup) = &self.cgroup
+        {
+            self.stopped_by = cgroup.limit_hit(&HostCgroupFs);
+        }
+        self.stopped_by.map(|hit| hit.describe(&self.limits))
+    }
+
+    /// Stops the sandbox once its cgroup refused a fork at `pids.max` (the kernel stops a
+    /// sandbox out of memory itself). Called at each poll.
+    pub fn enforce_limits(&mut self) {
+        if self.stopped_by.is_some() {
+            return;
+        }
+        if let Some(cgroup) = &self.cgroup
+            && let Some(hit) = cgroup.limit_hit(&HostCgroupFs)
+        {
+            self.stopped_by = Some(hit);
+            cgroup.kill(&HostCgroupFs);
+        }
     }
 
     /// The exit status, if the agent has exited.
@@ -393,6 +514,10 @@ impl Drop for Agent {
             }
         }
         kill_group(self.pgid);
+        if let Some(cgroup) = &self.cgroup {
+            cgroup.kill(&HostCgroupFs);
+            cgroup.remove(&HostCgroupFs);
+        }
     }
 }
 

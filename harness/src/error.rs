@@ -68,6 +68,25 @@ pub enum HarnessError {
         socket: PathBuf,
         cause: std::io::Error,
     },
+    #[error(
+        "the evaluator made no folder {} for this run's submission ({cause}); an evaluator that \
+         predates per-run submission folders cannot run batch tasks with this harness: upgrade it",
+        .path.display()
+    )]
+    NoRunFolder {
+        path: PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
+        "refusing to start the run: cannot reserve {bytes} bytes for its records in {} ({cause}); \
+         free some space on that disk and run it again",
+        .path.display()
+    )]
+    NoRoom {
+        path: PathBuf,
+        bytes: u64,
+        cause: std::io::Error,
+    },
     #[error("cannot write the run's records in {path}: {cause}")]
     Records {
         path: std::path::PathBuf,

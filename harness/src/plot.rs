@@ -677,6 +677,26 @@ where
 
 /// Writes `plot.png` and `plot.svg` (0600) into a run folder, as new files: a file or link
 /// already there is an error, never overwritten or followed.
+impl PlotError {
+    /// Whether the plot could not be written for lack of disk space (or quota).
+    pub fn is_out_of_space(&self) -> bool {
+        let no_space = |cause: &std::io::Error| {
+            matches!(
+                cause.kind(),
+                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+            )
+        };
+        match self {
+            PlotError::Create {
+                cause: PrivateFileError::Io { cause, .. },
+                ..
+            }
+            | PlotError::Write { cause, .. } => no_space(cause),
+            _ => false,
+        }
+    }
+}
+
 pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), PlotError> {
     let data = PlotData::from_report(report);
     for file in PLOT_FILES {
@@ -687,6 +707,8 @@ pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), PlotError>
             Err(cause) => return Err(PlotError::Create { path, cause }),
         };
         if let Err(cause) = out.write_all(&bytes).and_then(|()| out.sync_all()) {
+            // No half-written plot stays behind.
+            let _ = std::fs::remove_file(&path);
             return Err(PlotError::Write { path, cause });
         }
     }

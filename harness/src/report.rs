@@ -202,6 +202,16 @@ impl Report {
         file.sync_all()
     }
 
+    /// Writes the report into `file`, made empty (with its space reserved) when the run
+    /// started.
+    pub fn write_into(&self, file: &mut std::fs::File) -> std::io::Result<()> {
+        use std::io::Write;
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        file.write_all(text.as_bytes())?;
+        file.write_all(b"\n")?;
+        file.sync_all()
+    }
+
     /// Reads `report.json` from `run_dir`.
     pub fn read(run_dir: &Path) -> Result<Report, ReportError> {
         let path = run_dir.join(REPORT_FILE);
@@ -267,6 +277,7 @@ pub(crate) mod tests {
                 mode: crate::sandbox::SandboxMode::Namespaces,
                 network: crate::sandbox::Network::None,
                 agent_uid: Some(65534),
+                limits: None,
             },
             value: 500.0,
             score: score(

@@ -9,8 +9,10 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use ale_proto::keys::SigningKey;
-use ale_proto::layout::{self, AGENT_LOG_FILE, UNIX_SCHEME};
-use ale_proto::private_files::check_private_dir;
+use std::os::unix::fs::OpenOptionsExt;
+
+use ale_proto::layout::{self, AGENT_LOG_FILE, REPORT_FILE, UNIX_SCHEME};
+use ale_proto::private_files::{check_private_dir, create_private_file};
 use ale_proto::records::{EvalResultRecord, EvalStatus};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
 use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
@@ -171,14 +173,76 @@ async fn prologue(
     })
 }
 
-/// The harness's own log in a run's folder, begun with `harness_started`.
+/// The harness's own log in a run's folder, begun with `harness_started`, and the file the
+/// report will be written into ([`RESERVED_REPORT_FILE`], which becomes `report.json` once the
+/// run is scored); the disk space both still need is reserved.
 struct RunRecords {
     run_dir: PathBuf,
     log: ChainWriter,
+    report: std::fs::File,
 }
 
-/// Opens the harness's log in the run folder of `started.run_id` and writes `started` to it.
-fn open_records(state_dir: &Path, started: &HarnessStarted) -> Result<RunRecords, HarnessError> {
+/// The report's file while the run is going, with its space reserved: `report.json` appears
+/// only whole, as a hard link to it (no new data blocks needed), so an evaluator and `runs`
+/// never see an empty report.
+const RESERVED_REPORT_FILE: &str = ".report.json.reserved";
+
+impl Drop for RunRecords {
+    fn drop(&mut self) {
+        // Written and linked, or the run failed: either way the reservation is done with.
+        let _ = std::fs::remove_file(self.run_dir.join(RESERVED_REPORT_FILE));
+    }
+}
+
+/// What the harness log's remaining events (`result_read`, `run_scored`) take at most.
+const LOG_EVENTS_RESERVE: u64 = 64 << 10;
+
+/// What `report.json` takes at most for a run of `episodes` rollouts.
+fn report_reserve(episodes: u32) -> u64 {
+    (32 << 10) + u64::from(episodes) * 1024
+}
+
+/// Reserves `len` bytes past the end of `file` without changing its size
+/// (`FALLOC_FL_KEEP_SIZE`), so that another run filling the disk cannot make the rest of this
+/// run's records unwritable. A filesystem that cannot reserve space at all is let through
+/// with a warning; one without the space refuses the run.
+fn reserve_space(file: &std::fs::File, path: &Path, len: u64) -> Result<(), HarnessError> {
+    use nix::fcntl::{FallocateFlags, fallocate};
+    let offset = file
+        .metadata()
+        .map_err(|cause| HarnessError::Records {
+            path: path.to_path_buf(),
+            cause,
+        })?
+        .len();
+    let as_off = |n: u64| libc::off_t::try_from(n).unwrap_or(libc::off_t::MAX);
+    match fallocate(
+        file,
+        FallocateFlags::FALLOC_FL_KEEP_SIZE,
+        as_off(offset),
+        as_off(len),
+    ) {
+        Ok(()) => Ok(()),
+        Err(nix::errno::Errno::EOPNOTSUPP) => {
+            tracing::warn!(file = %path.display(), "this filesystem cannot reserve space: a full disk may cut the run's records short");
+            Ok(())
+        }
+        Err(e) => Err(HarnessError::NoRoom {
+            path: path.to_path_buf(),
+            bytes: len,
+            cause: e.into(),
+        }),
+    }
+}
+
+/// Opens the harness's log in the run folder of `started.run_id`, writes `started` to it, and
+/// reserves what the rest of the run's records need (its log's last events and a report of
+/// `episodes` rollouts).
+fn open_records(
+    state_dir: &Path,
+    started: &HarnessStarted,
+    episodes: u32,
+) -> Result<RunRecords, HarnessError> {
     let run_dir = layout::run_dir(state_dir, &started.run_id);
     // The harness writes into the evaluator's run folder only when the whole way there is
     // private to this user and goes through no link.
@@ -193,11 +257,27 @@ fn open_records(state_dir: &Path, started: &HarnessStarted) -> Result<RunRecords
         path: run_dir.clone(),
         cause,
     };
-    let mut log = ChainWriter::create(&run_dir.join(HARNESS_LOG_FILE), Level::Harness)
-        .map_err(records_err)?;
+    let log_path = run_dir.join(HARNESS_LOG_FILE);
+    let mut log = ChainWriter::create(&log_path, Level::Harness).map_err(records_err)?;
     log.append(EventKind::HarnessStarted, started)
         .map_err(records_err)?;
-    Ok(RunRecords { run_dir, log })
+    log.sync().map_err(records_err)?;
+    // The reservation goes on a second descriptor of the same file: the space is the file's.
+    let log_file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&log_path)
+        .map_err(records_err)?;
+    reserve_space(&log_file, &log_path, LOG_EVENTS_RESERVE)?;
+    let report_path = run_dir.join(RESERVED_REPORT_FILE);
+    let report = create_private_file(&report_path, 0o600).map_err(|e| records_err(e.into()))?;
+    let records = RunRecords {
+        run_dir,
+        log,
+        report,
+    };
+    reserve_space(&records.report, &report_path, report_reserve(episodes))?;
+    Ok(records)
 }
 
 /// How every run ends once the authoritative `result` is read: `result_read` in the log, the
@@ -262,8 +342,25 @@ fn conclude(
     };
     let report = Report::from_records(&verified, &verified_log, &prologue.keys, timings)
         .map_err(Unverified::from)?;
-    report.write(&run_dir).map_err(records_err)?;
-    crate::plot::write_run_plots(&run_dir, &report)?;
+    report
+        .write_into(&mut records.report)
+        .and_then(|()| {
+            // Never over an existing report.json (EEXIST), and no data to write: the blocks
+            // are the reserved file's.
+            std::fs::hard_link(
+                run_dir.join(RESERVED_REPORT_FILE),
+                run_dir.join(REPORT_FILE),
+            )
+        })
+        .map_err(records_err)?;
+    match crate::plot::write_run_plots(&run_dir, &report) {
+        Ok(()) => {}
+        // The plots are drawn from the records, which are whole: a full disk costs only them.
+        Err(e) if e.is_out_of_space() => {
+            tracing::warn!(run_dir = %run_dir.display(), error = %e, "the run's plots were not written: no space left; draw them later with `ale plot`");
+        }
+        Err(e) => return Err(e.into()),
+    }
     Ok(report)
 }
 
@@ -314,51 +411,80 @@ async fn run_with(
             })?,
         ];
     let probe_handle = EnvHandle::from_wire(String::new());
-    let submission_dir = layout::submission_dir(&options.state_dir);
-    let launch = |handle, log, submission_dir| AgentLaunch {
+    let sandboxed = options.sandbox.mode.is_sandboxed();
+    // As root: the run's own uid (held until the run is over), or the operator's --agent-user.
+    let agent_user = sandbox::agent_user_for_run(&options.sandbox)?;
+    let agent_ids = agent_user.as_ref().map(|u| u.ids);
+    let (enforcement, cgroup_parent) = if sandboxed {
+        sandbox::choose_enforcement()
+    } else {
+        (sandbox::Enforcement::Rlimits, None)
+    };
+    let launch = |handle, log, agent_socket, submission_dir, limits, name| AgentLaunch {
         command: &options.agent_command,
         handle,
         sandbox: &options.sandbox,
         ale_exe: &options.ale_exe,
-        agent_socket: &evaluator.agent_socket,
-        unsandboxed_endpoint: &evaluator.agent_endpoint,
+        agent_socket,
+        unsandboxed_endpoint: "",
         submission_dir,
         hidden: &hidden,
         log,
+        agent_user: agent_ids,
+        limits,
+        cgroup_parent: cgroup_parent.as_deref(),
+        name,
     };
-    let sandbox_record = if options.sandbox.mode.is_sandboxed() {
-        // Probed with every mount a run may need, the submission folder's included where
-        // there is one (an interactive run needs none).
+    if sandboxed {
+        // Before any official env exists there is no run's socket yet: the shared one shows
+        // that the sandbox can be built, with the agent's user and its program.
         let spec = crate::agent::launch_spec(&launch(
             &probe_handle,
             Path::new(""),
-            submission_dir.is_dir().then_some(submission_dir.as_path()),
+            &evaluator.agent_socket,
+            None,
+            sandbox::agent_limits(&options.sandbox, enforcement, 0),
+            "",
         ))?;
         sandbox::probe(&options.ale_exe, &spec).await?;
-        SandboxRecord {
-            mode: options.sandbox.mode,
-            network: options.sandbox.network,
-            agent_uid: spec.agent_user.map(|u| u.uid),
-        }
-    } else {
-        SandboxRecord {
-            mode: options.sandbox.mode,
-            network: sandbox::Network::Host,
-            agent_uid: None,
-        }
-    };
+    }
     let OfficialEnv {
         handle,
         session_id,
         run_id,
         task,
     } = prologue.channel.create_official(&options.task_id).await?;
-    // A batch task's agent writes its policy into the submission folder, the only host
-    // folder it may write; it starts empty, so no agent sees what an earlier one left.
+    // The run's own channel to the evaluator and, for a batch task, its own submission folder
+    // (the only host folder the agent may write), both made by the evaluator for this run.
+    let agent_socket = layout::run_agent_socket(&options.state_dir, &run_id);
     let batch = task.is_batch();
-    if batch {
-        renew_submission_dir(&submission_dir, &run_id)?;
-    }
+    let submission_dir = batch
+        .then(|| run_submission_dir(&options.state_dir, &run_id))
+        .transpose()?;
+    let limits = sandbox::agent_limits(
+        &options.sandbox,
+        enforcement,
+        task.budgets.time_budget_seconds.unwrap_or(0),
+    );
+    let sandbox_record = if sandboxed {
+        SandboxRecord {
+            mode: options.sandbox.mode,
+            network: options.sandbox.network,
+            agent_uid: agent_ids.map(|u| u.uid),
+            limits: Some(limits),
+        }
+    } else {
+        SandboxRecord {
+            mode: options.sandbox.mode,
+            network: sandbox::Network::Host,
+            agent_uid: None,
+            limits: None,
+        }
+    };
+    let unsandboxed_endpoint = options
+        .endpoint
+        .clone()
+        .unwrap_or_else(|| format!("{UNIX_SCHEME}{}", agent_socket.display()));
     let summary = task_summary(&task);
     let target = task.metric.target;
     let records = open_records(
@@ -370,11 +496,12 @@ async fn run_with(
             agent_endpoint: Some(if sandbox_record.mode.is_sandboxed() {
                 format!("{UNIX_SCHEME}{}", sandbox::SANDBOX_AGENT_SOCKET)
             } else {
-                evaluator.agent_endpoint.clone()
+                unsandboxed_endpoint.clone()
             }),
             sandbox: sandbox_record,
             harness_version: env!("CARGO_PKG_VERSION").into(),
         },
+        summary.episodes,
     )?;
     tracing::info!(%run_id, task = %summary.id, "official env created; launching the agent");
 
@@ -386,11 +513,18 @@ async fn run_with(
         target,
         started,
     };
-    let mut agent = Agent::launch(&launch(
-        &handle,
-        &records.run_dir.join(AGENT_LOG_FILE),
-        batch.then_some(submission_dir.as_path()),
-    ))
+    let agent_log = records.run_dir.join(AGENT_LOG_FILE);
+    let mut agent = Agent::launch(&AgentLaunch {
+        unsandboxed_endpoint: &unsandboxed_endpoint,
+        ..launch(
+            &handle,
+            &agent_log,
+            &agent_socket,
+            submission_dir.as_deref(),
+            limits,
+            run_id.as_str(),
+        )
+    })
     .await?;
     // For a batch task: whether the agent has submitted (its session has begun). The batch run
     // then goes on without it; the agent's part ends at `SubmitBatchEval`.
@@ -398,6 +532,7 @@ async fn run_with(
     let mut harness_reason: Option<String> = None;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
+        agent.enforce_limits();
         let exited = agent.try_exit();
         let overdue = deadline.is_some_and(|d| Instant::now() >= d);
         if batch && !submitted && exited.is_some() && !overdue {
@@ -426,24 +561,26 @@ async fn run_with(
                     _ if batch && submitted => {
                         "the batch run overran the session's time budget".into()
                     }
-                    Some(status) => format!(
-                        "the agent {} before finishing its session",
-                        describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
-                    ),
+                    Some(status) => match agent.stopped_by() {
+                        Some(limit) => format!("{limit}, before finishing its session"),
+                        None => format!(
+                            "the agent {} before finishing its session",
+                            describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
+                        ),
+                    },
                     None => "the agent overran the session's time budget".into(),
                 });
             }
             break record;
         }
     };
-    let exit = describe_exit(
-        agent.finish(EXIT_GRACE).await,
-        options.sandbox.mode.is_sandboxed(),
-    );
-    if batch {
-        // The run played its snapshot; what the agent wrote is no one's to keep.
-        renew_submission_dir(&submission_dir, &run_id)?;
-    }
+    let status = agent.finish(EXIT_GRACE).await;
+    let exit = agent
+        .stopped_by()
+        .unwrap_or_else(|| describe_exit(status, options.sandbox.mode.is_sandboxed()));
+    drop(agent);
+    // The run's uid is free for another run once its sandbox is gone.
+    drop(agent_user);
     let read = ResultRead {
         evaluator_head: result.trajectory_head.clone(),
         status: result.status,
@@ -478,32 +615,22 @@ pub async fn run_batch(
     .await
 }
 
-/// Replaces the submission folder with a new, empty one of the harness's own (0700): a file an
-/// agent left is no later agent's to read or submit, and whatever owner, modes or contents it
-/// gave the old one go with it. The old folder is renamed away first (which follows no link
-/// and cannot be blocked by what is inside), then removed as far as it can be.
-fn renew_submission_dir(dir: &Path, run_id: &RunId) -> Result<(), HarnessError> {
-    let err = |cause| HarnessError::Submission {
-        path: dir.to_path_buf(),
-        cause,
-    };
-    let old = dir.with_file_name(format!(".submission-old-{run_id}"));
-    match std::fs::rename(dir, &old) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(err(e)),
+/// The submission folder the evaluator made for `run_id` with its official env; its absence
+/// (an evaluator that makes none) is an error that says so.
+fn run_submission_dir(state_dir: &Path, run_id: &RunId) -> Result<PathBuf, HarnessError> {
+    let dir = layout::run_submission_dir(state_dir, run_id);
+    match std::fs::symlink_metadata(&dir) {
+        Ok(meta) if meta.is_dir() => Ok(dir),
+        Ok(_) => Err(HarnessError::NoRunFolder {
+            path: dir,
+            cause: std::io::Error::other("not a folder"),
+        }),
+        Err(cause) => Err(HarnessError::NoRunFolder { path: dir, cause }),
     }
-    ale_proto::private_files::create_private_dir(dir).map_err(|e| err(e.into()))?;
-    if let Err(e) = std::fs::remove_dir_all(&old)
-        && e.kind() != std::io::ErrorKind::NotFound
-    {
-        tracing::warn!(folder = %old.display(), error = %e, "cannot remove an old submission folder");
-    }
-    Ok(())
 }
 
-/// Copies `from` to `<state>/submission/<entrypoint>`, replacing what is there at once (a
-/// rename), so the evaluator never reads a half-written file. `from` must be a regular file
+/// Copies `from` to the run's own submission folder, `<state>/submissions/<run_id>/<entrypoint>`,
+/// under a temporary name and then renamed, so the evaluator never reads a half-written file. `from` must be a regular file
 /// itself: a link is not followed (the harness may read what the submitter may not: a link
 /// to the state dir's key once put the key's first bytes into the signed records), and a
 /// hard link to one of the state dir's secret or private keys is refused.
@@ -518,7 +645,7 @@ fn copy_submission(
         cause,
     };
     let mut source = open_submission(state_dir, from).map_err(err)?;
-    let dir = layout::submission_dir(state_dir);
+    let dir = run_submission_dir(state_dir, run_id)?;
     let partial = dir.join(format!(".{entrypoint}.{run_id}.partial"));
     let mut file = ale_proto::private_files::create_private_file(&partial, 0o600)
         .map_err(|e| err(e.into()))?;
@@ -542,7 +669,7 @@ fn copy_submission(
 /// The largest submission the harness copies: the largest policy file any loader reads
 /// (`ale_policy::MAX_FILE_BYTES`); an evaluator refuses files over its own, smaller, cap
 /// (`ale serve --max-submission-bytes`, 64 MiB by default) when it reads the copy.
-const MAX_SUBMISSION_BYTES: u64 = 256 << 20;
+const MAX_SUBMISSION_BYTES: u64 = sandbox::limits::MAX_SUBMISSION_BYTES;
 
 fn too_large() -> std::io::Error {
     std::io::Error::new(
@@ -630,9 +757,11 @@ async fn run_batch_with(
                 mode: sandbox::SandboxMode::None,
                 network: sandbox::Network::None,
                 agent_uid: None,
+                limits: None,
             },
             harness_version: env!("CARGO_PKG_VERSION").into(),
         },
+        summary.episodes,
     )?;
     copy_submission(&options.state_dir, &from, &contract.entrypoint, &run_id)?;
     let batch_id = prologue.channel.submit_batch(&handle).await?;
@@ -682,6 +811,34 @@ async fn run_batch_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The space a run's records still need is reserved without growing the file, and a disk
+    /// without it refuses the run, saying so.
+    #[test]
+    fn records_reserve_their_space_or_refuse_the_run() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(HARNESS_LOG_FILE);
+        std::fs::write(&path, b"{}\n").unwrap();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        reserve_space(&file, &path, LOG_EVENTS_RESERVE).unwrap();
+        let meta = file.metadata().unwrap();
+        assert_eq!(meta.len(), 3, "the reservation changed the file's size");
+        assert!(
+            std::os::unix::fs::MetadataExt::blocks(&meta) * 512 >= LOG_EVENTS_RESERVE,
+            "nothing was reserved"
+        );
+        let free = nix::sys::statvfs::statvfs(tmp.path()).unwrap();
+        let more = (free.blocks_available() as u64)
+            .saturating_mul(free.fragment_size() as u64)
+            .saturating_mul(2)
+            .max(1 << 30);
+        let refused = reserve_space(&file, &path, more).unwrap_err();
+        assert!(
+            matches!(refused, HarnessError::NoRoom { .. })
+                && refused.to_string().contains("refusing to start the run"),
+            "{refused}"
+        );
+    }
 
     /// Regression: a time budget whose end no `Instant` can hold panicked here.
     #[test]

@@ -503,8 +503,19 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
         "{report}"
     );
     let run_dir = PathBuf::from(event["run_dir"].as_str().unwrap());
-    let copied = std::fs::read(state.join("submission").join("policy.safetensors")).unwrap();
-    assert_eq!(copied, file);
+    // The run read the copy in its own folder, which is gone with the run; its snapshot's
+    // digest is the file's.
+    let trajectory = std::fs::read_to_string(run_dir.join("trajectory.jsonl")).unwrap();
+    let digest = {
+        use sha2::Digest;
+        format!("{:x}", sha2::Sha256::digest(&file))
+    };
+    assert!(
+        trajectory.contains(&digest),
+        "no submission_received with {digest}"
+    );
+    let run_id = ale_proto::RunId::from_wire(report["run_id"].as_str().unwrap().to_string());
+    assert!(!ale_proto::layout::run_submission_dir(&state, &run_id).exists());
     let out = ale(&["harness", "verify", run_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
 

@@ -204,6 +204,14 @@ struct Run {
 /// `extra` harness flags. The harness's pid reaches the agent as HOSTILE_HARNESS_PID: the
 /// shell execs into the harness, so `$$` is its pid.
 fn run_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str]) -> Run {
+    let output = start_attack(evaluator, attack, marker, extra)
+        .wait_with_output()
+        .unwrap();
+    finished_run(attack, &output)
+}
+
+/// [`run_attack`], started: the harness runs while the caller does something else.
+fn start_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str]) -> Child {
     let state = evaluator.state.to_str().unwrap();
     let mut script = format!(
         "exec {ALE} harness run --task cartpole-balance --progress json --state-dir {state} \
@@ -217,8 +225,12 @@ fn run_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str])
         script.push(' ');
         script.push_str(&arg);
     }
-    let output = Command::new("sh").args(["-c", &script]).output().unwrap();
-    finished_run(attack, &output)
+    Command::new("sh")
+        .args(["-c", &script])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// The run a successful `ale harness run --progress json` reported on its last line.
@@ -769,9 +781,6 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
     let policy = kit.dir.join("linear.safetensors");
     let gains = ale_client::policy::CartPoleHeuristic::default().gains;
     std::fs::write(&policy, linear_policy_file(gains)).unwrap();
-    // A file an earlier run left in the submission folder is gone before the agent starts.
-    let leftover = ale_proto::layout::submission_dir(&evaluator.state).join("left-behind");
-    std::fs::write(&leftover, b"an earlier agent's").unwrap();
     let output = Command::new(ALE)
         .args([
             "harness",
@@ -795,7 +804,12 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
         .output()
         .unwrap();
     let run = finished_run("batch submission", &output);
-    assert!(!leftover.exists(), "the submission folder was not emptied");
+    let run_id = run.report["run_id"].as_str().unwrap();
+    let folder = ale_proto::layout::run_submission_dir(
+        &evaluator.state,
+        &ale_proto::RunId::from_wire(run_id.to_string()),
+    );
+    assert!(!folder.exists(), "the run's submission folder outlived it");
     // The evaluator rolled the linear copy of the heuristic out itself: every rollout balanced.
     assert_eq!(run.report["status"], "completed", "{:?}", run.report);
     assert_eq!(
@@ -883,8 +897,118 @@ fn a_batch_run_goes_on_after_its_agent_exits() {
         run.report
     );
     // Nothing the agent wrote outlives the run.
-    let left: Vec<_> = std::fs::read_dir(ale_proto::layout::submission_dir(&evaluator.state))
-        .unwrap()
-        .collect();
+    let left: Vec<_> = std::fs::read_dir(ale_proto::layout::submissions_dir(&evaluator.state))
+        .map(|d| d.collect())
+        .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// A run its agent ended by hitting `limit`: the agent's failure, named in the report and the
+/// status message, with records that verify.
+fn assert_stopped_by(run: &Run, limit: &str) {
+    assert_eq!(run.report["agent"]["exit"], limit, "{:?}", run.report);
+    assert_eq!(run.report["agent"]["left_early"], true);
+    let message = run.report["status_message"].as_str().unwrap();
+    assert!(message.contains(limit), "{message}");
+    assert_ne!(run.report["status"], "completed");
+    let (ok, text) = verify_output(&run.run_dir);
+    assert!(ok, "{text}");
+}
+
+#[test]
+fn a_fork_bomb_is_stopped_at_the_process_limit_and_named() {
+    let evaluator = Evaluator::start();
+    let marker = format!("fork-bomb-{}", std::process::id());
+    let run = run_attack(&evaluator, "fork-bomb", &marker, &["--agent-pids", "64"]);
+    assert!(
+        run.agent_log.contains("FORK-BOMB started"),
+        "{}",
+        run.agent_log
+    );
+    assert_stopped_by(&run, "agent stopped: process limit 64");
+    assert_eq!(run.report["sandbox"]["limits"]["tasks"], 64);
+    assert_eq!(host_processes_with(&marker), Vec::<String>::new());
+    // The evaluator serves the next run as before.
+    assert_scored_honestly(&run_attack(&evaluator, "env", "unused", &[]));
+}
+
+#[test]
+fn a_memory_hog_of_many_processes_is_stopped_at_the_memory_limit_and_named() {
+    let evaluator = Evaluator::start();
+    let marker = format!("memory-hog-{}", std::process::id());
+    let run = run_attack(
+        &evaluator,
+        "memory-hog",
+        &marker,
+        &["--agent-memory", "256M"],
+    );
+    assert!(
+        run.agent_log.contains("MEMORY-HOG started"),
+        "{}",
+        run.agent_log
+    );
+    assert_stopped_by(&run, "agent stopped: memory limit 256 MiB");
+    assert_eq!(host_processes_with(&marker), Vec::<String>::new());
+}
+
+#[test]
+fn a_spinning_agent_is_stopped_at_the_cpu_time_limit_and_named() {
+    let evaluator = Evaluator::start();
+    let run = run_attack(&evaluator, "spin", "unused", &["--agent-cpu-seconds", "1"]);
+    assert_stopped_by(&run, "agent stopped: CPU time limit 1 s");
+}
+
+#[test]
+fn an_agent_can_make_no_user_namespace_and_mount_no_tmpfs() {
+    let evaluator = Evaluator::start();
+    let run = run_attack(&evaluator, "userns", "unused", &[]);
+    assert_attack_failed(&run, "userns");
+    assert!(
+        run.agent_log.contains("ATTACK mount-tmpfs: FAILED"),
+        "{}",
+        run.agent_log
+    );
+    assert_scored_honestly(&run);
+}
+
+/// As root, two runs at once get two uids from the range, and their records say which.
+#[test]
+fn two_runs_at_once_as_root_get_different_uids() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || !range_is_free() {
+        eprintln!("skipped: needs root");
+        return;
+    }
+    let evaluator = Evaluator::start();
+    // The first run makes the harness's key; two harnesses making it at once is another matter.
+    assert_scored_honestly(&run_attack(&evaluator, "env", "unused", &[]));
+    let first = start_attack(&evaluator, "uid", "unused", &[]);
+    let second = start_attack(&evaluator, "uid", "unused", &[]);
+    let runs = [first, second].map(|child| finished_run("uid", &child.wait_with_output().unwrap()));
+    let uids: Vec<u64> = runs
+        .iter()
+        .map(|run| {
+            let recorded = run.report["sandbox"]["agent_uid"].as_u64().unwrap();
+            assert!(
+                run.agent_log.contains(&format!("UID {recorded}")),
+                "{}",
+                run.agent_log
+            );
+            assert!((200_000..=265_535).contains(&recorded), "{recorded}");
+            assert_scored_honestly(run);
+            recorded
+        })
+        .collect();
+    assert_ne!(uids[0], uids[1], "two runs at once shared a uid");
+}
+
+/// Whether the default range of agent uids is in use by no account on this machine.
+fn range_is_free() -> bool {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    !passwd.lines().any(|line| {
+        line.split(':')
+            .nth(2)
+            .and_then(|uid| uid.parse::<u32>().ok())
+            .is_some_and(|uid| (200_000..=265_535).contains(&uid))
+    })
 }

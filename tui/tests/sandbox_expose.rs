@@ -63,6 +63,9 @@ fn harness_run(
     command
         .current_dir(state.parent().unwrap())
         .args(["harness", "run", "--task", "cartpole-balance"])
+        // The folders these tests make writable for the agent are nobody's (a root harness
+        // would otherwise give each run a uid of its own).
+        .args(["--agent-user", "nobody"])
         .args(["--progress", "json", "--state-dir"])
         .arg(state);
     for (flag, value) in flags {
@@ -433,7 +436,9 @@ fn an_exposed_folder_inside_a_hidden_home_is_read_only_and_its_links_lead_nowher
 /// own, or a link there), it is bound in on its own at that path. A link in a folder the
 /// sandbox shows, to a file in a home, is refused naming the `--expose` that shows it: whoever
 /// placed the link (an earlier agent, in its working directory) would otherwise pick which
-/// hidden file the agent sees.
+/// hidden file the agent sees. The link's folder is shown as the working directory: a folder
+/// of the scratch dir would not be where the checkout (so the scratch dir) lies under `/tmp`,
+/// which the sandbox replaces with its own.
 #[test]
 fn a_plain_program_inside_a_hidden_home_still_runs_on_its_own() {
     let dir = scratch("plain-program");
@@ -445,7 +450,10 @@ fn a_plain_program_inside_a_hidden_home_still_runs_on_its_own() {
     set_mode(&program, 0o755);
     let home_link = home.join("say-link");
     std::os::unix::fs::symlink(&program, &home_link).unwrap();
-    let visible_link = dir.join("say-link");
+    let visible = dir.join("visible");
+    std::fs::create_dir(&visible).unwrap();
+    set_mode(&visible, 0o755);
+    let visible_link = visible.join("say-link");
     std::os::unix::fs::symlink(&program, &visible_link).unwrap();
     let state = dir.join("state");
     let says = |started_by: &Path, flags: &[(&str, &Path)], word: &str| {
@@ -464,7 +472,12 @@ fn a_plain_program_inside_a_hidden_home_still_runs_on_its_own() {
     says(&program, &[], "by-its-path");
     says(&home_link, &[], "by-a-link-in-the-home");
 
-    let refused = harness_run(&state, Some(&home), &[], &[visible_link.to_str().unwrap()]);
+    let refused = harness_run(
+        &state,
+        Some(&home),
+        &[("--workdir", &visible)],
+        &[visible_link.to_str().unwrap()],
+    );
     let text = stderr(&refused);
     assert!(!refused.status.success(), "{text}");
     assert!(
@@ -472,7 +485,11 @@ fn a_plain_program_inside_a_hidden_home_still_runs_on_its_own() {
             && text.contains(&format!("--expose {}`", bin.display())),
         "{text}"
     );
-    says(&visible_link, &[("--expose", &bin)], "by-a-visible-link");
+    says(
+        &visible_link,
+        &[("--workdir", &visible), ("--expose", &bin)],
+        "by-a-visible-link",
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -91,6 +91,12 @@ fn spec(scene: &Scene, script: &str) -> LaunchSpec {
         agent_user,
         network: Network::None,
         tmp_bytes: 16 << 20,
+        limits: sandbox::agent_limits(
+            &sandbox::SandboxOptions::default(),
+            sandbox::Enforcement::Rlimits,
+            60,
+        ),
+        report_pipe: false,
         probe: false,
     }
 }

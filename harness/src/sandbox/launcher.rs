@@ -22,9 +22,11 @@ use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::{ForkResult, Gid, Pid, Uid, fork, pivot_root};
 
 use super::binds::{self, Binding, Kind, MOUNT_ATTR_NODEV, MOUNT_ATTR_NOSUID, MOUNT_ATTR_RDONLY};
+use super::limits::{AgentLimits, Enforcement, LimitHit, Watched};
 use super::{
-    LaunchSpec, Network, PRIVATE_TOP_LEVEL, PROGRAM_NOT_RUNNABLE, PinnedPath, SANDBOX_AGENT_SOCKET,
-    SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME, SANDBOX_SUBMISSION_DIR, SETUP_FAILED, UserIds, mounts,
+    LIMIT_REPORT_FD, LaunchSpec, Network, PRIVATE_TOP_LEVEL, PROGRAM_NOT_RUNNABLE, PinnedPath,
+    SANDBOX_AGENT_SOCKET, SANDBOX_DEFAULT_WORKDIR, SANDBOX_HOME, SANDBOX_SUBMISSION_DIR,
+    SETUP_FAILED, UserIds, mounts,
 };
 
 /// A setup step that failed.
@@ -54,12 +56,19 @@ impl AgentEnd {
 }
 
 /// Runs `spec` and ends the way the agent ended: with its exit status, or killed by the signal
-/// that killed it, so the harness sees the agent's own end. [`SETUP_FAILED`] if the sandbox
-/// could not be built.
+/// that killed it, so the harness sees the agent's own end; the limit that stopped it, if one
+/// did, goes to the harness's report pipe. [`SETUP_FAILED`] if the sandbox could not be built.
 pub(super) fn run(spec: &LaunchSpec) -> ! {
-    match launch(spec) {
-        Ok(AgentEnd::Exited(code)) => std::process::exit(code),
-        Ok(AgentEnd::Killed(signal)) => {
+    let outcome = launch(spec);
+    if let (Ok((_, Some(hit))), true) = (&outcome, spec.report_pipe) {
+        // SAFETY: one write of one byte from a live buffer to the harness's pipe.
+        unsafe {
+            libc::write(LIMIT_REPORT_FD, [hit.code()].as_ptr().cast(), 1);
+        }
+    }
+    match outcome {
+        Ok((AgentEnd::Exited(code), _)) => std::process::exit(code),
+        Ok((AgentEnd::Killed(signal), _)) => {
             // SAFETY: no core file for the launcher (the agent's crash is not its own), then
             // the default action and the signal raised at ourselves.
             unsafe {
@@ -94,7 +103,7 @@ extern "C" fn stop_sandbox(_: libc::c_int) {
     }
 }
 
-fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
+fn launch(spec: &LaunchSpec) -> Setup<(AgentEnd, Option<LimitHit>)> {
     // A harness that dies, even by SIGKILL, takes the sandbox with it.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
     if nix::unistd::getppid().as_raw() as u32 != spec.parent_pid {
@@ -132,7 +141,8 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(fail("pipe"));
     let (to_parent_r, to_parent_w) = pipe()?;
     let (to_child_r, to_child_w) = pipe()?;
-    // PID 1 reports here how the agent ended, which its own exit status cannot tell.
+    // PID 1 reports here how the agent ended, which its own exit status cannot tell: the
+    // signal that killed it (0: none) and the limit that stopped it (0: none).
     let (end_r, end_w) = pipe()?;
     // Held open by the launcher alone: PID 1 sees it hang up if the launcher dies.
     let (life_r, life_w) = pipe()?;
@@ -143,11 +153,25 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
             drop(to_child_w);
             drop(end_r);
             drop(life_w);
-            let code = match sandbox_init(spec, to_parent_w, to_child_r, &life_r) {
-                Ok(AgentEnd::Exited(code)) => code,
+            if spec.report_pipe {
+                // SAFETY: closing the harness's pipe, which the sandbox must not hold.
+                unsafe {
+                    libc::close(LIMIT_REPORT_FD);
+                }
+            }
+            let mut hit = None;
+            let report = |signal: u8, hit: Option<LimitHit>| {
+                use std::io::Write;
+                let _ =
+                    std::fs::File::from(end_w).write_all(&[signal, hit.map_or(0, LimitHit::code)]);
+            };
+            let code = match sandbox_init(spec, to_parent_w, to_child_r, &life_r, &mut hit) {
+                Ok(AgentEnd::Exited(code)) => {
+                    report(0, hit);
+                    code
+                }
                 Ok(AgentEnd::Killed(signal)) => {
-                    use std::io::Write;
-                    let _ = std::fs::File::from(end_w).write_all(&[signal as u8]);
+                    report(signal as u8, hit);
                     128 + signal as i32
                 }
                 Err(Failure(why)) => {
@@ -181,15 +205,25 @@ fn launch(spec: &LaunchSpec) -> Setup<AgentEnd> {
             }
             let end = wait_for(child);
             drop(life_w);
-            let mut reported = [0u8; 1];
-            let read = std::io::Read::read(&mut std::fs::File::from(end_r), &mut reported);
-            Ok(match (end, read) {
+            let mut reported = [0u8; 2];
+            let read =
+                std::io::Read::read_exact(&mut std::fs::File::from(end_r), &mut reported).is_ok();
+            let [signal, hit] = reported;
+            let hit = read.then(|| LimitHit::from_code(hit)).flatten();
+            let end = match end {
                 // PID 1 exited on the agent's behalf: the agent was killed by this signal.
-                (AgentEnd::Exited(_), Ok(1)) => {
-                    Signal::try_from(i32::from(reported[0])).map_or(end, AgentEnd::Killed)
+                AgentEnd::Exited(_) if read && signal != 0 => {
+                    Signal::try_from(i32::from(signal)).map_or(end, AgentEnd::Killed)
                 }
                 _ => end,
-            })
+            };
+            // A signal the kernel sends at an rlimit names that limit.
+            let hit = hit.or(match end {
+                AgentEnd::Killed(Signal::SIGXCPU) => Some(LimitHit::CpuTime),
+                AgentEnd::Killed(Signal::SIGXFSZ) => Some(LimitHit::FileSize),
+                _ => None,
+            });
+            Ok((end, hit))
         }
     }
 }
@@ -266,6 +300,7 @@ fn sandbox_init(
     to_parent: std::os::fd::OwnedFd,
     from_parent: std::os::fd::OwnedFd,
     lifeline: &std::os::fd::OwnedFd,
+    hit: &mut Option<LimitHit>,
 ) -> Setup<AgentEnd> {
     // If the launcher dies, so does the sandbox: PID 1 exiting kills the namespace.
     die_with_launcher(lifeline)?;
@@ -290,6 +325,7 @@ fn sandbox_init(
             let (uid, gid) = (Uid::effective().as_raw(), Gid::effective().as_raw());
             unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("cannot create the user namespace"))?;
             map_own_ids("/proc/self", uid, gid, true)?;
+            forbid_user_namespaces()?;
         }
     }
     nix::sys::prctl::set_no_new_privs().map_err(fail("prctl(NO_NEW_PRIVS)"))?;
@@ -311,36 +347,139 @@ fn sandbox_init(
             .iter()
             .map(|(k, v)| format!("{k}={v}").into_bytes()),
     )?;
+    let watched = Watched::of(&spec.limits);
+    // SIGCHLD is waited for, with a timeout, between the watchdog's rounds.
+    let mut sigchld = SigSet::empty();
+    sigchld.add(Signal::SIGCHLD);
+    sigchld.thread_block().map_err(fail("sigprocmask"))?;
     // SAFETY: single-threaded.
     match unsafe { fork() }.map_err(fail("fork"))? {
         ForkResult::Child => {
             let _ = nix::unistd::setsid();
-            let error = match nix::unistd::chdir(&workdir) {
-                Err(e) => format!("cannot enter {}: {e}", workdir.display()),
-                Ok(()) => match nix::unistd::execve(&program, &argv, &envp) {
-                    Err(e) => format!("cannot run {}: {e}", program.to_string_lossy()),
-                    Ok(never) => match never {},
+            let _ = sigchld.thread_unblock();
+            let error = match apply_rlimits(&spec.limits) {
+                Err(Failure(why)) => why,
+                Ok(()) => match nix::unistd::chdir(&workdir) {
+                    Err(e) => format!("cannot enter {}: {e}", workdir.display()),
+                    Ok(()) => match nix::unistd::execve(&program, &argv, &envp) {
+                        Err(e) => format!("cannot run {}: {e}", program.to_string_lossy()),
+                        Ok(never) => match never {},
+                    },
                 },
             };
             eprintln!("ale sandbox: {error}");
             // SAFETY: ends the forked child.
             unsafe { libc::_exit(127) }
         }
-        ForkResult::Parent { child } => Ok(reap_until(child)),
+        ForkResult::Parent { child } => Ok(reap_until(child, &watched, &sigchld, hit)),
     }
 }
 
-/// As PID 1: reaps every process that ends until `agent` does; says how it ended.
-fn reap_until(agent: Pid) -> AgentEnd {
+/// No user namespace may be created in this one (the agent's): without one, the agent can
+/// mount nothing, a tmpfs past its caps included. Needs CAP_SYS_RESOURCE in it, which the
+/// process that made it holds until it drops to the agent's user.
+fn forbid_user_namespaces() -> Setup<()> {
+    std::fs::write("/proc/sys/user/max_user_namespaces", "0\n")
+        .map_err(fail("cannot forbid user namespaces inside the sandbox"))
+}
+
+/// The agent's own rlimits, set just before it is executed (PID 1, the watchdog, keeps its
+/// own). Per process: open files, file size, no core files, CPU time (a backstop to the
+/// watchdog's sum); without a cgroup also the address space and the tasks of its uid, which in
+/// its user namespace are the sandbox's alone.
+fn apply_rlimits(limits: &AgentLimits) -> Setup<()> {
+    use nix::sys::resource::{Resource, setrlimit};
+    let set = |resource: Resource, what: &str, soft: u64, hard: u64| {
+        setrlimit(resource, soft, hard).map_err(fail(format!("cannot limit the agent's {what}")))
+    };
+    set(Resource::RLIMIT_CORE, "core files", 0, 0)?;
+    set(
+        Resource::RLIMIT_NOFILE,
+        "open files",
+        limits.open_files,
+        limits.open_files,
+    )?;
+    set(
+        Resource::RLIMIT_FSIZE,
+        "file size",
+        limits.file_bytes,
+        limits.file_bytes,
+    )?;
+    if let Some(seconds) = limits.cpu_seconds {
+        // SIGXCPU at the soft limit, SIGKILL two seconds later.
+        set(Resource::RLIMIT_CPU, "CPU time", seconds, seconds + 2)?;
+    }
+    if limits.enforcement == Enforcement::Rlimits {
+        set(
+            Resource::RLIMIT_AS,
+            "address space",
+            limits.memory_bytes,
+            limits.memory_bytes,
+        )?;
+        set(Resource::RLIMIT_NPROC, "tasks", limits.tasks, limits.tasks)?;
+    }
+    Ok(())
+}
+
+/// As PID 1: reaps every process that ends until `agent` does; says how it ended. Between
+/// reaps the watchdog sums what the sandbox's processes use (its `/proc` shows only them) and,
+/// when a sum reaches its limit, kills every one of them and records the limit in `hit`.
+fn reap_until(
+    agent: Pid,
+    watched: &Watched,
+    sigchld: &SigSet,
+    hit: &mut Option<LimitHit>,
+) -> AgentEnd {
+    use nix::sys::wait::WaitPidFlag;
+    let watching =
+        watched.memory_bytes.is_some() || watched.tasks.is_some() || watched.cpu_seconds.is_some();
+    // SAFETY: sysconf has no preconditions.
+    let (ticks, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_CLK_TCK).max(1) as u64,
+            libc::sysconf(libc::_SC_PAGESIZE).max(1) as u64,
+        )
+    };
+    let interval = std::time::Duration::from_millis(super::limits::WATCH_INTERVAL_MS);
+    let mut next_round = std::time::Instant::now();
     loop {
-        match nix::sys::wait::wait() {
-            Ok(status) if status.pid() == Some(agent) => {
-                if let Some(end) = AgentEnd::from_wait(status) {
-                    return end;
+        // Everything that has ended so far.
+        loop {
+            match waitpid(None, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) => break,
+                Ok(status) if status.pid() == Some(agent) => {
+                    if let Some(end) = AgentEnd::from_wait(status) {
+                        return end;
+                    }
+                }
+                Ok(_) | Err(Errno::EINTR) => continue,
+                Err(_) => return AgentEnd::Exited(SETUP_FAILED),
+            }
+        }
+        let now = std::time::Instant::now();
+        if watching && hit.is_none() && now >= next_round {
+            let usage = super::limits::sandbox_usage(Path::new("/proc"), page);
+            if let Some(limit) = watched.exceeded(&usage, ticks) {
+                *hit = Some(limit);
+                // SAFETY: kill(-1) from PID 1 signals every other process of its namespace.
+                unsafe {
+                    libc::kill(-1, libc::SIGKILL);
                 }
             }
-            Ok(_) | Err(Errno::EINTR) => continue,
-            Err(_) => return AgentEnd::Exited(SETUP_FAILED),
+            next_round = now + interval;
+        }
+        let wait = if watching && hit.is_none() {
+            next_round.saturating_duration_since(std::time::Instant::now())
+        } else {
+            std::time::Duration::from_secs(3600)
+        };
+        let timeout = libc::timespec {
+            tv_sec: wait.as_secs() as libc::time_t,
+            tv_nsec: wait.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: waits for a blocked signal; the set and the timeout outlive the call.
+        unsafe {
+            libc::sigtimedwait(sigchld.as_ref(), std::ptr::null_mut(), &timeout);
         }
     }
 }
@@ -375,6 +514,8 @@ fn enter_user_namespace_as(
             "the launcher could not map the agent's user into the sandbox".into(),
         ));
     }
+    // While this process still holds its capabilities in the new namespace.
+    forbid_user_namespaces()?;
     let gid = Gid::from_raw(agent.gid);
     let uid = Uid::from_raw(agent.uid);
     nix::unistd::setgroups(&[gid]).map_err(fail("setgroups"))?;

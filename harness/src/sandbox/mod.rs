@@ -14,17 +14,21 @@
 
 #[cfg(target_os = "linux")]
 mod binds;
+pub mod cgroup;
 mod folders;
 #[cfg(target_os = "linux")]
 mod launcher;
+pub mod limits;
 #[cfg(target_os = "linux")]
 mod mounts;
 mod pinned;
 mod program;
+pub mod uids;
 
 use std::path::{Path, PathBuf};
 
 pub use folders::{resolve_exposed, resolve_workdir};
+pub use limits::{AgentLimits, Enforcement, LimitHit};
 pub use pinned::{FileId, PinnedPath};
 pub use program::{
     AgentProgram, HiddenProgram, MissingFolder, ProgramFile, SandboxView, Unseen, program_binding,
@@ -53,8 +57,9 @@ pub const LAUNCHER_SUBCOMMAND: &str = "sandbox-exec";
 /// Environment variables an agent inherits from the harness, besides `ALE_ENDPOINT`,
 /// `ALE_ENV_HANDLE`, `HOME` (set by the sandbox) and `--env` pairs.
 pub const INHERITED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
-/// The user an agent runs as when the harness is root, unless `--agent-user` says otherwise.
-pub const DEFAULT_AGENT_USER: &str = "nobody";
+/// The descriptor on which the launcher tells the harness which limit stopped the agent (one
+/// byte, [`LimitHit::code`]), when the spec says the harness opened it ([`LaunchSpec::report_pipe`]).
+pub const LIMIT_REPORT_FD: i32 = 3;
 /// The size limit of the sandbox's private `/tmp` (it lives in memory).
 pub const DEFAULT_TMP_BYTES: u64 = 1 << 30;
 
@@ -135,6 +140,11 @@ pub struct LaunchSpec {
     pub network: Network,
     /// The size limit of the private `/tmp`, in bytes.
     pub tmp_bytes: u64,
+    /// What the agent may use.
+    pub limits: AgentLimits,
+    /// Whether [`LIMIT_REPORT_FD`] is the harness's pipe for the limit that stopped the agent.
+    #[serde(default)]
+    pub report_pipe: bool,
     /// Set everything up, then exit 0 without starting the agent.
     pub probe: bool,
 }
@@ -147,6 +157,10 @@ pub struct SandboxRecord {
     pub network: Network,
     /// The uid the agent ran as, when the harness (root) dropped it to another user.
     pub agent_uid: Option<u32>,
+    /// What the agent could use, and how that was enforced; absent in records of harnesses
+    /// that set no limits, and for unsandboxed agents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<AgentLimits>,
 }
 
 /// How every view of an unsandboxed run marks it.
@@ -167,10 +181,24 @@ impl SandboxRecord {
             Network::None => "offline",
             Network::Host => "host network",
         };
-        match self.agent_uid {
-            Some(uid) => format!("sandboxed ({network}, uid {uid})"),
-            None => format!("sandboxed ({network})"),
-        }
+        let uid = self
+            .agent_uid
+            .map_or(String::new(), |uid| format!(", uid {uid}"));
+        let limits = self.limits.map_or(String::new(), |l| {
+            let cpu = l
+                .cpu_seconds
+                .map_or("no CPU time limit".into(), |s| format!("CPU {s} s"));
+            let by = match l.enforcement {
+                Enforcement::CgroupV2 => "cgroup v2",
+                Enforcement::Rlimits => "rlimits",
+            };
+            format!(
+                "; memory {}, {} tasks, {cpu}, by {by}",
+                limits::format_bytes(l.memory_bytes),
+                l.tasks
+            )
+        });
+        format!("sandboxed ({network}{uid}{limits})")
     }
 }
 
@@ -183,10 +211,39 @@ pub struct SandboxOptions {
     /// Host folders shown to the agent read-only at their own paths (`--expose`), such as the
     /// Python installation a venv was made from.
     pub expose: Vec<PathBuf>,
-    /// The user to run as when the harness is root (a name or a numeric uid).
-    pub agent_user: String,
+    /// The user every agent runs as when the harness is root (a name or a numeric uid), in
+    /// place of a uid of its own from [`SandboxOptions::agent_uids`].
+    pub agent_user: Option<String>,
+    /// The uids the agents of a root harness get, one per run.
+    pub agent_uids: uids::UidRange,
     /// `KEY=VALUE` pairs added to the agent's environment.
     pub extra_env: Vec<(String, String)>,
+    /// The sandbox's memory, in bytes.
+    pub memory_bytes: u64,
+    /// The sandbox's tasks (processes and threads).
+    pub tasks: u64,
+    pub cpu: CpuLimit,
+}
+
+/// The CPU time an agent gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuLimit {
+    /// Its task's time budget in CPU seconds ([`limits::default_cpu_seconds`]).
+    #[default]
+    TaskBudget,
+    Seconds(u64),
+    /// None: only the session's time budget ends it.
+    Unbounded,
+}
+
+impl CpuLimit {
+    pub fn seconds(self, time_budget_seconds: u64) -> Option<u64> {
+        match self {
+            CpuLimit::TaskBudget => Some(limits::default_cpu_seconds(time_budget_seconds)),
+            CpuLimit::Seconds(s) => Some(s),
+            CpuLimit::Unbounded => None,
+        }
+    }
 }
 
 impl Default for SandboxOptions {
@@ -196,8 +253,12 @@ impl Default for SandboxOptions {
             network: Network::None,
             workdir: None,
             expose: Vec::new(),
-            agent_user: DEFAULT_AGENT_USER.into(),
+            agent_user: None,
+            agent_uids: uids::DEFAULT_AGENT_UID_RANGE,
             extra_env: Vec::new(),
+            memory_bytes: limits::DEFAULT_MEMORY_BYTES,
+            tasks: limits::DEFAULT_TASKS,
+            cpu: CpuLimit::TaskBudget,
         }
     }
 }
@@ -229,6 +290,8 @@ pub enum SandboxError {
     ProgramHidden(HiddenProgram),
     #[error("cannot start the agent: {0}")]
     ProgramNotRunnable(String),
+    #[error("cannot give the agent a uid of its own: {0}")]
+    AgentUid(#[from] uids::UidError),
     #[error("--env {0:?}: expected KEY=VALUE with KEY made of letters, digits and '_'")]
     BadEnv(String),
     #[error("--env {0}: this variable is set by the harness and cannot be overridden")]
@@ -337,6 +400,79 @@ pub fn resolve_user(user: &str) -> Result<UserIds, SandboxError> {
         .ok_or_else(|| SandboxError::UnknownUser(user.to_string()))
 }
 
+/// The user a run's agent runs as when the harness is root, and the hold on it.
+#[derive(Debug)]
+pub struct AgentUser {
+    pub ids: UserIds,
+    /// The lock on a uid taken from the range; `None` for an `--agent-user`.
+    _held: Option<uids::HeldUid>,
+}
+
+/// The agent's user for one run: none when the harness is not root (the agent keeps the
+/// harness's uid, in a user namespace of its own); the `--agent-user` when one is given (every
+/// run then shares it); else a uid of the run's own from the range, held until the returned
+/// value is dropped.
+pub fn agent_user_for_run(options: &SandboxOptions) -> Result<Option<AgentUser>, SandboxError> {
+    if !running_as_root() || !options.mode.is_sandboxed() {
+        return Ok(None);
+    }
+    if let Some(name) = &options.agent_user {
+        let ids = resolve_user(name)?;
+        if ids.uid == 0 {
+            return Err(SandboxError::UnknownUser(format!(
+                "{name} (uid 0: an agent may not run as root)"
+            )));
+        }
+        return Ok(Some(AgentUser { ids, _held: None }));
+    }
+    let held = uids::take_uid(
+        options.agent_uids,
+        Path::new(uids::DEFAULT_LOCK_DIR),
+        &uids::TakenIds::of_this_machine(),
+    )?;
+    Ok(Some(AgentUser {
+        ids: UserIds {
+            uid: held.uid,
+            gid: held.uid,
+        },
+        _held: Some(held),
+    }))
+}
+
+/// How this machine bounds a sandbox's totals: a cgroup v2 under the returned parent where
+/// one is delegated to the harness, else rlimits and the watchdog.
+pub fn choose_enforcement() -> (Enforcement, Option<PathBuf>) {
+    match cgroup::detect() {
+        Ok(parent) => (Enforcement::CgroupV2, Some(parent)),
+        Err(why) => {
+            tracing::debug!(%why, "no cgroup v2 of the sandbox's own: rlimits bound the agent");
+            (Enforcement::Rlimits, None)
+        }
+    }
+}
+
+/// The limits of an agent whose task has a time budget of `time_budget_seconds`.
+pub fn agent_limits(
+    options: &SandboxOptions,
+    enforcement: Enforcement,
+    time_budget_seconds: u64,
+) -> AgentLimits {
+    AgentLimits {
+        memory_bytes: options.memory_bytes,
+        tasks: options.tasks,
+        cpu_seconds: options.cpu.seconds(time_budget_seconds),
+        // As root the submission folder is a sized tmpfs; otherwise it lies on the state dir's
+        // disk, and no file in it may outgrow a submission.
+        file_bytes: if running_as_root() {
+            limits::FILE_BYTES_AS_ROOT
+        } else {
+            limits::MAX_SUBMISSION_BYTES + limits::FILE_BYTES_SLACK
+        },
+        open_files: limits::OPEN_FILES,
+        enforcement,
+    }
+}
+
 /// Whether the harness runs as root (and so must drop the agent to another user).
 pub fn running_as_root() -> bool {
     // SAFETY: geteuid never fails and touches no memory.
@@ -351,8 +487,10 @@ pub fn running_as_root() -> bool {
 /// sandbox could read from `/proc/1/cmdline`.
 pub fn launcher_main() -> ! {
     // Nothing the harness's own parent left open may reach the agent: a descriptor of a host
-    // folder would lead out of the sandbox's filesystem.
-    close_inherited_descriptors();
+    // folder would lead out of the sandbox's filesystem. The report pipe is kept only if the
+    // spec says the harness opened it, and never passes into the sandbox (close-on-exec, and
+    // closed in its PID 1).
+    close_inherited_descriptors(LIMIT_REPORT_FD + 1);
     let spec = read_spec_from_stdin();
     let spec = match spec {
         Ok(spec) => spec,
@@ -361,6 +499,14 @@ pub fn launcher_main() -> ! {
             std::process::exit(SETUP_FAILED);
         }
     };
+    // SAFETY: fcntl/close on a descriptor number; no memory is touched.
+    unsafe {
+        if spec.report_pipe {
+            libc::fcntl(LIMIT_REPORT_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        } else {
+            libc::close(LIMIT_REPORT_FD);
+        }
+    }
     #[cfg(target_os = "linux")]
     {
         launcher::run(&spec)
@@ -373,10 +519,10 @@ pub fn launcher_main() -> ! {
     }
 }
 
-/// Closes every descriptor above stderr.
-fn close_inherited_descriptors() {
+/// Closes every descriptor from `first` up.
+fn close_inherited_descriptors(first: i32) {
     // SAFETY: close_range(2) with no flags only closes descriptors; none above 2 is in use yet.
-    let closed = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, first as u32, u32::MAX, 0u32) };
     if closed == 0 {
         return;
     }
@@ -391,7 +537,7 @@ fn close_inherited_descriptors() {
     } else {
         1 << 16
     };
-    for fd in 3..max {
+    for fd in first..max {
         // SAFETY: closing a descriptor this process does not use; EBADF is harmless.
         unsafe {
             libc::close(fd);

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
-use ale_harness::sandbox::{Network, SandboxMode, SandboxOptions};
+use ale_harness::sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
 use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
@@ -36,7 +36,7 @@ pub enum HarnessCommand {
     /// Talks to the evaluator serving --state-dir; if none does, starts `ale serve` on it for
     /// the run and stops it afterwards.
     #[command(after_help = RUN_EXAMPLES)]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Score an EvalResult: from a trajectory, a run folder or report, or an EvalResult JSON
     /// file (with --task), and print the breakdown.
     #[command(
@@ -84,8 +84,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = ["random", "heuristic"], conflicts_with_all = ["agent", "submission"])]
     pub policy: Option<String>,
     /// A batch task's submission folder: its contract's entrypoint file (e.g.
-    /// policy.safetensors) is copied into the evaluator's submission dir and submitted; no
-    /// agent runs.
+    /// policy.safetensors) is copied into the run's own submission folder in the state dir
+    /// and submitted; no agent runs.
     #[arg(long, value_name = "DIR", conflicts_with = "agent")]
     pub submission: Option<PathBuf>,
     /// A faithfulness verdict ({"pass": bool, "reason": str}), for reproduction-genre tasks.
@@ -121,13 +121,48 @@ pub struct SandboxArgs {
     /// the state dir, a home, a socket or a key.
     #[arg(long, value_name = "DIR")]
     pub expose: Vec<PathBuf>,
-    /// The user a sandboxed agent runs as when the harness is root (name or uid).
-    #[arg(long, value_name = "USER", default_value = ale_harness::sandbox::DEFAULT_AGENT_USER)]
-    pub agent_user: String,
+    /// When the harness is root: the uids its agents get, one of its own per run (its gid is
+    /// the same number), locked in /run/ale-uids across harness processes; uids of accounts,
+    /// groups and /etc/subuid ranges are passed over.
+    #[arg(
+        long,
+        value_name = "START-END",
+        default_value = ale_harness::sandbox::uids::DEFAULT_AGENT_UIDS,
+        value_parser = parse_uid_range
+    )]
+    pub agent_uids: ale_harness::sandbox::uids::UidRange,
+    /// When the harness is root: one user (name or uid) for every agent, in place of a uid of
+    /// its own per run from --agent-uids. Runs' agents then share that uid, and can signal and
+    /// read each other's files.
+    #[arg(long, value_name = "USER")]
+    pub agent_user: Option<String>,
+    /// The memory of the agent's whole sandbox (K, M, G, T: powers of 1024).
+    #[arg(long, value_name = "SIZE", default_value = "8G", value_parser = ale_harness::sandbox::limits::parse_bytes)]
+    pub agent_memory: u64,
+    /// The tasks (processes and threads) of the agent's whole sandbox.
+    #[arg(long, value_name = "N", default_value_t = ale_harness::sandbox::limits::DEFAULT_TASKS, value_parser = ale_harness::sandbox::limits::parse_tasks)]
+    pub agent_pids: u64,
+    /// The CPU time of the agent's whole sandbox, or `none` [default: the task's time budget,
+    /// one core's worth; 3600 for a task without one]
+    #[arg(long, value_name = "SECONDS", value_parser = parse_cpu_limit)]
+    pub agent_cpu_seconds: Option<CpuLimit>,
     /// An environment variable for the agent (repeatable). Its environment is otherwise only
     /// ALE_ENDPOINT, ALE_ENV_HANDLE, HOME, PATH, LANG and TERM.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_arg)]
     pub env: Vec<(String, String)>,
+}
+
+fn parse_cpu_limit(text: &str) -> Result<CpuLimit, String> {
+    Ok(
+        match ale_harness::sandbox::limits::parse_cpu_seconds(text)? {
+            Some(seconds) => CpuLimit::Seconds(seconds),
+            None => CpuLimit::Unbounded,
+        },
+    )
+}
+
+fn parse_uid_range(text: &str) -> Result<ale_harness::sandbox::uids::UidRange, String> {
+    text.parse()
 }
 
 fn parse_env_arg(pair: &str) -> Result<(String, String), String> {
@@ -160,7 +195,11 @@ impl SandboxArgs {
             workdir: self.workdir.clone(),
             expose: self.expose.clone(),
             agent_user: self.agent_user.clone(),
+            agent_uids: self.agent_uids,
             extra_env: self.env.clone(),
+            memory_bytes: self.agent_memory,
+            tasks: self.agent_pids,
+            cpu: self.agent_cpu_seconds.unwrap_or(CpuLimit::TaskBudget),
         }
     }
 }
@@ -209,7 +248,7 @@ pub struct RunsArgs {
 
 pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
     match command {
-        HarnessCommand::Run(args) => run_official(args),
+        HarnessCommand::Run(args) => run_official(*args),
         HarnessCommand::Score(args) => score_file(args),
         HarnessCommand::Verify(args) => verify_path(&args),
         HarnessCommand::Runs(args) => list_runs(&args.state_dir.resolve()),

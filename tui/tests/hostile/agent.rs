@@ -14,7 +14,19 @@ use std::time::Duration;
 unsafe extern "C" {
     fn fork() -> i32;
     fn setsid() -> i32;
+    fn getuid() -> u32;
+    fn unshare(flags: i32) -> i32;
+    fn mount(
+        source: *const u8,
+        target: *const u8,
+        fstype: *const u8,
+        flags: u64,
+        data: *const u8,
+    ) -> i32;
 }
+
+const CLONE_NEWUSER: i32 = 0x1000_0000;
+const CLONE_NEWNS: i32 = 0x0002_0000;
 
 fn report(attack: &str, outcome: Result<String, String>) {
     match outcome {
@@ -139,6 +151,78 @@ fn main() {
         "env" => {
             for (key, value) in std::env::vars() {
                 println!("ENV {key}={value}");
+            }
+        }
+        "userns" => {
+            // A user namespace of its own would let it mount a tmpfs past its caps.
+            // SAFETY: raw syscalls on static strings.
+            let made = unsafe { unshare(CLONE_NEWUSER) } == 0;
+            report(
+                &attack,
+                if made {
+                    Ok("created a user namespace".into())
+                } else {
+                    Err(format!("unshare(CLONE_NEWUSER): {}", std::io::Error::last_os_error()))
+                },
+            );
+            let mounted = unsafe {
+                unshare(CLONE_NEWNS) == 0
+                    && mount(
+                        c"none".as_ptr().cast(),
+                        c"/tmp".as_ptr().cast(),
+                        c"tmpfs".as_ptr().cast(),
+                        0,
+                        c"size=4g".as_ptr().cast(),
+                    ) == 0
+            };
+            report(
+                "mount-tmpfs",
+                if mounted {
+                    Ok("mounted a tmpfs of 4 GiB on /tmp".into())
+                } else {
+                    Err(format!("{}", std::io::Error::last_os_error()))
+                },
+            );
+        }
+        "uid" => {
+            // SAFETY: getuid has no preconditions.
+            println!("UID {}", unsafe { getuid() });
+            // Long enough for a second run to start beside this one.
+            std::thread::sleep(Duration::from_secs(2));
+        }
+        "fork-bomb" => {
+            println!("FORK-BOMB started");
+            loop {
+                // SAFETY: fork in a single-threaded program; children loop the same way.
+                unsafe { fork() };
+            }
+        }
+        "memory-hog" => {
+            // Eight processes, each well under the per-process bounds, together far over.
+            println!("MEMORY-HOG started");
+            for _ in 0..7 {
+                // SAFETY: fork in a single-threaded program.
+                if unsafe { fork() } == 0 {
+                    break;
+                }
+            }
+            let mut held: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..10 {
+                let mut chunk = vec![0u8; 16 << 20];
+                for page in chunk.chunks_mut(4096) {
+                    page[0] = 1;
+                }
+                held.push(chunk);
+            }
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        "spin" => {
+            println!("SPIN started");
+            let mut x: u64 = 0;
+            loop {
+                x = std::hint::black_box(x.wrapping_add(1));
             }
         }
         other => report(other, Err("unknown attack".into())),
