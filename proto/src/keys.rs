@@ -13,14 +13,14 @@
 //! assert_eq!(encode_public_key(&published).len(), 64);
 //! ```
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
 use crate::layout;
 use crate::private_files::{
-    PrivateFileError, SecretFileError, create_private_file, load_or_create_secret_file,
+    PrivateFileError, SecretFileError, create_whole_private_file, load_or_create_secret_file,
     read_owned_file,
 };
 
@@ -159,29 +159,22 @@ pub fn load_or_create_signing_key(state_dir: &Path, role: KeyRole) -> Result<Sig
         found,
         expected: expected.clone(),
     };
-    let existing = match read_owned_file(&public) {
-        Ok(bytes) => Some(bytes),
-        Err(PrivateFileError::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
-            None
+    // Whole or not at all, so that two processes starting together on a fresh state dir both
+    // find the one public key (the other's, if it was first).
+    match create_whole_private_file(&public, format!("{expected}\n").as_bytes(), 0o644) {
+        Ok(()) => return Ok(key),
+        Err(PrivateFileError::AlreadyExists { .. }) => {}
+        Err(PrivateFileError::Io { cause, .. }) => {
+            return Err(KeyError::WritePublicKey {
+                path: public.clone(),
+                cause,
+            });
         }
         Err(e) => return Err(e.into()),
-    };
-    match existing {
-        Some(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            if text.trim() != expected {
-                return Err(mismatch(text.trim().chars().take(80).collect()));
-            }
-        }
-        None => {
-            let mut file = create_private_file(&public, 0o644)?;
-            file.write_all(format!("{expected}\n").as_bytes())
-                .and_then(|()| file.sync_all())
-                .map_err(|cause| KeyError::WritePublicKey {
-                    path: public.clone(),
-                    cause,
-                })?;
-        }
+    }
+    let text = String::from_utf8_lossy(&read_owned_file(&public)?).to_string();
+    if text.trim() != expected {
+        return Err(mismatch(text.trim().chars().take(80).collect()));
     }
     Ok(key)
 }
@@ -193,6 +186,25 @@ mod tests {
 
     fn mode_of(path: &Path) -> u32 {
         std::fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    }
+
+    #[test]
+    fn processes_starting_together_on_a_fresh_state_dir_agree_on_one_key() {
+        for _ in 0..20 {
+            let tmp = tempfile::tempdir().unwrap();
+            let keys: Vec<_> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| load_or_create_signing_key(tmp.path(), KeyRole::Harness))
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let first = keys[0].as_ref().unwrap().to_bytes();
+            for key in &keys {
+                assert_eq!(key.as_ref().unwrap().to_bytes(), first);
+            }
+        }
     }
 
     #[test]

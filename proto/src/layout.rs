@@ -17,8 +17,6 @@ pub const SUBMISSIONS_DIR: &str = "submissions";
 /// The per-run agent sockets, one per official run: `agents/<run_id>.sock`, bound into that
 /// run's sandbox alone; gone when its run ends.
 pub const RUN_AGENT_SOCKETS_DIR: &str = "agents";
-/// The one shared submission folder of before per-run folders; removed once nothing names it.
-pub const SUBMISSION_DIR: &str = "submission";
 /// The agent channel's URLs, present while an evaluator serves the state dir: see
 /// [`AgentEndpoints`].
 pub const AGENT_ENDPOINT_FILE: &str = "agent.endpoint";
@@ -50,10 +48,6 @@ pub fn runs_dir(state_dir: &Path) -> PathBuf {
 
 pub fn run_dir(state_dir: &Path, run_id: &RunId) -> PathBuf {
     runs_dir(state_dir).join(run_id.as_str())
-}
-
-pub fn submission_dir(state_dir: &Path) -> PathBuf {
-    state_dir.join(SUBMISSION_DIR)
 }
 
 pub fn submissions_dir(state_dir: &Path) -> PathBuf {

@@ -331,6 +331,51 @@ pub fn read_owned_file(path: &Path) -> Result<Vec<u8>, PrivateFileError> {
     read_all(path, file)
 }
 
+/// Creates `path` with exactly `contents`, as [`create_private_file`] would, but whole or not
+/// at all: the bytes are written to a temporary file that is then hard-linked to `path`, so a
+/// process reading `path` meanwhile never sees it empty or half-written. Answers
+/// [`PrivateFileError::AlreadyExists`] when `path` exists (another process may just have made
+/// it), leaving it untouched.
+pub fn create_whole_private_file(
+    path: &Path,
+    contents: &[u8],
+    mode: u32,
+) -> Result<(), PrivateFileError> {
+    let Some(name) = path.file_name() else {
+        return Err(PrivateFileError::WrongType {
+            path: path.to_path_buf(),
+            expected: "regular file",
+            found: "a path with no file name",
+        });
+    };
+    let mut nonce = [0u8; 8];
+    getrandom::fill(&mut nonce).map_err(|e| {
+        PrivateFileError::io(path, "draw a temporary name for")(std::io::Error::other(
+            e.to_string(),
+        ))
+    })?;
+    let mut temp_name = std::ffi::OsString::from(".");
+    temp_name.push(name);
+    temp_name.push(format!(".new-{}", hex::encode(nonce)));
+    let temp = path.with_file_name(temp_name);
+    let written = create_private_file(&temp, mode).and_then(|mut file| {
+        file.write_all(contents)
+            .and_then(|()| file.sync_all())
+            .map_err(PrivateFileError::io(&temp, "write"))
+    });
+    // link(2) never replaces what is there and never follows a link at `path`.
+    let linked = written.and_then(|()| {
+        std::fs::hard_link(&temp, path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => PrivateFileError::AlreadyExists {
+                path: path.to_path_buf(),
+            },
+            _ => PrivateFileError::io(path, "create")(e),
+        })
+    });
+    let _ = std::fs::remove_file(&temp);
+    linked
+}
+
 /// Replaces the small file at `path` with `contents` (mode `mode`) in one step: the new
 /// content goes to a fresh temporary name beside it (created as [`create_private_file`]
 /// does), reaches the disk, and is renamed over `path`. `rename` replaces a link at `path`
@@ -411,25 +456,15 @@ pub enum SecretFileError {
 /// the file does not exist. An existing file must pass [`read_private_file`]'s checks, hold
 /// exactly `N` bytes and not be all zeros.
 pub fn load_or_create_secret_file<const N: usize>(path: &Path) -> Result<[u8; N], SecretFileError> {
-    match create_private_file(path, 0o600) {
-        Ok(mut file) => {
-            let mut secret = [0u8; N];
-            let drawn = getrandom::fill(&mut secret).map_err(|cause| SecretFileError::Random {
-                path: path.to_path_buf(),
-                cause,
-            });
-            let written = drawn.and_then(|()| {
-                file.write_all(&secret)
-                    .and_then(|()| file.sync_all())
-                    .map_err(|e| PrivateFileError::io(path, "write")(e).into())
-            });
-            if let Err(e) = written {
-                // An empty or partial file would only be refused at the next start.
-                let _ = std::fs::remove_file(path);
-                return Err(e);
-            }
-            Ok(secret)
-        }
+    let mut secret = [0u8; N];
+    getrandom::fill(&mut secret).map_err(|cause| SecretFileError::Random {
+        path: path.to_path_buf(),
+        cause,
+    })?;
+    // Whole or not at all: a second process starting on the same state dir reads either
+    // nothing or the whole secret, never a partial one.
+    match create_whole_private_file(path, &secret, 0o600) {
+        Ok(()) => Ok(secret),
         Err(PrivateFileError::AlreadyExists { .. }) => {
             let bytes = read_private_file(path)?;
             let secret: [u8; N] =

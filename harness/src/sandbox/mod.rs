@@ -184,21 +184,25 @@ impl SandboxRecord {
         let uid = self
             .agent_uid
             .map_or(String::new(), |uid| format!(", uid {uid}"));
-        let limits = self.limits.map_or(String::new(), |l| {
-            let cpu = l
-                .cpu_seconds
-                .map_or("no CPU time limit".into(), |s| format!("CPU {s} s"));
-            let by = match l.enforcement {
-                Enforcement::CgroupV2 => "cgroup v2",
-                Enforcement::Rlimits => "rlimits",
-            };
-            format!(
-                "; memory {}, {} tasks, {cpu}, by {by}",
-                limits::format_bytes(l.memory_bytes),
-                l.tasks
-            )
-        });
-        format!("sandboxed ({network}{uid}{limits})")
+        format!("sandboxed ({network}{uid})")
+    }
+
+    /// What the agent was given, and how the machine enforced it: "memory 8 GiB, 512 tasks,
+    /// CPU 600 s, by rlimits"; `None` for a record of before limits, or an unsandboxed run.
+    pub fn describe_limits(&self) -> Option<String> {
+        let l = self.limits.filter(|_| self.mode.is_sandboxed())?;
+        let cpu = l
+            .cpu_seconds
+            .map_or("no CPU time limit".into(), |s| format!("CPU {s} s"));
+        let by = match l.enforcement {
+            Enforcement::CgroupV2 => "cgroup v2",
+            Enforcement::Rlimits => "rlimits",
+        };
+        Some(format!(
+            "memory {}, {} tasks, {cpu}, by {by}",
+            limits::format_bytes(l.memory_bytes),
+            l.tasks
+        ))
     }
 }
 

@@ -433,18 +433,21 @@ fn print_summary(report: &Report, run_dir: &Path) {
             format!("{} ({})", report.agent.command.join(" "), report.agent.exit),
         ),
         ("sandbox".into(), report.sandbox.describe()),
-        (
-            "rollouts".into(),
-            format!(
-                "{} completed, {} aborted, {} over budget, {} not run · {} steps",
-                count(Outcome::Completed),
-                count(Outcome::Aborted),
-                count(Outcome::BudgetExceeded),
-                count(Outcome::NotRun),
-                report.total_steps
-            ),
-        ),
     ];
+    if let Some(limits) = report.sandbox.describe_limits() {
+        rows.push(("limits".into(), limits));
+    }
+    rows.extend([(
+        "rollouts".into(),
+        format!(
+            "{} completed, {} aborted, {} over budget, {} not run · {} steps",
+            count(Outcome::Completed),
+            count(Outcome::Aborted),
+            count(Outcome::BudgetExceeded),
+            count(Outcome::NotRun),
+            report.total_steps
+        ),
+    )]);
     rows.extend(report.score.lines());
     rows.push((
         "trajectory".into(),

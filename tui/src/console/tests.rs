@@ -154,6 +154,24 @@ fn mask_ids(text: &str) -> String {
         }
     }
     flush(&mut run, &mut out);
+    // A run's agent uid (six digits in the default range 200000-265535), which depends on
+    // which uids other runs hold at the time; wrapped, it may start a line.
+    let out: String = {
+        let chars: Vec<char> = out.chars().collect();
+        let mut masked = chars.clone();
+        let mut k = 0;
+        while k < chars.len() {
+            let end = (k..chars.len())
+                .find(|&i| !chars[i].is_ascii_digit())
+                .unwrap_or(chars.len());
+            let boundary = k == 0 || !(chars[k - 1].is_ascii_digit() || chars[k - 1] == '.');
+            if end - k == 6 && chars[k] == '2' && boundary && chars.get(end) != Some(&'.') {
+                masked[k..end].fill('#');
+            }
+            k = end.max(k + 1);
+        }
+        masked.into_iter().collect()
+    };
     // Elapsed times in titles: "·   1.6 s".
     let mut masked = String::new();
     for line in out.lines() {
