@@ -161,7 +161,18 @@ pub fn load_or_create_signing_key(state_dir: &Path, role: KeyRole) -> Result<Sig
     };
     // Whole or not at all, so that two processes starting together on a fresh state dir both
     // find the one public key (the other's, if it was first).
-    match create_whole_private_file(&public, format!("{expected}\n").as_bytes(), 0o644) {
+    let missing = matches!(
+        std::fs::symlink_metadata(&public),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    );
+    let created = if missing {
+        create_whole_private_file(&public, format!("{expected}\n").as_bytes(), 0o644)
+    } else {
+        Err(PrivateFileError::AlreadyExists {
+            path: public.clone(),
+        })
+    };
+    match created {
         Ok(()) => return Ok(key),
         Err(PrivateFileError::AlreadyExists { .. }) => {}
         Err(PrivateFileError::Io { cause, .. }) => {

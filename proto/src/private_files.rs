@@ -456,15 +456,26 @@ pub enum SecretFileError {
 /// the file does not exist. An existing file must pass [`read_private_file`]'s checks, hold
 /// exactly `N` bytes and not be all zeros.
 pub fn load_or_create_secret_file<const N: usize>(path: &Path) -> Result<[u8; N], SecretFileError> {
-    let mut secret = [0u8; N];
-    getrandom::fill(&mut secret).map_err(|cause| SecretFileError::Random {
-        path: path.to_path_buf(),
-        cause,
-    })?;
-    // Whole or not at all: a second process starting on the same state dir reads either
-    // nothing or the whole secret, never a partial one.
-    match create_whole_private_file(path, &secret, 0o600) {
-        Ok(()) => Ok(secret),
+    let missing = matches!(
+        std::fs::symlink_metadata(path),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound
+    );
+    let created = if missing {
+        let mut secret = [0u8; N];
+        getrandom::fill(&mut secret).map_err(|cause| SecretFileError::Random {
+            path: path.to_path_buf(),
+            cause,
+        })?;
+        // Whole or not at all: a second process starting on the same state dir reads either
+        // nothing or the whole secret, never a partial one.
+        create_whole_private_file(path, &secret, 0o600).map(|()| secret)
+    } else {
+        Err(PrivateFileError::AlreadyExists {
+            path: path.to_path_buf(),
+        })
+    };
+    match created {
+        Ok(secret) => Ok(secret),
         Err(PrivateFileError::AlreadyExists { .. }) => {
             let bytes = read_private_file(path)?;
             let secret: [u8; N] =

@@ -17,6 +17,9 @@ use common::ALE;
 const TASK: &str = "cartpole-balance";
 const BATCH_TASK: &str = "cartpole-batch";
 
+/// Practice envs each run's channel may hold (`ale serve --max-run-practice-envs`' default).
+const RUN_PRACTICE_ENVS: usize = 64;
+
 /// What the heuristic (and its linear copy in a policy file) scores on every CartPole rollout.
 const BALANCED: f64 = 500.0;
 
@@ -204,12 +207,18 @@ impl Evaluator {
 
     /// The run folder whose `agent.log` has a line starting with `line`, waited for.
     fn wait_for_agent_line(&self, line: &str) -> PathBuf {
+        self.wait_for_another_agent_line(line, &[])
+    }
+
+    /// [`Evaluator::wait_for_agent_line`] in a run folder other than those of `known`.
+    fn wait_for_another_agent_line(&self, line: &str, known: &[&Path]) -> PathBuf {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             for entry in std::fs::read_dir(self.state.join("runs"))
                 .into_iter()
                 .flatten()
                 .flatten()
+                .filter(|e| !known.contains(&e.path().as_path()))
             {
                 let log = std::fs::read_to_string(entry.path().join("agent.log"));
                 if log.is_ok_and(|log| log.lines().any(|l| l.starts_with(line))) {
@@ -492,6 +501,25 @@ fn two_honest_batch_runs_at_once_each_score_their_own_file() {
     }
 }
 
+/// Writes `path` until the disk refuses; the bytes written.
+fn fill_up(path: &Path) -> u64 {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    let chunk = vec![0u8; 64 << 10];
+    let mut written = 0;
+    while let Ok(n) = file.write(&chunk) {
+        if n == 0 {
+            break;
+        }
+        written += n as u64;
+    }
+    // The last bytes a page at a time.
+    while file.write(&[0u8; 512]).is_ok_and(|n| n > 0) {
+        written += 512;
+    }
+    written
+}
+
 #[test]
 fn a_disk_filler_on_a_small_state_disk_costs_no_other_run_its_record() {
     if !is_root() {
@@ -515,11 +543,32 @@ fn a_disk_filler_on_a_small_state_disk_costs_no_other_run_its_record() {
         submission_line.contains("No space left") || submission_line.contains("too large"),
         "{submission_line}"
     );
-    let honest = finish(
-        "honest",
-        evaluator.spawn_run(TASK, &[], &strs(&honest_agent())),
+    // An honest run starts, then the state disk fills up to the last byte (by the test: the
+    // agents cannot reach it); the run still records its end, signed, and its report.
+    let honest = evaluator.spawn_run(
+        TASK,
+        &[],
+        &strs(&attacker(
+            "write-and-wait",
+            "/nonexistent",
+            &["--policy", "heuristic"],
+        )),
     );
-    assert_scored("honest beside a disk filler", &honest, BALANCED);
+    evaluator.wait_for_another_agent_line("READY", &[&filler_dir]);
+    let filled = fill_up(&evaluator.state.join("filler"));
+    assert!(filled > 0);
+    let honest = finish("honest", honest);
+    assert_scored("honest on a full state disk", &honest, BALANCED);
+    assert!(honest.run_dir.join("report.json").is_file());
+    // Nothing can start on a full disk — refused with a reason, not half recorded.
+    let refused = evaluator
+        .spawn_run(TASK, &[], &strs(&honest_agent()))
+        .wait_with_output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("reserve"), "{said}");
+    std::fs::remove_file(evaluator.state.join("filler")).unwrap();
     let batch = finish(
         "honest batch",
         evaluator.spawn_run(BATCH_TASK, &[], &strs(&honest_submitter())),
@@ -572,15 +621,16 @@ fn a_practice_env_holder_leaves_other_runs_and_the_shared_channel_their_share() 
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap();
-    assert!(
-        held > 0 && held < 1024,
-        "the holder got {held} envs:\n{log}"
-    );
+    // Its run's share (`ale serve --max-run-practice-envs`, 64 by default), however many
+    // connections it opened; and the run beside it gets a whole share of its own.
+    assert_eq!(held, RUN_PRACTICE_ENVS, "the holder's envs:\n{log}");
     let mut practice = honest_agent();
-    practice.extend(["--practice-envs".into(), "8".into()]);
+    practice.extend(["--practice-envs".into(), RUN_PRACTICE_ENVS.to_string()]);
     let honest = finish("honest", evaluator.spawn_run(TASK, &[], &strs(&practice)));
     assert!(
-        honest.agent_log.contains("stepped 8 practice envs"),
+        honest
+            .agent_log
+            .contains(&format!("stepped {RUN_PRACTICE_ENVS} practice envs")),
         "{}",
         honest.agent_log
     );
@@ -616,7 +666,19 @@ fn a_fork_bomb_is_stopped_at_its_own_process_limit() {
     );
     assert_scored("honest beside a fork bomb", &honest, BALANCED);
     let bomb = finish("bomb", bomb);
-    assert_attack_failed(&bomb, "fork-bomb");
+    assert!(
+        !bomb.agent_log.contains("ATTACK fork-bomb: SUCCEEDED"),
+        "{}",
+        bomb.agent_log
+    );
+    // Its run ends as its own failure, named.
+    assert_ne!(bomb.report["status"], "completed", "{:?}", bomb.report);
+    assert!(
+        bomb.report.to_string().contains("process limit 64"),
+        "{:?}\n{}",
+        bomb.report,
+        bomb.agent_log
+    );
     assert_record_whole("bomb", &bomb);
 }
 
