@@ -621,4 +621,70 @@ mod tests {
             }
         );
     }
+
+    /// Opens no socket: on its first `open` it creates another official env itself, as a
+    /// concurrent request would while the first one's resources are being made.
+    struct RacingChannels {
+        evaluator: Arc<OnceLock<std::sync::Weak<Evaluator>>>,
+        raced: std::sync::atomic::AtomicBool,
+        closed: Arc<Mutex<Vec<bool>>>,
+    }
+
+    struct StubChannel(Arc<Mutex<Vec<bool>>>);
+
+    impl crate::run_resources::RunChannel for StubChannel {
+        fn close(&mut self, run_ended: bool) {
+            lock(&self.0).push(run_ended);
+        }
+    }
+
+    impl RunChannels for RacingChannels {
+        fn open(
+            &self,
+            _run: RunScope,
+            _socket: &Path,
+        ) -> Result<Box<dyn crate::run_resources::RunChannel>, Error> {
+            if !self.raced.swap(true, Ordering::SeqCst)
+                && let Some(evaluator) = self.evaluator.get().and_then(std::sync::Weak::upgrade)
+            {
+                evaluator
+                    .create_env(Channel::Harness, None, "cartpole-balance", true)
+                    .expect("the racing request fits");
+            }
+            Ok(Box::new(StubChannel(self.closed.clone())))
+        }
+    }
+
+    /// Regression: the run's folder, socket and trajectory were made under the env table's
+    /// lock, which every request takes. Made outside it, a request that loses the room to
+    /// another meanwhile is refused and leaves nothing.
+    #[test]
+    fn a_create_that_loses_its_room_while_making_its_run_is_refused_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            max_official_envs: 1,
+            ..Limits::default()
+        };
+        let state = dir.path().join("state");
+        let evaluator = Arc::new(
+            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), &state, limits).unwrap(),
+        );
+        let closed = Arc::new(Mutex::new(Vec::new()));
+        let slot = Arc::new(OnceLock::new());
+        slot.set(Arc::downgrade(&evaluator)).unwrap();
+        assert!(evaluator.set_run_channels(Box::new(RacingChannels {
+            evaluator: slot,
+            raced: Default::default(),
+            closed: closed.clone(),
+        })));
+
+        let err = evaluator
+            .create_env(Channel::Harness, None, "cartpole-balance", true)
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err}");
+        assert_eq!(evaluator.env_counts().official, 1, "the racing one");
+        let runs = std::fs::read_dir(state.join("runs")).unwrap().count();
+        assert_eq!(runs, 1, "the refused run left no run folder");
+        assert_eq!(*lock(&closed), vec![false], "its channel closed at once");
+    }
 }
