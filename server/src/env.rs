@@ -15,6 +15,7 @@ use ale_sims::{Counter, Sim, Tensor, Transition};
 use crate::action::step_checked;
 use crate::batch::Admission;
 use crate::batch::run::BatchRun;
+use crate::env_table::RunScope;
 use crate::error::Error;
 use crate::run_resources::RunResources;
 use crate::seeds::{SeedSource, random_u64};
@@ -66,6 +67,11 @@ struct PracticeEpisode {
 pub struct Official {
     pub run_id: RunId,
     pub session_id: SessionId,
+    /// The run's scope: what its own agent channel reaches, and its batch run's.
+    scope: RunScope,
+    /// When the env was made: a run never started is ended once its time budget, counted from
+    /// here, has passed.
+    created: Instant,
     stage: Stage,
     /// The run's folder and channel, until its run ends (a batch run takes them over).
     resources: Option<RunResources>,
@@ -142,6 +148,14 @@ impl Official {
     }
 }
 
+/// Who an official env's run is: its ids, and its scope in this evaluator.
+#[derive(Debug, Clone)]
+pub struct OfficialRun {
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub scope: RunScope,
+}
+
 pub struct Env {
     handle: EnvHandle,
     task: Arc<Task>,
@@ -173,17 +187,20 @@ impl Env {
     /// `run_started`, and disk reserved for the rest of the run's trusted events, see
     /// [`crate::trajectory::reservation_for`]) are created now. `resources` are the run's
     /// folder and channel, released when the run ends. On failure nothing is left.
-    #[allow(clippy::too_many_arguments)]
     pub fn official(
         handle: EnvHandle,
         task: Arc<Task>,
-        run_id: RunId,
-        session_id: SessionId,
+        run: OfficialRun,
         runs_dir: &std::path::Path,
         signer: ale_proto::keys::SigningKey,
         resources: Option<RunResources>,
         now: Instant,
     ) -> Result<Env, Error> {
+        let OfficialRun {
+            run_id,
+            session_id,
+            scope,
+        } = run;
         let reserve = crate::trajectory::reservation_for(task.eval.episodes);
         let mut trajectory = crate::trajectory::create(runs_dir, &run_id, signer, reserve)?;
         let started = trajectory.append(
@@ -231,6 +248,8 @@ impl Env {
             kind: Kind::Official(Box::new(Official {
                 run_id,
                 session_id,
+                scope,
+                created: now,
                 stage: Stage::Created(trajectory),
                 resources,
             })),
@@ -280,6 +299,81 @@ impl Env {
         match &self.kind {
             Kind::Official(o) => Some(&o.run_id),
             Kind::Practice(_) => None,
+        }
+    }
+
+    /// The run scope of an official env.
+    pub fn run_scope(&self) -> Option<RunScope> {
+        match &self.kind {
+            Kind::Official(o) => Some(o.scope),
+            Kind::Practice(_) => None,
+        }
+    }
+
+    /// Drops an official env that never entered the env table (its `CreateEnv` was refused
+    /// after it was made), with its run folder and trajectory (see
+    /// [`crate::trajectory::discard`]): a refused request leaves the state dir as it was.
+    /// Its submission folder and agent channel go with its resources.
+    pub fn discard(self, runs_dir: &std::path::Path) {
+        let Kind::Official(official) = self.kind else {
+            return;
+        };
+        let Official {
+            run_id,
+            stage,
+            resources,
+            ..
+        } = *official;
+        drop(resources);
+        drop(stage);
+        crate::trajectory::discard(runs_dir, &run_id);
+    }
+
+    /// Ends an official env's run if it has outlived its time budget, as the evaluator's
+    /// periodic sweep asks: a started session past its deadline is ended `BUDGET_EXCEEDED`,
+    /// exactly as the next request would; a session never started (an interactive run whose
+    /// agent never called `StartEvalSession`, a batch run never submitted) whose time budget,
+    /// counted from the env's creation, has passed is ended `ENDED_EARLY`, every rollout
+    /// `not_run` (its harness is gone, or never launched its agent). A batch run in play ends
+    /// itself. Says whether it ended the run; `last_used` stays as it was.
+    pub fn end_if_overdue(
+        &mut self,
+        seeds: &dyn SeedSource,
+        secret: &[u8; SECRET_LEN],
+        now: Instant,
+    ) -> Result<bool, Error> {
+        let Kind::Official(official) = &mut self.kind else {
+            return Ok(false);
+        };
+        let budget = self.task.eval.time_budget_seconds;
+        match &mut official.stage {
+            Stage::Started(session) => {
+                if session.is_finished() {
+                    return Ok(false);
+                }
+                session.enforce_deadline(self.sim.as_ref(), now)?;
+                Ok(session.is_finished())
+            }
+            Stage::Created(_) => {
+                let overdue = crate::session::deadline(official.created, budget)
+                    .is_some_and(|deadline| now >= deadline);
+                if !overdue {
+                    return Ok(false);
+                }
+                let last_used = self.last_used;
+                let never = match self.task.mode {
+                    Mode::Interactive => "its session was never started",
+                    Mode::Batch => "nothing was submitted",
+                };
+                let why = format!(
+                    "the run's time budget of {budget} s, counted from its creation, ran out and \
+                     {never}: its harness is gone or never launched its agent"
+                );
+                let ended = self.end_session(&why, seeds, secret, now);
+                self.last_used = last_used;
+                ended.map(|()| true)
+            }
+            Stage::Batch(_) | Stage::Starting => Ok(false),
         }
     }
 
@@ -542,8 +636,11 @@ mod tests {
         let mut env = Env::official(
             EnvHandle::from_random(random_id_bytes()),
             Arc::new(task),
-            run_id.clone(),
-            SessionId::from_random(random_id_bytes()),
+            OfficialRun {
+                run_id: run_id.clone(),
+                session_id: SessionId::from_random(random_id_bytes()),
+                scope: RunScope(0),
+            },
             &runs_dir,
             ale_proto::keys::SigningKey::from_bytes(&[9; 32]),
             None,

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ale_proto::{EnvHandle, SessionId};
+use ale_proto::{EnvHandle, RunId, SessionId};
 
 use crate::env::Env;
 use crate::error::{EnvCap, Error};
@@ -115,12 +115,29 @@ impl Slot {
 #[must_use = "room is only made when the new env is inserted with it"]
 pub struct Room(Vec<EnvHandle>);
 
+/// What [`EnvTable::insert`] dropped to make room: the caller forgets the sessions, and drops
+/// the envs (their runs' folders and sockets go with them) once it holds no lock.
+#[must_use = "the reclaimed envs are dropped, and their sessions forgotten, by the caller"]
+pub struct Reclaimed {
+    pub sessions: Vec<SessionId>,
+    pub envs: Vec<Shared<Env>>,
+}
+
+/// A run whose own agent channel is open: `ended` once the run has ended or its official env
+/// is gone, while its listener lingers; practice envs are created over it only before.
+struct RunChannelState {
+    run_id: RunId,
+    ended: bool,
+}
+
 #[derive(Default)]
 pub struct EnvTable {
     envs: HashMap<EnvHandle, Slot>,
     counts: EnvCounts,
     practice_by_connection: HashMap<Option<ConnectionId>, usize>,
     practice_by_run: HashMap<RunScope, usize>,
+    /// The runs whose own agent channel's listener is open, until it closes.
+    run_channels: HashMap<RunScope, RunChannelState>,
 }
 
 /// Picks idle envs to reclaim, the biggest holder's first: while more are `needed`, one idle
@@ -165,12 +182,55 @@ impl EnvTable {
             .map(|slot| slot.env.clone())
     }
 
-    /// The run of the official env `handle` names.
-    pub fn run_of(&self, handle: &EnvHandle) -> Option<RunScope> {
-        match self.envs.get(handle)?.pool {
-            Pool::Official { run } => Some(run),
-            Pool::Practice { .. } => None,
+    /// The official envs, each with its run.
+    pub fn officials(&self) -> Vec<Shared<Env>> {
+        self.envs
+            .values()
+            .filter(|slot| matches!(slot.pool, Pool::Official { .. }))
+            .map(|slot| slot.env.clone())
+            .collect()
+    }
+
+    /// Refuses an env in `pool` that may no longer be made: a practice env over the channel
+    /// of a run that has ended (its listener lingers) or whose channel has closed.
+    pub fn check_open(&self, pool: Pool) -> Result<(), Error> {
+        let Pool::Practice { run: Some(run), .. } = pool else {
+            return Ok(());
+        };
+        match self.run_channels.get(&run) {
+            Some(state) if !state.ended => Ok(()),
+            Some(state) => Err(Error::RunEnded {
+                run_id: state.run_id.clone(),
+            }),
+            None => Err(Error::RunSocketClosed),
         }
+    }
+
+    /// `run`'s own agent channel is open: practice envs may be made over it until the run ends.
+    pub fn open_run_channel(&mut self, run: RunScope, run_id: RunId) {
+        self.run_channels.insert(
+            run,
+            RunChannelState {
+                run_id,
+                ended: false,
+            },
+        );
+    }
+
+    /// `run` has ended (or its official env is gone): no practice env is made over its channel
+    /// from now on, and those made are dropped.
+    pub fn end_run(&mut self, run: RunScope) {
+        if let Some(state) = self.run_channels.get_mut(&run) {
+            state.ended = true;
+        }
+        self.remove_run_practice(run);
+    }
+
+    /// `run`'s channel's listener has closed and its connections are gone: it is forgotten, and
+    /// any practice env made over it meanwhile is dropped.
+    pub fn forget_run_channel(&mut self, run: RunScope) {
+        self.run_channels.remove(&run);
+        self.remove_run_practice(run);
     }
 
     pub fn counts(&self) -> EnvCounts {
@@ -304,15 +364,15 @@ impl EnvTable {
             .unwrap_or(0)
     }
 
-    /// Drops the envs `room` names and adds `env` to `pool`. Returns the session ids of the
-    /// official envs dropped, which the caller forgets too.
+    /// Takes the envs `room` names out of the table and adds `env` to `pool`. Returns what was
+    /// taken out, for the caller to forget and drop.
     pub fn insert(
         &mut self,
         room: Room,
         handle: EnvHandle,
         env: Shared<Env>,
         pool: Pool,
-    ) -> Vec<SessionId> {
+    ) -> Reclaimed {
         if !room.0.is_empty() {
             tracing::info!(
                 reclaimed = room.0.len(),
@@ -320,12 +380,16 @@ impl EnvTable {
                 "idle envs reclaimed to make room"
             );
         }
-        let mut dropped_sessions = Vec::new();
+        let mut reclaimed = Reclaimed {
+            sessions: Vec::new(),
+            envs: Vec::new(),
+        };
         for handle in room.0 {
-            if let Some(slot) = self.remove(&handle)
-                && let Some(id) = lock(&slot.env).session_id()
-            {
-                dropped_sessions.push(id.clone());
+            if let Some(slot) = self.remove(&handle) {
+                if let Some(id) = lock(&slot.env).session_id() {
+                    reclaimed.sessions.push(id.clone());
+                }
+                reclaimed.envs.push(slot.env);
             }
         }
         self.count(pool);
@@ -334,13 +398,13 @@ impl EnvTable {
         if let Some(old) = self.envs.insert(handle, Slot { env, pool }) {
             tracing::error!("an env handle was issued twice; the older env is dropped");
             self.uncount(old.pool);
+            reclaimed.envs.push(old.env);
         }
-        dropped_sessions
+        reclaimed
     }
 
-    /// Drops the practice envs made over the channel of `run` (its run has ended); returns how
-    /// many went.
-    pub fn remove_run_practice(&mut self, run: RunScope) -> usize {
+    /// Drops the practice envs made over the channel of `run`; returns how many went.
+    fn remove_run_practice(&mut self, run: RunScope) -> usize {
         let handles: Vec<EnvHandle> = self
             .envs
             .iter()
@@ -355,12 +419,13 @@ impl EnvTable {
         handles.len()
     }
 
-    /// Removes one env; an official env takes the practice envs of its run's channel with it.
+    /// Removes one env; an official env ends its run's channel for practice envs and takes
+    /// those made over it with it.
     fn remove(&mut self, handle: &EnvHandle) -> Option<Slot> {
         let slot = self.envs.remove(handle)?;
         self.uncount(slot.pool);
         if let Pool::Official { run } = slot.pool {
-            self.remove_run_practice(run);
+            self.end_run(run);
         }
         Some(slot)
     }

@@ -82,8 +82,37 @@ pub enum Error {
         dir: std::path::PathBuf,
         cause: std::io::Error,
     },
-    #[error("cannot prepare the run's {what}: {cause}")]
-    RunResources { what: &'static str, cause: String },
+    #[error(
+        "the evaluator could not make the new run's submission folder {} ({cause}), so it \
+         starts no batch run there: its state dir's submissions/ must be a folder of its own \
+         (0700, not a link) on a disk with room; repair it, then create the official env again",
+        .path.display()
+    )]
+    SubmissionFolder {
+        path: std::path::PathBuf,
+        cause: ale_proto::private_files::PrivateFileError,
+    },
+    #[error(
+        "the evaluator could not listen on the new run's agent socket {} ({cause}), so it \
+         starts no run its agent could not reach: its state dir's agents/ must be a folder of \
+         its own with no socket of that name, and the open-file limit must have room (ulimit \
+         -n); repair it, then create the official env again",
+        .path.display()
+    )]
+    RunSocket {
+        path: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error(
+        "the run this agent socket served ({run_id}) has ended, so no practice env can be \
+         created over it: its socket closes in a moment; an agent still running is done"
+    )]
+    RunEnded { run_id: ale_proto::RunId },
+    #[error(
+        "the run this agent socket served has ended and its socket has closed, so no practice \
+         env can be created over it: an agent still running is done"
+    )]
+    RunSocketClosed,
     #[error("cannot write the trajectory: {0}")]
     Trajectory(#[from] std::io::Error),
     #[error("{0}")]
@@ -172,7 +201,9 @@ impl Error {
             | Error::PracticeEnvInBatch(_)
             | Error::NotABatchTask(_)
             | Error::BatchEnvNotInteractive { .. }
-            | Error::AlreadySubmitted(_) => Code::FailedPrecondition,
+            | Error::AlreadySubmitted(_)
+            | Error::RunEnded { .. }
+            | Error::RunSocketClosed => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)
             | Error::TooManyBatchRuns(_)
@@ -180,9 +211,10 @@ impl Error {
             | Error::NoRoomForRecord { .. } => Code::ResourceExhausted,
             Error::RequestTimeout(_) => Code::DeadlineExceeded,
             Error::UnsupportedEncoding(_) => Code::Unimplemented,
-            Error::Trajectory(_) | Error::Internal(_) | Error::RunResources { .. } => {
-                Code::Internal
-            }
+            Error::Trajectory(_)
+            | Error::Internal(_)
+            | Error::SubmissionFolder { .. }
+            | Error::RunSocket { .. } => Code::Internal,
         }
     }
 }
@@ -191,7 +223,10 @@ impl From<Error> for Status {
     fn from(e: Error) -> Status {
         if matches!(
             e,
-            Error::Trajectory(_) | Error::Internal(_) | Error::RunResources { .. }
+            Error::Trajectory(_)
+                | Error::Internal(_)
+                | Error::SubmissionFolder { .. }
+                | Error::RunSocket { .. }
         ) {
             tracing::error!(error = %e, "evaluator failure");
         }

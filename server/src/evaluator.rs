@@ -12,9 +12,10 @@ use ale_proto::records::{EvalResultRecord, SubmissionReceived};
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Space, Tensor, Transition};
 
+use crate::batch::folder::Leftovers;
 use crate::batch::run::BatchRun;
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
-use crate::env::{Env, StepInfo};
+use crate::env::{Env, OfficialRun, StepInfo};
 use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, RunScope, Shared, lock};
 use crate::error::Error;
 use crate::interrupted::{MarkedRun, mark_interrupted_runs};
@@ -69,6 +70,18 @@ pub struct Evaluator {
     next_run: AtomicU64,
     /// Opens runs' own agent channels; set once by the listeners' side.
     run_channels: OnceLock<Box<dyn RunChannels>>,
+    /// Runs' submission folders whose removal failed, removed again by [`Evaluator::sweep`]
+    /// and when envs are reclaimed.
+    leftovers: Leftovers,
+}
+
+/// What one [`Evaluator::sweep`] did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Runs ended because their time budget had run out.
+    pub runs_ended: usize,
+    /// Runs' submission folders removed on another try.
+    pub folders_removed: usize,
 }
 
 /// Why shutdown ends sessions and batch runs, as their records say.
@@ -141,6 +154,7 @@ impl Evaluator {
             sessions: Mutex::new(HashMap::new()),
             next_run: AtomicU64::new(0),
             run_channels: OnceLock::new(),
+            leftovers: Leftovers::default(),
         })
     }
 
@@ -228,9 +242,14 @@ impl Evaluator {
 
     /// Creates an env of `task_id`: official (harness channel only) or practice, counted
     /// against `connection`'s practice allowance (`None`: an in-process caller, all of which
-    /// share one allowance) and, on a run's channel, that run's. An official env gets its run's
-    /// folder (a batch task), its run's agent channel (when serving), and disk reserved for
-    /// its record. A refused request leaves the table, and the state dir, as they were.
+    /// share one allowance) and, on a run's channel, that run's (refused once that run has
+    /// ended). An official env gets its run's folder (a batch task), its run's agent channel
+    /// (when serving), and disk reserved for its record. A refused request leaves the table,
+    /// and the state dir, as they were.
+    ///
+    /// Room is checked under the env table's lock, the env is made outside it (folders,
+    /// mounts, sockets and the trajectory take I/O, and every request takes that lock), then
+    /// room is checked again as it is inserted; if it is gone, what was made is removed.
     pub fn create_env(
         &self,
         channel: Channel,
@@ -255,49 +274,121 @@ impl Evaluator {
             },
         };
         let now = Instant::now();
-        let mut envs = lock(&self.envs);
-        let room = envs.room_for(pool, &self.limits, now)?;
+        {
+            let envs = lock(&self.envs);
+            envs.check_open(pool)?;
+            // Only whether it fits: the room is taken when the env is inserted.
+            drop(envs.room_for(pool, &self.limits, now)?);
+        }
         let handle = EnvHandle::from_random(random_id_bytes());
-        let (env, ids) = if official {
-            let run_id = RunId::from_random(random_id_bytes());
-            let session_id = SessionId::from_random(random_id_bytes());
+        let (env, ids, has_channel) = if official {
+            let ids = OfficialRun {
+                run_id: RunId::from_random(random_id_bytes()),
+                session_id: SessionId::from_random(random_id_bytes()),
+                scope: run,
+            };
             let resources = RunResources::open(RunSetup {
                 state_dir: &self.state_dir,
                 run,
-                run_id: &run_id,
+                run_id: &ids.run_id,
                 submission_cap: (task.mode == Mode::Batch).then_some(self.max_submission_bytes),
                 channels: self.run_channels.get().map(|c| c.as_ref()),
                 envs: Arc::downgrade(&self.envs),
+                leftovers: &self.leftovers,
             })?;
+            let has_channel = resources.has_channel();
             let env = Env::official(
                 handle.clone(),
                 task,
-                run_id.clone(),
-                session_id.clone(),
+                ids.clone(),
                 &ale_proto::layout::runs_dir(&self.state_dir),
                 self.signing_key.clone(),
                 Some(resources),
                 now,
             )?;
-            tracing::info!(%handle, %run_id, task = task_id, "official env created");
-            (env, Some((session_id, run_id)))
+            (env, Some(ids), has_channel)
         } else {
-            (Env::practice(handle.clone(), task, now)?, None)
+            (Env::practice(handle.clone(), task, now)?, None, false)
+        };
+        let mut envs = lock(&self.envs);
+        let room = match envs
+            .check_open(pool)
+            .and_then(|()| envs.room_for(pool, &self.limits, Instant::now()))
+        {
+            Ok(room) => room,
+            Err(e) => {
+                drop(envs);
+                // Another request took the room (or ended the run) meanwhile.
+                env.discard(&ale_proto::layout::runs_dir(&self.state_dir));
+                return Err(e);
+            }
         };
         let env = Arc::new(Mutex::new(env));
-        let dropped_sessions = envs.insert(room, handle.clone(), env.clone(), pool);
-        let mut sessions = lock(&self.sessions);
-        for id in dropped_sessions {
-            sessions.remove(&id);
+        let reclaimed = envs.insert(room, handle.clone(), env.clone(), pool);
+        if let (true, Some(ids)) = (has_channel, &ids) {
+            envs.open_run_channel(run, ids.run_id.clone());
         }
-        if let Some((session_id, _)) = &ids {
-            sessions.insert(session_id.clone(), env);
+        let mut sessions = lock(&self.sessions);
+        for id in &reclaimed.sessions {
+            sessions.remove(id);
+        }
+        if let Some(ids) = &ids {
+            sessions.insert(ids.session_id.clone(), env);
+        }
+        drop(sessions);
+        drop(envs);
+        if let Some(ids) = &ids {
+            tracing::info!(%handle, run_id = %ids.run_id, task = task_id, "official env created");
+        }
+        // The reclaimed envs' folders and sockets go now, outside the locks; so do folders an
+        // earlier removal left.
+        if !reclaimed.envs.is_empty() {
+            drop(reclaimed);
+            self.leftovers.retry();
         }
         Ok(CreatedEnv {
             handle,
             task_id: task_id.to_string(),
-            official: ids,
+            official: ids.map(|ids| (ids.session_id, ids.run_id)),
         })
+    }
+
+    /// Ends every run that has outlived its time budget and removes the runs' folders an
+    /// earlier removal left; what `ale serve` does every second (see `serve::SWEEP_INTERVAL`),
+    /// so that a run whose harness died, or whose agent went silent, gives back its folder,
+    /// socket and connections without waiting for a request. A started session past its
+    /// deadline ends `BUDGET_EXCEEDED`, as on any request; a run never started (nor submitted)
+    /// whose time budget, counted from its `CreateEnv`, has passed ends `ENDED_EARLY` (see
+    /// [`Env::end_if_overdue`]). Each record is closed, signed and whole. Cheap when nothing is
+    /// due: one lock of each official env.
+    pub fn sweep(&self, now: Instant) -> Swept {
+        let officials = lock(&self.envs).officials();
+        let mut swept = Swept::default();
+        for env in officials {
+            match Self::on_env(&env, |env| {
+                env.end_if_overdue(self.seeds.as_ref(), &self.secret, now)
+            }) {
+                Ok(true) => swept.runs_ended += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(error = %e, "could not end a run past its time budget");
+                }
+            }
+        }
+        swept.folders_removed = self.leftovers.retry();
+        if swept.runs_ended > 0 {
+            tracing::info!(
+                runs = swept.runs_ended,
+                "runs past their time budget ended by the sweep"
+            );
+        }
+        swept
+    }
+
+    /// The own agent channel of `run` has closed (its listener and connections are gone):
+    /// the run's scope is forgotten, and any practice env made over it dropped.
+    pub(crate) fn run_channel_closed(&self, run: RunScope) {
+        lock(&self.envs).forget_run_channel(run);
     }
 
     /// How many envs the evaluator holds, per pool.
@@ -392,6 +483,9 @@ impl Evaluator {
             .run_id()
             .cloned()
             .ok_or_else(|| Error::PracticeEnvInBatch(handle.clone()))?;
+        let scope = env
+            .run_scope()
+            .ok_or_else(|| Error::PracticeEnvInBatch(handle.clone()))?;
         let admission = self.batches.admit()?;
         let task = env.task().clone();
         let contract = task.submission.as_ref().ok_or_else(|| {
@@ -419,7 +513,6 @@ impl Evaluator {
             Instant::now(),
         )?;
         drop(env);
-        let scope = lock(&self.envs).run_of(handle);
         self.batches.insert(&run, scope);
         match snapshot {
             Ok(snapshot) => self
@@ -527,5 +620,71 @@ mod tests {
                 official: 0
             }
         );
+    }
+
+    /// Opens no socket: on its first `open` it creates another official env itself, as a
+    /// concurrent request would while the first one's resources are being made.
+    struct RacingChannels {
+        evaluator: Arc<OnceLock<std::sync::Weak<Evaluator>>>,
+        raced: std::sync::atomic::AtomicBool,
+        closed: Arc<Mutex<Vec<bool>>>,
+    }
+
+    struct StubChannel(Arc<Mutex<Vec<bool>>>);
+
+    impl crate::run_resources::RunChannel for StubChannel {
+        fn close(&mut self, run_ended: bool) {
+            lock(&self.0).push(run_ended);
+        }
+    }
+
+    impl RunChannels for RacingChannels {
+        fn open(
+            &self,
+            _run: RunScope,
+            _socket: &Path,
+        ) -> Result<Box<dyn crate::run_resources::RunChannel>, Error> {
+            if !self.raced.swap(true, Ordering::SeqCst)
+                && let Some(evaluator) = self.evaluator.get().and_then(std::sync::Weak::upgrade)
+            {
+                evaluator
+                    .create_env(Channel::Harness, None, "cartpole-balance", true)
+                    .expect("the racing request fits");
+            }
+            Ok(Box::new(StubChannel(self.closed.clone())))
+        }
+    }
+
+    /// Regression: the run's folder, socket and trajectory were made under the env table's
+    /// lock, which every request takes. Made outside it, a request that loses the room to
+    /// another meanwhile is refused and leaves nothing.
+    #[test]
+    fn a_create_that_loses_its_room_while_making_its_run_is_refused_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = Limits {
+            max_official_envs: 1,
+            ..Limits::default()
+        };
+        let state = dir.path().join("state");
+        let evaluator = Arc::new(
+            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), &state, limits).unwrap(),
+        );
+        let closed = Arc::new(Mutex::new(Vec::new()));
+        let slot = Arc::new(OnceLock::new());
+        slot.set(Arc::downgrade(&evaluator)).unwrap();
+        assert!(evaluator.set_run_channels(Box::new(RacingChannels {
+            evaluator: slot,
+            raced: Default::default(),
+            closed: closed.clone(),
+        })));
+
+        let err = evaluator
+            .create_env(Channel::Harness, None, "cartpole-balance", true)
+            .unwrap_err();
+        assert_eq!(err.code(), tonic::Code::ResourceExhausted, "{err}");
+        assert_eq!(evaluator.env_counts().official, 1, "the racing one");
+        let runs = std::fs::read_dir(state.join("runs")).unwrap().count();
+        assert_eq!(runs, 1, "the refused run left no run folder");
+        assert_eq!(*lock(&closed), vec![false], "its channel closed at once");
     }
 }

@@ -33,7 +33,7 @@ mod trajectory;
 pub use batch::{BatchOptions, BatchState, BatchStatus};
 pub use env_table::{ConnectionId, EnvCounts, Limits, RunScope};
 pub use error::{EnvCap, Error};
-pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec};
+pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec, Swept};
 pub use serve::{RunningServer, ServeError};
 pub use state_dir::StateDirError;
 pub use task::{Task, TaskError, TaskRegistry};

@@ -1,8 +1,11 @@
 //! What an official run holds beside its env: its submission folder (batch tasks) and its own
 //! agent channel (when the evaluator serves listeners). Both are made before `CreateEnv`
 //! answers and released once: when the run ends (its session finished, whichever way), or
-//! else when its env is dropped. At start, whatever an earlier evaluator left is removed
-//! (see [`remove_stale`]).
+//! else when its env is dropped. A run that ends marks its scope ended in the env table, so
+//! no practice env is made over its channel while the channel lingers; the channel drops those
+//! made again when its listener finally closes. A folder whose removal fails is kept in the
+//! evaluator's [`Leftovers`] and removed again later. At start, whatever an earlier evaluator
+//! left is removed (see [`remove_stale`]).
 
 use std::path::Path;
 use std::sync::{Mutex, Weak};
@@ -10,7 +13,7 @@ use std::sync::{Mutex, Weak};
 use ale_proto::RunId;
 use ale_proto::layout;
 
-use crate::batch::folder::{self, SubmissionFolder};
+use crate::batch::folder::{self, Leftovers, SubmissionFolder};
 use crate::env_table::{EnvTable, RunScope, lock};
 use crate::error::Error;
 
@@ -26,7 +29,9 @@ pub trait RunChannel: Send + Sync {
 /// Opens runs' agent channels: set by the listeners' side (`serve::start_with`) on the
 /// evaluator it serves; an evaluator used in-process has none, and its runs no channel.
 pub trait RunChannels: Send + Sync {
-    /// Listens on `socket` for `run`'s agent; the listener is bound before this returns.
+    /// Listens on `socket` for `run`'s agent; the listener is bound before this returns. Once
+    /// the listener has closed and its connections are gone, the channel tells the evaluator
+    /// ([`crate::Evaluator::run_channel_closed`]).
     fn open(&self, run: RunScope, socket: &Path) -> Result<Box<dyn RunChannel>, Error>;
 }
 
@@ -59,6 +64,8 @@ pub struct RunSetup<'a> {
     pub submission_cap: Option<u64>,
     pub channels: Option<&'a dyn RunChannels>,
     pub envs: Weak<Mutex<EnvTable>>,
+    /// Where a folder whose removal fails is kept for another try.
+    pub leftovers: &'a Leftovers,
 }
 
 impl RunResources {
@@ -74,12 +81,11 @@ impl RunResources {
         };
         if let Some(cap) = setup.submission_cap {
             let folder =
-                SubmissionFolder::create(setup.state_dir, setup.run_id, cap).map_err(|e| {
-                    Error::RunResources {
-                        what: "submission folder",
-                        cause: e.to_string(),
-                    }
-                })?;
+                SubmissionFolder::create(setup.state_dir, setup.run_id, cap, setup.leftovers)
+                    .map_err(|cause| Error::SubmissionFolder {
+                        path: layout::run_submission_dir(setup.state_dir, setup.run_id),
+                        cause,
+                    })?;
             tracing::debug!(run = %setup.run_id, folder = %folder.path().display(), quota = ?folder.quota(), "submission folder made");
             resources.submission = Some(folder);
         }
@@ -90,16 +96,22 @@ impl RunResources {
         Ok(resources)
     }
 
-    /// The run has ended: its folder goes now, its channel after the linger time, and the
-    /// practice envs made over its channel are dropped.
+    /// Whether the run has its own agent channel.
+    pub fn has_channel(&self) -> bool {
+        self.channel.is_some()
+    }
+
+    /// The run has ended: no practice env is made over its channel from now on and those made
+    /// are dropped; its folder goes now (or is kept for another try), its channel after the
+    /// linger time.
     pub fn end(mut self) {
         tracing::debug!(run = %self.run_id, "the run ended; releasing its folder and channel");
+        if let Some(envs) = self.envs.upgrade() {
+            lock(&envs).end_run(self.run);
+        }
         self.submission = None;
         if let Some(mut channel) = self.channel.take() {
             channel.close(true);
-        }
-        if let Some(envs) = self.envs.upgrade() {
-            lock(&envs).remove_run_practice(self.run);
         }
     }
 }

@@ -93,7 +93,7 @@ pub struct RolloutProgress {
 
 /// When a time budget of `budget_seconds` that starts at `now` runs out. `None`: no budget (0),
 /// or one so long that this clock cannot represent its end, which is then never reached.
-fn deadline(now: Instant, budget_seconds: u64) -> Option<Instant> {
+pub(crate) fn deadline(now: Instant, budget_seconds: u64) -> Option<Instant> {
     if budget_seconds == 0 {
         return None;
     }

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
+use ale_proto::records::EvalStatus;
 use ale_server::serve::ServeOptions;
 use ale_server::{BatchOptions, Limits};
 use common::{TestServer, action, cartpole_variant, is_finished, linear_cartpole, result, submit};
@@ -534,4 +535,157 @@ async fn a_full_disk_never_costs_a_started_run_its_record() {
 
     server.server.shutdown().await;
     let _ = nix::mount::umount2(&state, nix::mount::MntFlags::MNT_DETACH);
+}
+
+/// The tasks of a run whose time budget is 1 s: interactive and batch.
+fn short_budget_tasks() -> Vec<(&'static str, String)> {
+    let interactive = cartpole_variant(
+        "cartpole-short",
+        &[("time_budget_seconds = 600", "time_budget_seconds = 1")],
+    );
+    let (name, batch) = batch_task();
+    let batch = batch
+        .replace("id = \"cartpole-batch\"", "id = \"cartpole-batch-short\"")
+        .replace("time_budget_seconds = 600", "time_budget_seconds = 1");
+    vec![
+        ("short.toml", interactive),
+        (name, batch_task().1),
+        ("batch-short.toml", batch),
+    ]
+}
+
+/// Regression: deadlines were enforced only when a request arrived, so a run whose harness
+/// died (before its agent started, or with a session nobody drove) kept its folder, its
+/// socket and its connections until the official pool was full.
+#[tokio::test]
+async fn runs_nobody_drives_past_their_time_budget_are_ended_by_the_sweep() {
+    let server = TestServer::start_in(
+        tempfile::tempdir().unwrap(),
+        &short_budget_tasks(),
+        Limits::default(),
+        BatchOptions::default(),
+        options(),
+    )
+    .await;
+    // A batch run never submitted, an interactive run never started, and one started whose
+    // agent went silent; no harness polls any of them.
+    let (_, _, batch_run) = server.official_env("cartpole-batch-short").await;
+    let (_, _, idle_run) = server.official_env("cartpole-short").await;
+    let (started, _, started_run) = server.official_env("cartpole-short").await;
+    let mut agent = server.run_agent(&started_run).await;
+    agent
+        .start_eval_session(pb::StartEvalSessionRequest {
+            handle: started.clone(),
+        })
+        .await
+        .unwrap();
+    agent
+        .reset(pb::ResetRequest {
+            handle: started.clone(),
+            seed: None,
+        })
+        .await
+        .unwrap();
+    // A run with time to spare is left alone.
+    let (_, _, long_run) = server.official_env(BATCH).await;
+    let folder = server.submission_dir(&batch_run);
+    assert!(folder.is_dir());
+
+    assert!(gone(&folder).await, "the batch run's folder");
+    for run in [&batch_run, &idle_run, &started_run] {
+        assert!(gone(&server.run_socket(run)).await, "{run}'s socket");
+    }
+    let expect = [
+        (&batch_run, EvalStatus::EndedEarly, "nothing was submitted"),
+        (
+            &idle_run,
+            EvalStatus::EndedEarly,
+            "its session was never started",
+        ),
+        (
+            &started_run,
+            EvalStatus::BudgetExceeded,
+            "the time budget of 1 s ran out",
+        ),
+    ];
+    for (run, status, message) in expect {
+        let text = common::read(&server.trajectory_path(run));
+        let verified = ale_harness::verify::verify_trajectory(&text).unwrap();
+        let result = verified.result.expect("a finished session");
+        assert_eq!(result.status, status, "{run}: {result:?}");
+        assert!(
+            result.status_message.contains(message),
+            "{run}: {}",
+            result.status_message
+        );
+    }
+    assert!(server.submission_dir(&long_run).is_dir());
+    assert!(server.run_socket(&long_run).exists());
+    server.server.shutdown().await;
+}
+
+/// Regression: practice envs created over a run's channel while it lingered after its run
+/// ended survived the run.
+#[tokio::test]
+async fn an_ended_runs_lingering_channel_refuses_new_practice_envs() {
+    let server = server_with(
+        Limits::default(),
+        ServeOptions {
+            run_linger: Duration::from_millis(800),
+            ..options()
+        },
+    )
+    .await;
+    let (_, session, run_id) = server.official_env("cartpole-balance").await;
+    let mut agent = server.run_agent(&run_id).await;
+    create_practice(&mut agent).await.unwrap();
+    let mut harness = server.harness().await;
+    result(&mut harness, &session, true).await;
+    assert_eq!(server.server.evaluator().env_counts().run_practice, 0);
+
+    // The connection lingers, and is still served, but makes no env.
+    let err = create_practice(&mut agent).await.unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err:?}");
+    assert!(
+        err.message().contains(&run_id) && err.message().contains("has ended"),
+        "{err:?}"
+    );
+    assert_eq!(server.server.evaluator().env_counts().run_practice, 0);
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert!(create_practice(&mut agent).await.is_err());
+    assert_eq!(server.server.evaluator().env_counts().run_practice, 0);
+    // Other channels still make practice envs.
+    create_practice(&mut server.agent().await).await.unwrap();
+}
+
+/// Regression: a run's folder an agent kept creating files in as its run ended could not be
+/// removed (`ENOTEMPTY`), was never tried again, and stayed on the state disk.
+#[tokio::test]
+async fn a_folder_an_agent_keeps_writing_in_as_its_run_ends_goes_once_it_stops() {
+    let server = server_with(Limits::default(), options()).await;
+    let (_, session, run_id) = server.official_env(BATCH).await;
+    let folder = server.submission_dir(&run_id);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (folder, stop) = (folder.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Fails once the folder is gone; an agent would go on trying.
+                let _ = std::fs::write(folder.join(format!("filler-{n}")), b"x");
+                n += 1;
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let mut harness = server.harness().await;
+    result(&mut harness, &session, true).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let raced = folder.exists();
+    eprintln!("the folder survived its run's end while written to: {raced}");
+    // The harness kills its agent shortly after the run ends.
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(gone(&folder).await, "removed on the sweep's retry");
+    server.server.shutdown().await;
 }

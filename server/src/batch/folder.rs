@@ -7,10 +7,15 @@
 //! notices. Otherwise it is a plain 0700 folder on the state dir's disk, and what an agent may
 //! write there is bounded only by what the harness sets on the agent (`RLIMIT_FSIZE` bounds
 //! each file, not their number); docs/batch.md says what that leaves open.
+//!
+//! A folder whose removal fails (an agent still alive, creating files in it as it goes) is
+//! kept in the evaluator's [`Leftovers`] and removed again later: by the evaluator's periodic
+//! sweep, when an env is dropped or reclaimed, and at the next start.
 
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use ale_proto::RunId;
 use ale_proto::layout;
@@ -30,14 +35,58 @@ pub enum Quota {
     /// A tmpfs of its own: the filesystem refuses writes past the cap.
     Tmpfs,
     /// A plain folder on the state dir's disk (the evaluator is not root, or could not mount).
-    None,
+    PlainFolder,
 }
 
-/// A run's submission folder; removed when dropped.
+/// Run folders whose removal failed, kept to be removed again; shared by every run's
+/// [`SubmissionFolder`] and the evaluator that retries them.
+#[derive(Debug, Clone, Default)]
+pub struct Leftovers(Arc<Mutex<Vec<PathBuf>>>);
+
+impl Leftovers {
+    fn keep(&self, path: PathBuf) {
+        crate::env_table::lock(&self.0).push(path);
+    }
+
+    /// Tries again to remove every folder kept; those that still resist stay kept. Returns
+    /// how many went. Does nothing (and no I/O) when none is kept.
+    pub fn retry(&self) -> usize {
+        let kept = std::mem::take(&mut *crate::env_table::lock(&self.0));
+        if kept.is_empty() {
+            return 0;
+        }
+        let mut removed = 0;
+        let mut still = Vec::new();
+        for path in kept {
+            match remove_tree(&path) {
+                Ok(()) => {
+                    tracing::info!(folder = %path.display(), "removed a run's submission folder on retry");
+                    removed += 1;
+                }
+                Err(e) => {
+                    tracing::debug!(folder = %path.display(), error = %e, "a run's submission folder still resists removal");
+                    still.push(path);
+                }
+            }
+        }
+        crate::env_table::lock(&self.0).extend(still);
+        removed
+    }
+
+    /// The folders kept for another try.
+    #[cfg(test)]
+    pub fn kept(&self) -> Vec<PathBuf> {
+        crate::env_table::lock(&self.0).clone()
+    }
+}
+
+/// A run's submission folder; removed when dropped, or kept in its [`Leftovers`] for another
+/// try if that fails.
 #[derive(Debug)]
 pub struct SubmissionFolder {
     path: PathBuf,
     quota: Quota,
+    leftovers: Leftovers,
 }
 
 /// Whether this process may mount (a root evaluator).
@@ -48,11 +97,13 @@ fn is_root() -> bool {
 impl SubmissionFolder {
     /// Creates `<state>/submissions/<run_id>/` (0700, never reused, through no link), as a
     /// tmpfs of `max_submission_bytes` + slack when root. Fails, leaving nothing, if the
-    /// folder cannot be made.
+    /// folder cannot be made. A removal that fails when it is dropped keeps the folder in
+    /// `leftovers`.
     pub fn create(
         state_dir: &Path,
         run_id: &RunId,
         max_submission_bytes: u64,
+        leftovers: &Leftovers,
     ) -> Result<SubmissionFolder, PrivateFileError> {
         ensure_private_dir(&layout::submissions_dir(state_dir))?;
         let path = layout::run_submission_dir(state_dir, run_id);
@@ -67,13 +118,17 @@ impl SubmissionFolder {
                         "cannot mount a tmpfs on a submission folder; its size is not bounded \
                          by the filesystem"
                     );
-                    Quota::None
+                    Quota::PlainFolder
                 }
             }
         } else {
-            Quota::None
+            Quota::PlainFolder
         };
-        Ok(SubmissionFolder { path, quota })
+        Ok(SubmissionFolder {
+            path,
+            quota,
+            leftovers: leftovers.clone(),
+        })
     }
 
     pub fn path(&self) -> &Path {
@@ -88,7 +143,13 @@ impl SubmissionFolder {
 impl Drop for SubmissionFolder {
     fn drop(&mut self) {
         if let Err(e) = remove_tree(&self.path) {
-            tracing::warn!(folder = %self.path.display(), error = %e, "cannot remove a run's submission folder");
+            tracing::warn!(
+                folder = %self.path.display(),
+                error = %e,
+                "cannot remove a run's submission folder yet (its agent may still be writing); \
+                 it is removed again later"
+            );
+            self.leftovers.keep(std::mem::take(&mut self.path));
         }
     }
 }
@@ -161,6 +222,8 @@ pub fn remove_all_entries(dir: &Path) -> io::Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
     use super::*;
     use crate::seeds::random_id_bytes;
 
@@ -175,7 +238,8 @@ mod tests {
     fn a_folder_is_private_never_reused_and_gone_when_dropped() {
         let (_tmp, state) = state();
         let run = RunId::from_random(random_id_bytes());
-        let folder = SubmissionFolder::create(&state, &run, 1 << 20).unwrap();
+        let folder =
+            SubmissionFolder::create(&state, &run, 1 << 20, &Leftovers::default()).unwrap();
         let path = folder.path().to_path_buf();
         assert_eq!(path, layout::run_submission_dir(&state, &run));
         assert_eq!(
@@ -183,7 +247,7 @@ mod tests {
             0o700,
             "{path:?}"
         );
-        assert!(SubmissionFolder::create(&state, &run, 1 << 20).is_err());
+        assert!(SubmissionFolder::create(&state, &run, 1 << 20, &Leftovers::default()).is_err());
         std::fs::write(path.join("policy.safetensors"), b"x").unwrap();
         std::fs::create_dir(path.join("sub")).unwrap();
         std::fs::write(path.join("sub/deeper"), b"y").unwrap();
@@ -198,7 +262,8 @@ mod tests {
         std::fs::create_dir(&outside).unwrap();
         std::fs::write(outside.join("keep"), b"k").unwrap();
         let run = RunId::from_random(random_id_bytes());
-        let folder = SubmissionFolder::create(&state, &run, 1 << 20).unwrap();
+        let folder =
+            SubmissionFolder::create(&state, &run, 1 << 20, &Leftovers::default()).unwrap();
         std::os::unix::fs::symlink(&outside, folder.path().join("link")).unwrap();
         drop(folder);
         assert!(outside.join("keep").exists());
@@ -211,6 +276,52 @@ mod tests {
         assert!(std::fs::symlink_metadata(&link).is_err());
     }
 
+    /// Regression: a folder whose removal failed (an agent still creating files in it) stayed
+    /// on the state disk until the next start.
+    #[test]
+    fn a_folder_that_resists_removal_is_kept_and_goes_on_retry() {
+        let (_tmp, state) = state();
+        let run = RunId::from_random(random_id_bytes());
+        let leftovers = Leftovers::default();
+        let folder = SubmissionFolder::create(&state, &run, 1 << 20, &leftovers).unwrap();
+        let path = folder.path().to_path_buf();
+        std::fs::write(path.join("policy.safetensors"), b"x").unwrap();
+        // What makes one removal fail: as root, a second filesystem stacked on the folder (one
+        // unmount leaves a mount point, which rmdir refuses); otherwise a folder inside whose
+        // entries this user may not remove, until it may.
+        let sub = path.join("sub");
+        let stacked = folder.quota() == Quota::Tmpfs
+            && nix::mount::mount(
+                Some("ale-test"),
+                &path,
+                Some("tmpfs"),
+                nix::mount::MsFlags::empty(),
+                Some("size=64k"),
+            )
+            .is_ok();
+        if !stacked && is_root() {
+            eprintln!("root, but this machine refused the mount: nothing to test");
+            return;
+        }
+        if !stacked {
+            std::fs::create_dir(&sub).unwrap();
+            std::fs::write(sub.join("file"), b"x").unwrap();
+            std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o500)).unwrap();
+        }
+        drop(folder);
+        assert!(path.exists(), "the removal failed");
+        assert_eq!(leftovers.kept(), vec![path.clone()]);
+        if !stacked {
+            assert_eq!(leftovers.retry(), 0, "it still resists");
+            assert_eq!(leftovers.kept(), vec![path.clone()]);
+            std::fs::set_permissions(&sub, std::fs::Permissions::from_mode(0o700)).unwrap();
+        }
+        assert_eq!(leftovers.retry(), 1);
+        assert!(std::fs::symlink_metadata(&path).is_err(), "gone");
+        assert!(leftovers.kept().is_empty());
+        assert_eq!(leftovers.retry(), 0);
+    }
+
     #[test]
     fn as_root_the_filesystem_enforces_the_quota() {
         if !is_root() {
@@ -220,7 +331,7 @@ mod tests {
         let (_tmp, state) = state();
         let run = RunId::from_random(random_id_bytes());
         let cap = 256 << 10;
-        let folder = SubmissionFolder::create(&state, &run, cap).unwrap();
+        let folder = SubmissionFolder::create(&state, &run, cap, &Leftovers::default()).unwrap();
         if folder.quota() != Quota::Tmpfs {
             eprintln!("root, but this machine refused the mount: nothing to test");
             return;

@@ -81,8 +81,12 @@ pub(crate) struct Batches {
     runs: Mutex<HashMap<BatchId, Entry>>,
 }
 
-/// A run, and the run scope of its official env (whose own channel may ask about it).
-type Entry = (Option<RunScope>, Weak<BatchRun>);
+/// A batch run the evaluator knows, while its official env holds it.
+struct Entry {
+    /// The run scope of its official env: that run's own channel may ask about it.
+    scope: RunScope,
+    run: Weak<BatchRun>,
+}
 
 impl Batches {
     pub fn new(options: &BatchOptions, loader: Loader) -> Result<Batches, std::io::Error> {
@@ -113,11 +117,17 @@ impl Batches {
     }
 
     /// Adds `run`, the batch run of the official env of `scope`.
-    pub fn insert(&self, run: &Arc<BatchRun>, scope: Option<RunScope>) {
+    pub fn insert(&self, run: &Arc<BatchRun>, scope: RunScope) {
         let mut runs = lock(&self.runs);
         // A run whose env is gone can no longer be asked about.
-        runs.retain(|_, (_, r)| r.strong_count() > 0);
-        runs.insert(run.id().clone(), (scope, Arc::downgrade(run)));
+        runs.retain(|_, entry| entry.run.strong_count() > 0);
+        runs.insert(
+            run.id().clone(),
+            Entry {
+                scope,
+                run: Arc::downgrade(run),
+            },
+        );
     }
 
     /// The run `id` names, if `channel` may ask about it: a run's own channel only about its
@@ -125,11 +135,11 @@ impl Batches {
     pub fn get(&self, id: &BatchId, channel: Channel) -> Result<Arc<BatchRun>, Error> {
         lock(&self.runs)
             .get(id)
-            .filter(|(scope, _)| match channel {
-                Channel::Run(asking) => *scope == Some(asking),
+            .filter(|entry| match channel {
+                Channel::Run(asking) => entry.scope == asking,
                 Channel::Agent | Channel::Harness => true,
             })
-            .and_then(|(_, run)| run.upgrade())
+            .and_then(|entry| entry.run.upgrade())
             .ok_or_else(|| Error::UnknownBatch(id.clone()))
     }
 

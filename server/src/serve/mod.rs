@@ -41,6 +41,35 @@ use requests::{RequestBoundsLayer, RequestBytesPool};
 /// dropped, for the listeners to finish.
 const DROP_WAIT: Duration = Duration::from_secs(1);
 
+/// How often a serving evaluator sweeps its runs ([`Evaluator::sweep`]): a run past its time
+/// budget gives back its folder, socket and connections within this of its deadline, whether
+/// or not anyone sends a request.
+pub const SWEEP_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Sweeps `evaluator` every [`SWEEP_INTERVAL`] until `stop` turns true or the evaluator is
+/// gone.
+async fn sweep_until_stopped(
+    evaluator: std::sync::Weak<Evaluator>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut ticks = tokio::time::interval(SWEEP_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticks.tick() => {}
+            _ = stop.wait_for(|stopped| *stopped) => return,
+        }
+        let Some(evaluator) = evaluator.upgrade() else {
+            return;
+        };
+        // Takes the envs' locks and removes folders: off the runtime's threads.
+        let swept = tokio::task::spawn_blocking(move || evaluator.sweep(std::time::Instant::now()));
+        if let Err(e) = swept.await {
+            tracing::error!(error = %e, "a sweep of the runs failed");
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error("cannot listen on {addr}: {cause}")]
@@ -342,6 +371,10 @@ pub async fn start_with(
         .map_err(ServeError::EndpointFile)?;
     let (stop, stopped) = watch::channel(false);
     let run_stop = stopped.clone();
+    tokio::spawn(sweep_until_stopped(
+        Arc::downgrade(&evaluator),
+        stopped.clone(),
+    ));
     let signal = move || {
         let mut stopped = stopped.clone();
         async move {

@@ -9,6 +9,10 @@
 //! practice envs (`Limits::max_run_practice_envs`) — counted apart from the shared agent
 //! channel and from every other run's, so one run's agent that exhausts its share leaves all
 //! others whole.
+//!
+//! Once its listener has closed and its connections are gone, the channel tells the evaluator
+//! ([`Evaluator::run_channel_closed`]), which forgets the run's scope and drops any practice
+//! env made over it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -92,9 +96,9 @@ fn bind(socket: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
 
 impl RunChannels for Opener {
     fn open(&self, run: RunScope, socket: &Path) -> Result<Box<dyn RunChannel>, Error> {
-        let failed = |e: std::io::Error| Error::RunResources {
-            what: "agent socket",
-            cause: format!("{}: {e}", socket.display()),
+        let failed = |cause: std::io::Error| Error::RunSocket {
+            path: socket.to_path_buf(),
+            cause,
         };
         let Some(evaluator) = self.evaluator.upgrade() else {
             return Err(failed(std::io::Error::other(
@@ -103,7 +107,7 @@ impl RunChannels for Opener {
         };
         let listener = bind(socket).map_err(failed)?;
         let (closing, closed) = watch::channel(None);
-        let serving = self.runtime.spawn(serve(
+        let serving = self.runtime.spawn(serve_then_forget(
             evaluator,
             listener,
             run,
@@ -128,6 +132,29 @@ impl RunChannels for Opener {
 async fn turned_true(mut signal: watch::Receiver<bool>) {
     if signal.wait_for(|on| *on).await.is_err() {
         std::future::pending::<()>().await;
+    }
+}
+
+/// Serves one run's channel (see [`serve`]), then tells the evaluator it has closed.
+#[allow(clippy::too_many_arguments)]
+async fn serve_then_forget(
+    evaluator: Arc<Evaluator>,
+    listener: std::os::unix::net::UnixListener,
+    run: RunScope,
+    options: ServeOptions,
+    next_id: Arc<AtomicU64>,
+    closed: watch::Receiver<Option<std::time::Duration>>,
+    stop: watch::Receiver<bool>,
+    dropped: watch::Receiver<bool>,
+) {
+    let weak = Arc::downgrade(&evaluator);
+    serve(
+        evaluator, listener, run, options, next_id, closed, stop, dropped,
+    )
+    .await;
+    if let Some(evaluator) = weak.upgrade() {
+        // Takes the env table's lock: off the runtime's threads.
+        let _ = tokio::task::spawn_blocking(move || evaluator.run_channel_closed(run)).await;
     }
 }
 
