@@ -23,6 +23,8 @@ pub mod limits;
 mod mounts;
 mod pinned;
 mod program;
+#[cfg(target_os = "linux")]
+mod seccomp;
 pub mod uids;
 
 use std::path::{Path, PathBuf};
