@@ -158,6 +158,24 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// A size as the flags take it and show it: parsed by [`parse_bytes`], shown by
+/// [`format_bytes`] (so a default is written from its constant: `8 GiB`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&format_bytes(self.0))
+    }
+}
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+    fn from_str(text: &str) -> Result<ByteSize, String> {
+        parse_bytes(text).map(ByteSize)
+    }
+}
+
 /// Parses `--agent-pids`: at least 8 (the agent, its PID 1 and a few threads).
 pub fn parse_tasks(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
@@ -183,13 +201,12 @@ pub fn parse_cpu_seconds(text: &str) -> Result<Option<u64>, String> {
 }
 
 /// The CPU time an agent gets unless told otherwise: its task's time budget in CPU seconds
-/// (one core for the whole session), or [`DEFAULT_CPU_SECONDS_WITHOUT_BUDGET`].
-pub fn default_cpu_seconds(time_budget_seconds: u64) -> u64 {
-    if time_budget_seconds == 0 {
-        DEFAULT_CPU_SECONDS_WITHOUT_BUDGET
-    } else {
-        time_budget_seconds
-    }
+/// (one core for the whole session), or [`DEFAULT_CPU_SECONDS_WITHOUT_BUDGET`] for a task
+/// without one (`None`, or a budget of 0, which the task format also reads as none).
+pub fn default_cpu_seconds(time_budget_seconds: Option<u64>) -> u64 {
+    time_budget_seconds
+        .filter(|&s| s > 0)
+        .unwrap_or(DEFAULT_CPU_SECONDS_WITHOUT_BUDGET)
 }
 
 /// What the sandbox's processes use at one moment, summed by the watchdog.
@@ -441,6 +458,10 @@ mod tests {
         assert_eq!(parse_bytes("512M"), Ok(512 << 20));
         assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
         assert_eq!(parse_bytes("1073741824"), Ok(1 << 30));
+        // What a flag's default shows parses back to it.
+        let default = ByteSize(DEFAULT_MEMORY_BYTES);
+        assert_eq!(default.to_string(), "8 GiB");
+        assert_eq!(default.to_string().parse(), Ok(default));
         for bad in ["", "G", "8X", "-1G", "1k", "99999999999999T"] {
             let err = parse_bytes(bad).unwrap_err();
             assert!(err.contains(&format!("{bad:?}")), "{err}");
@@ -450,8 +471,9 @@ mod tests {
         assert_eq!(parse_cpu_seconds("none"), Ok(None));
         assert_eq!(parse_cpu_seconds("600"), Ok(Some(600)));
         assert!(parse_cpu_seconds("0").is_err() && parse_cpu_seconds("1.5").is_err());
-        assert_eq!(default_cpu_seconds(600), 600);
-        assert_eq!(default_cpu_seconds(0), DEFAULT_CPU_SECONDS_WITHOUT_BUDGET);
+        assert_eq!(default_cpu_seconds(Some(600)), 600);
+        assert_eq!(default_cpu_seconds(None), DEFAULT_CPU_SECONDS_WITHOUT_BUDGET);
+        assert_eq!(default_cpu_seconds(Some(0)), DEFAULT_CPU_SECONDS_WITHOUT_BUDGET);
     }
 
     #[test]
