@@ -158,14 +158,20 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
-/// A size as the flags take it and show it: parsed by [`parse_bytes`], shown by
-/// [`format_bytes`] (so a default is written from its constant: `8 GiB`).
+/// A size as the flags take it and show it: parsed by [`parse_bytes`], shown the way a flag
+/// is written (`8G`, `512M`, or bytes), so that a default is shown from its constant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ByteSize(pub u64);
 
 impl std::fmt::Display for ByteSize {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&format_bytes(self.0))
+        let bytes = self.0;
+        for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+            if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+                return write!(f, "{}{unit}", bytes >> shift);
+            }
+        }
+        write!(f, "{bytes}")
     }
 }
 
@@ -460,8 +466,9 @@ mod tests {
         assert_eq!(parse_bytes("1073741824"), Ok(1 << 30));
         // What a flag's default shows parses back to it.
         let default = ByteSize(DEFAULT_MEMORY_BYTES);
-        assert_eq!(default.to_string(), "8 GiB");
+        assert_eq!(default.to_string(), "8G");
         assert_eq!(default.to_string().parse(), Ok(default));
+        assert_eq!(ByteSize((16 << 20) + 1).to_string(), "16777217");
         for bad in ["", "G", "8X", "-1G", "1k", "99999999999999T"] {
             let err = parse_bytes(bad).unwrap_err();
             assert!(err.contains(&format!("{bad:?}")), "{err}");
