@@ -917,8 +917,11 @@ mod tests {
     #[test]
     fn reports_fit_in_their_reservation() {
         use ale_proto::records::{EpisodeRecord, Outcome};
-        let safety: std::collections::BTreeMap<String, f64> =
-            [("joint_limit_violations".to_string(), -1.2345678901234567e-300)].into();
+        let safety: std::collections::BTreeMap<String, f64> = [(
+            "joint_limit_violations".to_string(),
+            -1.2345678901234567e-300,
+        )]
+        .into();
         let worst = |episodes: u32| {
             let mut report = crate::report::tests::sample();
             report.task.title = "T".repeat(256);
@@ -948,13 +951,19 @@ mod tests {
             file.metadata().unwrap().len()
         };
         let (base, per_rollout) = (size(0), (size(1000) - size(0)) / 1000);
-        assert!(base <= REPORT_RESERVE_BASE / 2, "the fixed part takes {base} bytes");
+        assert!(
+            base <= REPORT_RESERVE_BASE / 2,
+            "the fixed part takes {base} bytes"
+        );
         assert!(
             per_rollout <= REPORT_RESERVE_PER_ROLLOUT,
             "a rollout takes {per_rollout} bytes"
         );
         for episodes in [0, 1, 20, 1000, 10_000] {
-            assert!(size(episodes) <= report_reserve(episodes), "{episodes} rollouts");
+            assert!(
+                size(episodes) <= report_reserve(episodes),
+                "{episodes} rollouts"
+            );
         }
     }
 

@@ -955,10 +955,16 @@ fn a_memory_hog_of_many_processes_is_stopped_at_the_memory_limit_and_named() {
 #[test]
 fn a_memfd_hog_is_refused() {
     let evaluator = Evaluator::start();
-    let run = run_attack(&evaluator, "memfd-hog", "unused", &["--agent-memory", "256M"]);
+    let run = run_attack(
+        &evaluator,
+        "memfd-hog",
+        "unused",
+        &["--agent-memory", "256M"],
+    );
     assert_attack_failed(&run, "memfd-hog");
     assert!(
-        run.agent_log.contains("memfd_create: Operation not permitted"),
+        run.agent_log
+            .contains("memfd_create: Operation not permitted"),
         "{}",
         run.agent_log
     );
@@ -994,7 +1000,8 @@ fn detached_system_v_shared_memory_is_bounded_by_the_memory_limit() {
     let run = run_attack(&evaluator, "shm-hog", "unused", &["--agent-memory", "256M"]);
     assert_attack_failed(&run, "shm-hog");
     assert!(
-        run.agent_log.contains("shmget refused after 268435456 bytes"),
+        run.agent_log
+            .contains("shmget refused after 268435456 bytes"),
         "{}",
         run.agent_log
     );

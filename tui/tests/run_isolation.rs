@@ -691,8 +691,7 @@ fn a_run_that_fails_after_its_env_exists_leaves_no_folder_or_socket() {
     // The env was made: its run folder holds its trajectory.
     assert_eq!(evaluator.left_in("runs").len(), 1, "{stderr}");
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !(evaluator.left_in("submissions").is_empty() && evaluator.left_in("agents").is_empty())
-    {
+    while !(evaluator.left_in("submissions").is_empty() && evaluator.left_in("agents").is_empty()) {
         assert!(
             Instant::now() < deadline,
             "the failed run's resources stayed: submissions {:?}, agents {:?}",

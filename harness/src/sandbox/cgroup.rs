@@ -477,7 +477,10 @@ mod tests {
         // A mark above the candidate delegates the subtree it is in.
         let mut fs = fs_with(&[(SERVICE, "memory pids")], &[]);
         fs.xattrs.insert(
-            (PathBuf::from("/sys/fs/cgroup/system.slice"), "trusted.delegate"),
+            (
+                PathBuf::from("/sys/fs/cgroup/system.slice"),
+                "trusted.delegate",
+            ),
             "1",
         );
         assert!(delegated_parent(&fs, cgroup, MOUNTINFO, 0).is_ok());
@@ -513,8 +516,11 @@ mod tests {
         assert_eq!(file("cgroup.procs"), "4242");
 
         assert_eq!(run.limit_hit(&limits), None);
-        fs.write(&run.dir.join("cpu.stat"), "usage_usec 1999999\nuser_usec 5\n")
-            .unwrap();
+        fs.write(
+            &run.dir.join("cpu.stat"),
+            "usage_usec 1999999\nuser_usec 5\n",
+        )
+        .unwrap();
         fs.write(&run.dir.join("pids.events"), "max 0\n").unwrap();
         fs.write(
             &run.dir.join("memory.events"),
@@ -524,8 +530,11 @@ mod tests {
         // Reclaim at memory.max is no stop; a kill is.
         assert_eq!(run.limit_hit(&limits), None);
         // Every process's CPU time, however it ended, is in cpu.stat.
-        fs.write(&run.dir.join("cpu.stat"), "usage_usec 2000000\nuser_usec 5\n")
-            .unwrap();
+        fs.write(
+            &run.dir.join("cpu.stat"),
+            "usage_usec 2000000\nuser_usec 5\n",
+        )
+        .unwrap();
         assert_eq!(run.limit_hit(&limits), Some(LimitHit::CpuTime));
         fs.write(&run.dir.join("pids.events"), "max 3\n").unwrap();
         assert_eq!(run.limit_hit(&limits), Some(LimitHit::Processes));
@@ -554,8 +563,14 @@ mod tests {
         // Its tasks take three looks to die.
         fs.busy_reads.set(3);
         drop(run);
-        assert_eq!(fs.files.borrow().get(&dir.join("cgroup.kill")).unwrap(), "1");
-        assert!(!fs.dirs.borrow().contains(&dir), "the cgroup was left behind");
+        assert_eq!(
+            fs.files.borrow().get(&dir.join("cgroup.kill")).unwrap(),
+            "1"
+        );
+        assert!(
+            !fs.dirs.borrow().contains(&dir),
+            "the cgroup was left behind"
+        );
 
         let stuck = FakeFs::default();
         let run = RunCgroup::create(&stuck, Path::new(SERVICE), "ale-run-4", &limits()).unwrap();
@@ -563,6 +578,11 @@ mod tests {
         let started = Instant::now();
         drop(run);
         assert!(started.elapsed() >= EMPTY_TIMEOUT);
-        assert!(stuck.dirs.borrow().contains(&Path::new(SERVICE).join("ale-run-4")));
+        assert!(
+            stuck
+                .dirs
+                .borrow()
+                .contains(&Path::new(SERVICE).join("ale-run-4"))
+        );
     }
 }

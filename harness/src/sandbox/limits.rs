@@ -479,8 +479,14 @@ mod tests {
         assert_eq!(parse_cpu_seconds("600"), Ok(Some(600)));
         assert!(parse_cpu_seconds("0").is_err() && parse_cpu_seconds("1.5").is_err());
         assert_eq!(default_cpu_seconds(Some(600)), 600);
-        assert_eq!(default_cpu_seconds(None), DEFAULT_CPU_SECONDS_WITHOUT_BUDGET);
-        assert_eq!(default_cpu_seconds(Some(0)), DEFAULT_CPU_SECONDS_WITHOUT_BUDGET);
+        assert_eq!(
+            default_cpu_seconds(None),
+            DEFAULT_CPU_SECONDS_WITHOUT_BUDGET
+        );
+        assert_eq!(
+            default_cpu_seconds(Some(0)),
+            DEFAULT_CPU_SECONDS_WITHOUT_BUDGET
+        );
     }
 
     #[test]
@@ -560,13 +566,23 @@ mod tests {
             50
         );
         // 3 ends and 2 waits for it: its 45 ticks are in 2's waited-for time.
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45)]), 57);
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45)]),
+            57
+        );
         // 4 burns, and ends unwaited-for: 2's waited-for time does not rise.
         assert_eq!(
-            ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45), sample(4, 2, 30, 0)]),
+            ledger.round(&[
+                sample(1, 0, 0, 0),
+                sample(2, 1, 12, 45),
+                sample(4, 2, 30, 0)
+            ]),
             87
         );
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45)]), 87);
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45)]),
+            87
+        );
         // 2 ends, waited for by PID 1: all it held moves to PID 1, counted once.
         assert_eq!(ledger.round(&[sample(1, 0, 0, 58)]), 88);
         // A pid used again by a new process is another process.
@@ -580,13 +596,32 @@ mod tests {
     #[test]
     fn a_child_waited_for_during_a_round_is_not_charged_twice() {
         let mut ledger = CpuLedger::default();
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 0), sample(5, 9, 20, 0)]), 30);
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 0), sample(5, 9, 20, 0)]),
+            30
+        );
         // 5 (read first: a lower pid) at 20 ticks, then waited for by 9 before 9 was read.
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(5, 9, 20, 0), sample(9, 1, 10, 21)]), 51);
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21)]), 31);
+        assert_eq!(
+            ledger.round(&[
+                sample(1, 0, 0, 0),
+                sample(5, 9, 20, 0),
+                sample(9, 1, 10, 21)
+            ]),
+            51
+        );
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21)]),
+            31
+        );
         // The rise is spent: a later child that nobody waits for is counted.
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21), sample(6, 9, 7, 0)]), 38);
-        assert_eq!(ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21)]), 38);
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21), sample(6, 9, 7, 0)]),
+            38
+        );
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21)]),
+            38
+        );
     }
 
     #[test]

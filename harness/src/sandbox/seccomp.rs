@@ -131,7 +131,12 @@ mod tests {
             assert_eq!(verdict(AUDIT_ARCH, nr as u32), eperm);
             assert_eq!(verdict(AUDIT_ARCH, nr as u32 | X32_SYSCALL_BIT), eperm);
         }
-        for nr in [libc::SYS_read, libc::SYS_mmap, libc::SYS_execve, libc::SYS_clone] {
+        for nr in [
+            libc::SYS_read,
+            libc::SYS_mmap,
+            libc::SYS_execve,
+            libc::SYS_clone,
+        ] {
             assert_eq!(verdict(AUDIT_ARCH, nr as u32), libc::SECCOMP_RET_ALLOW);
         }
         assert_eq!(
