@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use ale_proto::EnvHandle;
+use ale_proto::{EnvHandle, RunId};
 use tokio::process::{Child, Command};
 
 use crate::error::HarnessError;
@@ -23,34 +23,40 @@ pub const AGENT_LOG_LIMIT: u64 = 16 << 20;
 /// How long a sandbox gets to come down after it is told to.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Everything needed to start an agent for one official env.
+/// What an agent's sandbox is built from ([`launch_spec`]).
 pub struct AgentLaunch<'a> {
     pub command: &'a [String],
     pub handle: &'a EnvHandle,
     pub sandbox: &'a SandboxOptions,
-    /// The `ale` executable, which runs the sandbox launcher.
-    pub ale_exe: &'a Path,
     /// The evaluator's agent socket (bind-mounted into a sandbox).
     pub agent_socket: &'a Path,
-    /// The agent channel URL for an unsandboxed agent.
-    pub unsandboxed_endpoint: &'a str,
     /// For a batch task: the evaluator's submission folder, the one place the agent may write
     /// (bind-mounted into a sandbox).
     pub submission_dir: Option<&'a Path>,
     /// Host folders a sandboxed agent must not see, nor be given a path into (the state dir);
     /// users' homes are hidden too, but a working directory or program may be bound from them.
     pub hidden: &'a [PathBuf],
-    /// Where the agent's output goes (created new).
-    pub log: &'a Path,
     /// When the harness is root: the user the agent runs as (the run's own uid, or the
     /// operator's `--agent-user`).
     pub agent_user: Option<UserIds>,
     /// What a sandboxed agent may use.
     pub limits: AgentLimits,
+}
+
+/// Everything needed to start an agent for one official run: its sandbox, and what the run
+/// gives it besides.
+pub struct AgentStart<'a> {
+    pub launch: AgentLaunch<'a>,
+    /// The `ale` executable, which runs the sandbox launcher.
+    pub ale_exe: &'a Path,
+    /// The agent channel URL for an unsandboxed agent.
+    pub unsandboxed_endpoint: &'a str,
+    /// Where the agent's output goes (created new).
+    pub log: &'a Path,
     /// With [`Enforcement::CgroupV2`]: the delegated cgroup the sandbox's own is made in.
     pub cgroup_parent: Option<&'a Path>,
-    /// Names the sandbox's cgroup (the run id).
-    pub name: &'a str,
+    /// The run, which names the sandbox's cgroup.
+    pub run_id: &'a RunId,
 }
 
 pub struct Agent {
@@ -266,15 +272,16 @@ fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
 }
 
 impl Agent {
-    /// Starts the agent. Its output goes to `launch.log`.
-    pub async fn launch(launch: &AgentLaunch<'_>) -> Result<Agent, HarnessError> {
+    /// Starts the agent. Its output goes to `start.log`.
+    pub async fn launch(start: &AgentStart<'_>) -> Result<Agent, HarnessError> {
+        let launch = &start.launch;
         let (program, args) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
         let launch_err = |cause| HarnessError::Launch {
             command: launch.command.join(" "),
             cause,
         };
-        let log = create_log(launch.log).map_err(|cause| HarnessError::Records {
-            path: launch.log.to_path_buf(),
+        let log = create_log(start.log).map_err(|cause| HarnessError::Records {
+            path: start.log.to_path_buf(),
             cause,
         })?;
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
@@ -300,12 +307,13 @@ impl Agent {
         if let Some(spec) = &mut spec {
             spec.report_pipe = true;
         }
-        let cgroup = match (sandboxed, launch.limits.enforcement, launch.cgroup_parent) {
+        // Removed (its tasks killed first) however the launch goes from here: dropping it does.
+        let cgroup = match (sandboxed, launch.limits.enforcement, start.cgroup_parent) {
             (true, Enforcement::CgroupV2, Some(parent)) => Some(
                 RunCgroup::create(
-                    &HostCgroupFs,
+                    HostCgroupFs,
                     parent,
-                    &format!("ale-{}", launch.name),
+                    &format!("ale-{}", start.run_id),
                     &launch.limits,
                 )
                 .map_err(launch_err)?,
@@ -313,7 +321,7 @@ impl Agent {
             _ => None,
         };
         let mut command = if sandboxed {
-            let mut command = sandbox::launcher_command(launch.ale_exe);
+            let mut command = sandbox::launcher_command(start.ale_exe);
             if let Some(w) = &report_w {
                 use std::os::fd::AsRawFd;
                 let fd = w.as_raw_fd();
@@ -341,7 +349,7 @@ impl Agent {
                 .args(args)
                 .env_clear()
                 .envs(sandbox::agent_environment(
-                    launch.unsandboxed_endpoint,
+                    start.unsandboxed_endpoint,
                     launch.handle.as_str(),
                     launch.submission_dir.and_then(Path::to_str),
                     std::env::var("HOME").ok().as_deref(),
@@ -363,22 +371,14 @@ impl Agent {
                 .kill_on_drop(true)
                 .spawn()
         });
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) => {
-                if let Some(cgroup) = &cgroup {
-                    cgroup.remove(&HostCgroupFs);
-                }
-                return Err(launch_err(e));
-            }
-        };
+        let mut child = spawned.map_err(launch_err)?;
         // The command holds the pipe's write ends until it is dropped; then the log ends when
         // the agent (and everything that shares its output) is gone.
         drop(command);
         drop(report_w);
         if let (Some(cgroup), Some(pid)) = (&cgroup, child.id()) {
             // Before the launcher reads its spec, so everything it starts is in the cgroup.
-            cgroup.add(&HostCgroupFs, pid).map_err(launch_err)?;
+            cgroup.add(pid).map_err(launch_err)?;
         }
         if let Some(spec) = &spec {
             sandbox::send_spec(&mut child, spec)
@@ -421,22 +421,22 @@ impl Agent {
         if self.stopped_by.is_none()
             && let Some(cgroup) = &self.cgroup
         {
-            self.stopped_by = cgroup.limit_hit(&HostCgroupFs);
+            self.stopped_by = cgroup.limit_hit(&self.limits);
         }
         self.stopped_by.map(|hit| hit.describe(&self.limits))
     }
 
-    /// Stops the sandbox once its cgroup refused a fork at `pids.max` (the kernel stops a
-    /// sandbox out of memory itself). Called at each poll.
+    /// Stops the sandbox once its cgroup refused a fork at `pids.max` or has used its CPU time
+    /// (the kernel stops a sandbox out of memory itself). Called at each poll.
     pub fn enforce_limits(&mut self) {
         if self.stopped_by.is_some() {
             return;
         }
         if let Some(cgroup) = &self.cgroup
-            && let Some(hit) = cgroup.limit_hit(&HostCgroupFs)
+            && let Some(hit) = cgroup.limit_hit(&self.limits)
         {
             self.stopped_by = Some(hit);
-            cgroup.kill(&HostCgroupFs);
+            cgroup.kill();
         }
     }
 
@@ -514,10 +514,7 @@ impl Drop for Agent {
             }
         }
         kill_group(self.pgid);
-        if let Some(cgroup) = &self.cgroup {
-            cgroup.kill(&HostCgroupFs);
-            cgroup.remove(&HostCgroupFs);
-        }
+        // The cgroup, dropped after this, kills what is left, waits for it and is removed.
     }
 }
 

@@ -17,7 +17,7 @@ use ale_proto::records::{EvalResultRecord, EvalStatus};
 use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
 use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
 
-use crate::agent::{Agent, AgentLaunch};
+use crate::agent::{Agent, AgentLaunch, AgentStart};
 use crate::channel::{HarnessChannel, OfficialEnv};
 use crate::error::{HarnessError, Unverified};
 use crate::evaluator_process::{EvaluatorHandle, attach_or_start};
@@ -65,14 +65,11 @@ pub struct Progress<'a> {
 }
 
 /// When the harness ends a session that `started` with a time budget of `budget_seconds` (as
-/// the evaluator reported it): the budget plus [`BUDGET_GRACE`]. `None`: no budget (0), or one
-/// so long that this clock cannot represent its end, which is then never reached.
-fn overrun_deadline(started: Instant, budget_seconds: u64) -> Option<Instant> {
-    if budget_seconds == 0 {
-        return None;
-    }
+/// the evaluator reported it): the budget plus [`BUDGET_GRACE`]. `None`: no budget, or one so
+/// long that this clock cannot represent its end, which is then never reached.
+fn overrun_deadline(started: Instant, budget_seconds: Option<u64>) -> Option<Instant> {
     started
-        .checked_add(Duration::from_secs(budget_seconds))?
+        .checked_add(Duration::from_secs(budget_seconds?))?
         .checked_add(BUDGET_GRACE)
 }
 
@@ -197,17 +194,21 @@ impl Drop for RunRecords {
 /// What the harness log's remaining events (`result_read`, `run_scored`) take at most.
 const LOG_EVENTS_RESERVE: u64 = 64 << 10;
 
-/// What `report.json` takes at most for a run of `episodes` rollouts.
+/// What `report.json` takes at most for a run of `episodes` rollouts: the fixed part (texts of
+/// a few KiB: the task's title, the status message) and each rollout's episode and commitment
+/// (about 0.5 KiB with a safety metric; `reports_fit_in_their_reservation` measures both).
 fn report_reserve(episodes: u32) -> u64 {
-    (32 << 10) + u64::from(episodes) * 1024
+    REPORT_RESERVE_BASE + u64::from(episodes) * REPORT_RESERVE_PER_ROLLOUT
 }
 
-/// Reserves `len` bytes past the end of `file` without changing its size
-/// (`FALLOC_FL_KEEP_SIZE`), so that another run filling the disk cannot make the rest of this
-/// run's records unwritable. A filesystem that cannot reserve space at all is let through
-/// with a warning; one without the space refuses the run.
+const REPORT_RESERVE_BASE: u64 = 32 << 10;
+const REPORT_RESERVE_PER_ROLLOUT: u64 = 1 << 10;
+
+/// Reserves `len` bytes past the end of `file` (at `path`) without changing its size
+/// ([`ale_proto::trajectory::reserve_space`]), so that another run filling the disk cannot
+/// make the rest of this run's records unwritable. A filesystem that cannot reserve space at
+/// all is let through with a warning; one without the space refuses the run.
 fn reserve_space(file: &std::fs::File, path: &Path, len: u64) -> Result<(), HarnessError> {
-    use nix::fcntl::{FallocateFlags, fallocate};
     let offset = file
         .metadata()
         .map_err(|cause| HarnessError::Records {
@@ -215,22 +216,16 @@ fn reserve_space(file: &std::fs::File, path: &Path, len: u64) -> Result<(), Harn
             cause,
         })?
         .len();
-    let as_off = |n: u64| libc::off_t::try_from(n).unwrap_or(libc::off_t::MAX);
-    match fallocate(
-        file,
-        FallocateFlags::FALLOC_FL_KEEP_SIZE,
-        as_off(offset),
-        as_off(len),
-    ) {
+    match ale_proto::trajectory::reserve_space(file, offset, len) {
         Ok(()) => Ok(()),
-        Err(nix::errno::Errno::EOPNOTSUPP) => {
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
             tracing::warn!(file = %path.display(), "this filesystem cannot reserve space: a full disk may cut the run's records short");
             Ok(())
         }
-        Err(e) => Err(HarnessError::NoRoom {
+        Err(cause) => Err(HarnessError::NoRoom {
             path: path.to_path_buf(),
             bytes: len,
-            cause: e.into(),
+            cause,
         }),
     }
 }
@@ -400,7 +395,6 @@ async fn run_with(
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<Report, HarnessError> {
     let mut prologue = prologue(options, evaluator).await?;
-    let started = prologue.started;
     // The state dir is what the agent must never see; the sandbox is tried before any official
     // env exists, so a machine without namespaces refuses cleanly.
     let hidden =
@@ -410,50 +404,107 @@ async fn run_with(
                 cause,
             })?,
         ];
-    let probe_handle = EnvHandle::from_wire(String::new());
     let sandboxed = options.sandbox.mode.is_sandboxed();
     // As root: the run's own uid (held until the run is over), or the operator's --agent-user.
     let agent_user = sandbox::agent_user_for_run(&options.sandbox)?;
-    let agent_ids = agent_user.as_ref().map(|u| u.ids);
     let (enforcement, cgroup_parent) = if sandboxed {
-        sandbox::choose_enforcement()
+        sandbox::choose_enforcement(&options.sandbox)?
     } else {
         (sandbox::Enforcement::Rlimits, None)
     };
-    let launch = |handle, log, agent_socket, submission_dir, limits, name| AgentLaunch {
-        command: &options.agent_command,
-        handle,
-        sandbox: &options.sandbox,
-        ale_exe: &options.ale_exe,
-        agent_socket,
-        unsandboxed_endpoint: "",
-        submission_dir,
-        hidden: &hidden,
-        log,
-        agent_user: agent_ids,
-        limits,
-        cgroup_parent: cgroup_parent.as_deref(),
-        name,
+    let confinement = Confinement {
+        hidden,
+        agent_user,
+        enforcement,
+        cgroup_parent,
     };
     if sandboxed {
         // Before any official env exists there is no run's socket yet: the shared one shows
-        // that the sandbox can be built, with the agent's user and its program.
-        let spec = crate::agent::launch_spec(&launch(
+        // that the sandbox can be built, with the agent's user and its program. The probe
+        // runs nothing, so the time budget its limits are made for does not matter.
+        let probe_handle = EnvHandle::from_wire(String::new());
+        let spec = crate::agent::launch_spec(&confinement.launch(
+            options,
             &probe_handle,
-            Path::new(""),
             &evaluator.agent_socket,
             None,
-            sandbox::agent_limits(&options.sandbox, enforcement, 0),
-            "",
+            sandbox::agent_limits(&options.sandbox, enforcement, None, None),
         ))?;
         sandbox::probe(&options.ale_exe, &spec).await?;
     }
+    let env = prologue.channel.create_official(&options.task_id).await?;
+    let session_id = env.session_id.clone();
+    let outcome = run_official_env(options, &mut prologue, env, confinement, progress).await;
+    end_session_on_error(&mut prologue.channel, &session_id, outcome).await
+}
+
+/// How a run's agent is confined, decided before its official env exists.
+struct Confinement {
+    /// Folders the agent must not see: the state dir.
+    hidden: Vec<PathBuf>,
+    /// As root, the agent's user, held until the run is over.
+    agent_user: Option<sandbox::AgentUser>,
+    enforcement: sandbox::Enforcement,
+    cgroup_parent: Option<PathBuf>,
+}
+
+impl Confinement {
+    fn launch<'a>(
+        &'a self,
+        options: &'a RunOptions,
+        handle: &'a EnvHandle,
+        agent_socket: &'a Path,
+        submission_dir: Option<&'a Path>,
+        limits: sandbox::AgentLimits,
+    ) -> AgentLaunch<'a> {
+        AgentLaunch {
+            command: &options.agent_command,
+            handle,
+            sandbox: &options.sandbox,
+            agent_socket,
+            submission_dir,
+            hidden: &self.hidden,
+            agent_user: self.agent_user.as_ref().map(|u| u.ids),
+            limits,
+        }
+    }
+}
+
+/// Ends the session of a run that failed after its official env was created, so that the
+/// evaluator releases at once what the run holds (its submission folder, its agent socket,
+/// its reserved disk) rather than when it reclaims the env. A session already over is left
+/// as it is by the evaluator; one that cannot be ended (the channel is what failed) is left
+/// to the reclaim, with a warning.
+async fn end_session_on_error<T>(
+    channel: &mut HarnessChannel,
+    session_id: &SessionId,
+    outcome: Result<T, HarnessError>,
+) -> Result<T, HarnessError> {
+    if let Err(failed) = &outcome
+        && let Err(e) = channel.eval_result(session_id, true).await
+    {
+        tracing::warn!(%session_id, run_error = %failed, error = %e, "cannot end the failed run's session; the evaluator releases it when it reclaims the env");
+    }
+    outcome
+}
+
+/// The part of [`run_with`] after the official env exists: every error here ends its session
+/// ([`end_session_on_error`]).
+async fn run_official_env(
+    options: &RunOptions,
+    prologue: &mut Prologue,
+    env: OfficialEnv,
+    confinement: Confinement,
+    progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
+    let started = prologue.started;
+    let sandboxed = options.sandbox.mode.is_sandboxed();
     let OfficialEnv {
         handle,
         session_id,
         run_id,
         task,
-    } = prologue.channel.create_official(&options.task_id).await?;
+    } = env;
     // The run's own channel to the evaluator and, for a batch task, its own submission folder
     // (the only host folder the agent may write), both made by the evaluator for this run.
     let agent_socket = layout::run_agent_socket(&options.state_dir, &run_id);
@@ -463,9 +514,11 @@ async fn run_with(
         .transpose()?;
     let limits = sandbox::agent_limits(
         &options.sandbox,
-        enforcement,
-        task.budgets.time_budget_seconds.unwrap_or(0),
+        confinement.enforcement,
+        task.budgets.time_budget_seconds,
+        submission_dir.as_deref(),
     );
+    let agent_ids = confinement.agent_user.as_ref().map(|u| u.ids);
     let sandbox_record = if sandboxed {
         SandboxRecord {
             mode: options.sandbox.mode,
@@ -505,7 +558,7 @@ async fn run_with(
     )?;
     tracing::info!(%run_id, task = %summary.id, "official env created; launching the agent");
 
-    let deadline = overrun_deadline(started, summary.time_budget_seconds);
+    let deadline = overrun_deadline(started, task.budgets.time_budget_seconds);
     let followed = Followed {
         run_id: &run_id,
         session_id: &session_id,
@@ -514,16 +567,19 @@ async fn run_with(
         started,
     };
     let agent_log = records.run_dir.join(AGENT_LOG_FILE);
-    let mut agent = Agent::launch(&AgentLaunch {
-        unsandboxed_endpoint: &unsandboxed_endpoint,
-        ..launch(
+    let mut agent = Agent::launch(&AgentStart {
+        launch: confinement.launch(
+            options,
             &handle,
-            &agent_log,
             &agent_socket,
             submission_dir.as_deref(),
             limits,
-            run_id.as_str(),
-        )
+        ),
+        ale_exe: &options.ale_exe,
+        unsandboxed_endpoint: &unsandboxed_endpoint,
+        log: &agent_log,
+        cgroup_parent: confinement.cgroup_parent.as_deref(),
+        run_id: &run_id,
     })
     .await?;
     // For a batch task: whether the agent has submitted (its session has begun). The batch run
@@ -580,7 +636,7 @@ async fn run_with(
         .unwrap_or_else(|| describe_exit(status, options.sandbox.mode.is_sandboxed()));
     drop(agent);
     // The run's uid is free for another run once its sandbox is gone.
-    drop(agent_user);
+    drop(confinement);
     let read = ResultRead {
         evaluator_head: result.trajectory_head.clone(),
         status: result.status,
@@ -592,7 +648,7 @@ async fn run_with(
         agent_exit: exit,
         left_early: harness_reason.is_some(),
     };
-    conclude(options, &prologue, records, &result, read)
+    conclude(options, prologue, records, &result, read)
 }
 
 /// Runs one official batch evaluation: the submission folder's entrypoint file is copied into
@@ -729,13 +785,28 @@ async fn run_batch_with(
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<Report, HarnessError> {
     let mut prologue = prologue(options, evaluator).await?;
+    let env = prologue.channel.create_official(&options.task_id).await?;
+    let session_id = env.session_id.clone();
+    let outcome = run_batch_env(options, submission, &mut prologue, env, progress).await;
+    end_session_on_error(&mut prologue.channel, &session_id, outcome).await
+}
+
+/// The part of [`run_batch_with`] after the official env exists: every error here ends its
+/// session ([`end_session_on_error`]).
+async fn run_batch_env(
+    options: &RunOptions,
+    submission: &Path,
+    prologue: &mut Prologue,
+    env: OfficialEnv,
+    progress: &mut impl FnMut(Progress<'_>),
+) -> Result<Report, HarnessError> {
     let started = prologue.started;
     let OfficialEnv {
         handle,
         session_id,
         run_id,
         task,
-    } = prologue.channel.create_official(&options.task_id).await?;
+    } = env;
     let Some(contract) = task.submission_contract.clone().filter(|_| task.is_batch()) else {
         return Err(HarnessError::WrongMode {
             task: task.id,
@@ -767,7 +838,7 @@ async fn run_batch_with(
     let batch_id = prologue.channel.submit_batch(&handle).await?;
     tracing::info!(%run_id, %batch_id, task = %summary.id, "batch evaluation submitted");
 
-    let deadline = overrun_deadline(started, summary.time_budget_seconds);
+    let deadline = overrun_deadline(started, task.budgets.time_budget_seconds);
     let followed = Followed {
         run_id: &run_id,
         session_id: &session_id,
@@ -805,7 +876,7 @@ async fn run_batch_with(
         ),
         left_early: false,
     };
-    conclude(options, &prologue, records, &result, read)
+    conclude(options, prologue, records, &result, read)
 }
 
 #[cfg(test)]
@@ -840,16 +911,72 @@ mod tests {
         );
     }
 
+    /// The reservation holds the largest report a run writes: widest numbers, a safety metric
+    /// per rollout (the built-in tasks have at most one), long texts, and an agent command of
+    /// 1 KiB (an agent command longer than the base leaves is written into unreserved space).
+    #[test]
+    fn reports_fit_in_their_reservation() {
+        use ale_proto::records::{EpisodeRecord, Outcome};
+        let safety: std::collections::BTreeMap<String, f64> = [(
+            "joint_limit_violations".to_string(),
+            -1.2345678901234567e-300,
+        )]
+        .into();
+        let worst = |episodes: u32| {
+            let mut report = crate::report::tests::sample();
+            report.task.title = "T".repeat(256);
+            report.task.episodes = episodes;
+            report.status_message = "m".repeat(1024);
+            report.agent.command = vec!["a".repeat(100); 10];
+            report.agent.exit = "e".repeat(256);
+            report.safety = safety.clone();
+            report.episodes = (0..episodes)
+                .map(|index| EpisodeRecord {
+                    episode_return: -1.2345678901234567e-300,
+                    index,
+                    metric: -1.2345678901234567e-300,
+                    outcome: Outcome::BudgetExceeded,
+                    safety: safety.clone(),
+                    seed_commitment: "ff".repeat(32),
+                    steps: u64::MAX,
+                })
+                .collect();
+            report.seed_commitments = vec!["ff".repeat(32); episodes as usize];
+            report
+        };
+        let size = |episodes: u32| {
+            let tmp = tempfile::tempdir().unwrap();
+            let mut file = std::fs::File::create(tmp.path().join("r")).unwrap();
+            worst(episodes).write_into(&mut file).unwrap();
+            file.metadata().unwrap().len()
+        };
+        let (base, per_rollout) = (size(0), (size(1000) - size(0)) / 1000);
+        assert!(
+            base <= REPORT_RESERVE_BASE / 2,
+            "the fixed part takes {base} bytes"
+        );
+        assert!(
+            per_rollout <= REPORT_RESERVE_PER_ROLLOUT,
+            "a rollout takes {per_rollout} bytes"
+        );
+        for episodes in [0, 1, 20, 1000, 10_000] {
+            assert!(
+                size(episodes) <= report_reserve(episodes),
+                "{episodes} rollouts"
+            );
+        }
+    }
+
     /// Regression: a time budget whose end no `Instant` can hold panicked here.
     #[test]
     fn a_budget_beyond_the_clock_means_no_deadline_not_a_panic() {
         let now = Instant::now();
-        assert_eq!(overrun_deadline(now, 0), None);
+        assert_eq!(overrun_deadline(now, None), None);
         assert_eq!(
-            overrun_deadline(now, 60),
+            overrun_deadline(now, Some(60)),
             Some(now + Duration::from_secs(60) + BUDGET_GRACE)
         );
-        assert_eq!(overrun_deadline(now, u64::MAX), None);
-        assert_eq!(overrun_deadline(now, i64::MAX as u64), None);
+        assert_eq!(overrun_deadline(now, Some(u64::MAX)), None);
+        assert_eq!(overrun_deadline(now, Some(i64::MAX as u64)), None);
     }
 }

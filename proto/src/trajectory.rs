@@ -406,6 +406,26 @@ pub fn verify(text: &str) -> Result<VerifiedChain, ChainError> {
     })
 }
 
+/// Sets aside `len` bytes of disk for `file` from `offset` on without changing its size
+/// (`fallocate(FALLOC_FL_KEEP_SIZE)`): later writes there land in blocks already allocated,
+/// so they succeed on a disk that others have filled meanwhile. Fails with the OS's error
+/// (`ENOSPC` when the disk cannot hold it; `EOPNOTSUPP` where the filesystem cannot
+/// reserve).
+pub fn reserve_space(file: &std::fs::File, offset: u64, len: u64) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let offset = libc::off_t::try_from(offset).map_err(std::io::Error::other)?;
+    let len = libc::off_t::try_from(len).map_err(std::io::Error::other)?;
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: fallocate reads only its integer arguments; the descriptor is the file's.
+    let rc = unsafe { libc::fallocate(file.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, len) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -827,25 +847,7 @@ impl ChainWriter {
     /// (`ENOSPC` when the disk cannot hold it; `EOPNOTSUPP` where the filesystem cannot
     /// reserve).
     pub fn reserve(&self, bytes: u64) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let offset = libc::off_t::try_from(self.written).map_err(std::io::Error::other)?;
-        let len = libc::off_t::try_from(bytes).map_err(std::io::Error::other)?;
-        if len == 0 {
-            return Ok(());
-        }
-        // SAFETY: fallocate reads only its integer arguments; the descriptor is this file's.
-        let rc = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_KEEP_SIZE,
-                offset,
-                len,
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
+        reserve_space(&self.file, self.written, bytes)
     }
 
     /// Forces everything written so far to stable storage.

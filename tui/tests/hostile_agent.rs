@@ -951,6 +951,84 @@ fn a_memory_hog_of_many_processes_is_stopped_at_the_memory_limit_and_named() {
     assert_eq!(host_processes_with(&marker), Vec::<String>::new());
 }
 
+/// Memory that no process maps is refused: `memfd_create` fails inside the sandbox.
+#[test]
+fn a_memfd_hog_is_refused() {
+    let evaluator = Evaluator::start();
+    let run = run_attack(
+        &evaluator,
+        "memfd-hog",
+        "unused",
+        &["--agent-memory", "256M"],
+    );
+    assert_attack_failed(&run, "memfd-hog");
+    assert!(
+        run.agent_log
+            .contains("memfd_create: Operation not permitted"),
+        "{}",
+        run.agent_log
+    );
+    assert_scored_honestly(&run);
+}
+
+/// Shared anonymous memory counts: eight processes' `MAP_SHARED | MAP_ANONYMOUS` regions,
+/// each under every per-process bound, stop the sandbox at the memory limit.
+#[test]
+fn a_shared_anonymous_memory_hog_is_stopped_at_the_memory_limit_and_named() {
+    let evaluator = Evaluator::start();
+    let marker = format!("shared-anon-hog-{}", std::process::id());
+    let run = run_attack(
+        &evaluator,
+        "shared-anon-hog",
+        &marker,
+        &["--agent-memory", "256M"],
+    );
+    assert!(
+        run.agent_log.contains("SHARED-ANON-HOG started"),
+        "{}",
+        run.agent_log
+    );
+    assert_stopped_by(&run, "agent stopped: memory limit 256 MiB");
+    assert_eq!(host_processes_with(&marker), Vec::<String>::new());
+}
+
+/// System V shared memory, detached and so held by no process, is bounded by the sandbox's
+/// own IPC namespace: at most the agent's memory.
+#[test]
+fn detached_system_v_shared_memory_is_bounded_by_the_memory_limit() {
+    let evaluator = Evaluator::start();
+    let run = run_attack(&evaluator, "shm-hog", "unused", &["--agent-memory", "256M"]);
+    assert_attack_failed(&run, "shm-hog");
+    assert!(
+        run.agent_log
+            .contains("shmget refused after 268435456 bytes"),
+        "{}",
+        run.agent_log
+    );
+    assert_scored_honestly(&run);
+}
+
+/// Children the kernel reaps (their parent ignores SIGCHLD) leave their CPU time in no
+/// parent's; the watchdog keeps what it saw of them.
+#[test]
+fn an_agent_whose_children_are_reaped_by_the_kernel_is_stopped_at_the_cpu_time_limit() {
+    let evaluator = Evaluator::start();
+    let marker = format!("autoreap-{}", std::process::id());
+    let run = run_attack(
+        &evaluator,
+        "autoreap-spin",
+        &marker,
+        &["--agent-cpu-seconds", "2"],
+    );
+    assert!(
+        run.agent_log.contains("AUTOREAP-SPIN started"),
+        "{}",
+        run.agent_log
+    );
+    assert_stopped_by(&run, "agent stopped: CPU time limit 2 s");
+    assert_eq!(host_processes_with(&marker), Vec::<String>::new());
+}
+
 #[test]
 fn a_spinning_agent_is_stopped_at_the_cpu_time_limit_and_named() {
     let evaluator = Evaluator::start();

@@ -731,3 +731,35 @@ fn an_agent_cannot_mount_a_tmpfs_of_its_own_and_its_tmp_is_capped() {
     assert_attack_failed(&filler, "fill-tmp");
     assert_scored("the tmpfs filler's own play", &filler, BALANCED);
 }
+
+/// A run whose harness fails after its official env exists (here: an agent program that cannot
+/// be started, which only an unsandboxed run finds out that late) ends its session, so the
+/// evaluator removes the run's submission folder and agent socket at once, not when it
+/// reclaims the env.
+#[test]
+fn a_run_that_fails_after_its_env_exists_leaves_no_folder_or_socket() {
+    let evaluator = Evaluator::start(&[]);
+    let output = evaluator
+        .spawn_run(
+            BATCH_TASK,
+            &["--sandbox", "none"],
+            &["/nonexistent/agent-program"],
+        )
+        .wait_with_output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("/nonexistent/agent-program"), "{stderr}");
+    // The env was made: its run folder holds its trajectory.
+    assert_eq!(evaluator.left_in("runs").len(), 1, "{stderr}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(evaluator.left_in("submissions").is_empty() && evaluator.left_in("agents").is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "the failed run's resources stayed: submissions {:?}, agents {:?}",
+            evaluator.left_in("submissions"),
+            evaluator.left_in("agents")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

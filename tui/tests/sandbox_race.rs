@@ -94,7 +94,8 @@ fn spec(scene: &Scene, script: &str) -> LaunchSpec {
         limits: sandbox::agent_limits(
             &sandbox::SandboxOptions::default(),
             sandbox::Enforcement::Rlimits,
-            60,
+            Some(60),
+            None,
         ),
         report_pipe: false,
         probe: false,

@@ -133,8 +133,16 @@ fn launch(spec: &LaunchSpec) -> Setup<(AgentEnd, Option<LimitHit>)> {
              `kernel.unprivileged_userns_clone`)"
         ))
     })?;
+    let host = UserIds {
+        uid: uid.as_raw(),
+        gid: gid.as_raw(),
+    };
     if !as_root {
-        map_own_ids("/proc/self", uid.as_raw(), gid.as_raw(), true)?;
+        // Root of this user namespace (the harness's user outside it), so that the sandbox's
+        // PID 1 may set the limits of the IPC namespace it makes here (the kernel lets only
+        // the owning namespace's uid 0 write them); the agent's own namespace maps the
+        // harness's uid again.
+        map_ids("/proc/self", ROOT, host, true)?;
     }
     // Reports from the sandbox's PID 1 to us: it asks us to map its user namespace (as root,
     // only a process outside that namespace may map another user into it).
@@ -165,7 +173,7 @@ fn launch(spec: &LaunchSpec) -> Setup<(AgentEnd, Option<LimitHit>)> {
                 let _ =
                     std::fs::File::from(end_w).write_all(&[signal, hit.map_or(0, LimitHit::code)]);
             };
-            let code = match sandbox_init(spec, to_parent_w, to_child_r, &life_r, &mut hit) {
+            let code = match sandbox_init(spec, host, to_parent_w, to_child_r, &life_r, &mut hit) {
                 Ok(AgentEnd::Exited(code)) => {
                     report(0, hit);
                     code
@@ -258,17 +266,21 @@ fn wait_for(pid: Pid) -> AgentEnd {
     }
 }
 
-/// Writes a user namespace's maps so that only `uid`/`gid` exist in it, as themselves.
-fn map_own_ids(proc_dir: &str, uid: u32, gid: u32, deny_setgroups: bool) -> Setup<()> {
+/// Uid and gid 0.
+const ROOT: UserIds = UserIds { uid: 0, gid: 0 };
+
+/// Writes a user namespace's maps so that only one user exists in it: `inside` there, which is
+/// `outside` in the namespace that made it.
+fn map_ids(proc_dir: &str, inside: UserIds, outside: UserIds, deny_setgroups: bool) -> Setup<()> {
     let write = |file: &str, text: String| {
         std::fs::write(format!("{proc_dir}/{file}"), text)
             .map_err(fail(format!("cannot write {proc_dir}/{file}")))
     };
-    write("uid_map", format!("{uid} {uid} 1\n"))?;
+    write("uid_map", format!("{} {} 1\n", inside.uid, outside.uid))?;
     if deny_setgroups {
         write("setgroups", "deny".into())?;
     }
-    write("gid_map", format!("{gid} {gid} 1\n"))
+    write("gid_map", format!("{} {} 1\n", inside.gid, outside.gid))
 }
 
 /// As root: waits for the sandbox's PID 1 to create its user namespace, maps the agent's user
@@ -288,7 +300,7 @@ fn serve_id_map_request(
         return Ok(());
     }
     let proc_dir = format!("/proc/{child}");
-    let result = map_own_ids(&proc_dir, agent.uid, agent.gid, false);
+    let result = map_ids(&proc_dir, agent, agent, false);
     let answer = if result.is_ok() { b"1" } else { b"0" };
     let _ = to_child.write_all(answer);
     result
@@ -297,6 +309,7 @@ fn serve_id_map_request(
 /// PID 1 of the sandbox: builds it, starts the agent, reaps, and returns the agent's status.
 fn sandbox_init(
     spec: &LaunchSpec,
+    host: UserIds,
     to_parent: std::os::fd::OwnedFd,
     from_parent: std::os::fd::OwnedFd,
     lifeline: &std::os::fd::OwnedFd,
@@ -311,6 +324,8 @@ fn sandbox_init(
     unshare(flags).map_err(fail("cannot create the namespaces (unshare)"))?;
     let workdir = build_filesystem(spec)?;
     nix::unistd::sethostname("ale-sandbox").map_err(fail("sethostname"))?;
+    // While this process is still root of the namespace that owns the IPC namespace.
+    limit_ipc(&spec.limits)?;
     match spec.agent_user {
         Some(agent) => {
             enter_user_namespace_as(agent, to_parent, from_parent)?;
@@ -321,10 +336,9 @@ fn sandbox_init(
             drop(to_parent);
             drop(from_parent);
             // A nested user namespace: the capabilities this process holds over the sandbox's
-            // mounts stay behind in the outer one.
-            let (uid, gid) = (Uid::effective().as_raw(), Gid::effective().as_raw());
+            // mounts stay behind in the outer one. The agent is the harness's user again.
             unshare(CloneFlags::CLONE_NEWUSER).map_err(fail("cannot create the user namespace"))?;
-            map_own_ids("/proc/self", uid, gid, true)?;
+            map_ids("/proc/self", host, ROOT, true)?;
             forbid_user_namespaces()?;
         }
     }
@@ -361,9 +375,13 @@ fn sandbox_init(
                 Err(Failure(why)) => why,
                 Ok(()) => match nix::unistd::chdir(&workdir) {
                     Err(e) => format!("cannot enter {}: {e}", workdir.display()),
-                    Ok(()) => match nix::unistd::execve(&program, &argv, &envp) {
-                        Err(e) => format!("cannot run {}: {e}", program.to_string_lossy()),
-                        Ok(never) => match never {},
+                    // Last, with no allocation left to make: the filter refuses memfd_create.
+                    Ok(()) => match super::seccomp::install() {
+                        Err(e) => format!("cannot install the agent's seccomp filter: {e}"),
+                        Ok(()) => match nix::unistd::execve(&program, &argv, &envp) {
+                            Err(e) => format!("cannot run {}: {e}", program.to_string_lossy()),
+                            Ok(never) => match never {},
+                        },
                     },
                 },
             };
@@ -381,6 +399,21 @@ fn sandbox_init(
 fn forbid_user_namespaces() -> Setup<()> {
     std::fs::write("/proc/sys/user/max_user_namespaces", "0\n")
         .map_err(fail("cannot forbid user namespaces inside the sandbox"))
+}
+
+/// Bounds the System V IPC of the sandbox's own IPC namespace ([`super::limits::ipc_limits`]): shared
+/// memory that no process maps would otherwise be counted nowhere. Written in the sandbox's
+/// `/proc`, by the root of the user namespace that owns the IPC namespace (the launcher's, or
+/// the host's when the harness is root).
+fn limit_ipc(limits: &AgentLimits) -> Setup<()> {
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(1) as u64;
+    for (name, value) in super::limits::ipc_limits(limits.memory_bytes, page) {
+        std::fs::write(format!("/proc/sys/{name}"), format!("{value}\n")).map_err(fail(
+            format!("cannot limit the sandbox's System V IPC (/proc/sys/{name})"),
+        ))?;
+    }
+    Ok(())
 }
 
 /// The agent's own rlimits, set just before it is executed (PID 1, the watchdog, keeps its
@@ -434,12 +467,8 @@ fn reap_until(
     let watching =
         watched.memory_bytes.is_some() || watched.tasks.is_some() || watched.cpu_seconds.is_some();
     // SAFETY: sysconf has no preconditions.
-    let (ticks, page) = unsafe {
-        (
-            libc::sysconf(libc::_SC_CLK_TCK).max(1) as u64,
-            libc::sysconf(libc::_SC_PAGESIZE).max(1) as u64,
-        )
-    };
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let mut ledger = super::limits::CpuLedger::default();
     let interval = std::time::Duration::from_millis(super::limits::WATCH_INTERVAL_MS);
     let mut next_round = std::time::Instant::now();
     loop {
@@ -458,7 +487,7 @@ fn reap_until(
         }
         let now = std::time::Instant::now();
         if watching && hit.is_none() && now >= next_round {
-            let usage = super::limits::sandbox_usage(Path::new("/proc"), page);
+            let usage = super::limits::sandbox_usage(Path::new("/proc"), &mut ledger);
             if let Some(limit) = watched.exceeded(&usage, ticks) {
                 *hit = Some(limit);
                 // SAFETY: kill(-1) from PID 1 signals every other process of its namespace.

@@ -158,6 +158,30 @@ pub fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// A size as the flags take it and show it: parsed by [`parse_bytes`], shown the way a flag
+/// is written (`8G`, `512M`, or bytes), so that a default is shown from its constant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub u64);
+
+impl std::fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bytes = self.0;
+        for (shift, unit) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+            if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+                return write!(f, "{}{unit}", bytes >> shift);
+            }
+        }
+        write!(f, "{bytes}")
+    }
+}
+
+impl std::str::FromStr for ByteSize {
+    type Err = String;
+    fn from_str(text: &str) -> Result<ByteSize, String> {
+        parse_bytes(text).map(ByteSize)
+    }
+}
+
 /// Parses `--agent-pids`: at least 8 (the agent, its PID 1 and a few threads).
 pub fn parse_tasks(text: &str) -> Result<u64, String> {
     match text.trim().parse::<u64>() {
@@ -183,24 +207,22 @@ pub fn parse_cpu_seconds(text: &str) -> Result<Option<u64>, String> {
 }
 
 /// The CPU time an agent gets unless told otherwise: its task's time budget in CPU seconds
-/// (one core for the whole session), or [`DEFAULT_CPU_SECONDS_WITHOUT_BUDGET`].
-pub fn default_cpu_seconds(time_budget_seconds: u64) -> u64 {
-    if time_budget_seconds == 0 {
-        DEFAULT_CPU_SECONDS_WITHOUT_BUDGET
-    } else {
-        time_budget_seconds
-    }
+/// (one core for the whole session), or [`DEFAULT_CPU_SECONDS_WITHOUT_BUDGET`] for a task
+/// without one (`None`, or a budget of 0, which the task format also reads as none).
+pub fn default_cpu_seconds(time_budget_seconds: Option<u64>) -> u64 {
+    time_budget_seconds
+        .filter(|&s| s > 0)
+        .unwrap_or(DEFAULT_CPU_SECONDS_WITHOUT_BUDGET)
 }
 
 /// What the sandbox's processes use at one moment, summed by the watchdog.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
-    /// Private (anonymous) resident memory, in bytes.
+    /// Anonymous and shared-memory resident memory (`RssAnon + RssShmem`), in bytes.
     pub memory_bytes: u64,
     /// Tasks: processes and their threads.
     pub tasks: u64,
-    /// CPU time of the living processes and of the ended ones their parents reaped, in clock
-    /// ticks.
+    /// CPU time of the sandbox's processes, living and ended ([`CpuLedger`]), in clock ticks.
     pub cpu_ticks: u64,
 }
 
@@ -244,63 +266,182 @@ impl Watched {
     }
 }
 
-/// One process's share, from its `/proc/<pid>/stat` and `/proc/<pid>/statm`. `own_time`: count
-/// the process's own CPU time (PID 1's is the watchdog's, not the agent's; what it reaped is).
-pub fn process_usage(stat: &str, statm: &str, page_size: u64, own_time: bool) -> Option<Usage> {
+/// One process as the watchdog reads it, from `/proc/<pid>/stat` and `/proc/<pid>/status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessSample {
+    pub pid: u32,
+    pub ppid: u32,
+    /// When it started, in clock ticks after boot: with the pid, names one process even
+    /// after its pid is reused.
+    pub start_ticks: u64,
+    /// `RssAnon + RssShmem`: its private memory and the shared memory it maps (a
+    /// `MAP_SHARED | MAP_ANONYMOUS` region, SysV or POSIX shared memory). Memory shared by
+    /// several processes is counted in each, which errs on the safe side.
+    pub memory_bytes: u64,
+    pub threads: u64,
+    /// Its own CPU time (`utime + stime`), dead threads included; 0 for PID 1, whose own time
+    /// is the watchdog's.
+    pub own_ticks: u64,
+    /// The CPU time of the children it waited for, theirs included (`cutime + cstime`).
+    pub reaped_ticks: u64,
+}
+
+/// Reads one process. `None` if `stat` is not a process's (a zombie's `status` has no memory
+/// lines: it holds none).
+pub fn process_sample(pid: u32, stat: &str, status: &str) -> Option<ProcessSample> {
     // The command name, in parentheses, may hold anything: the fields start after the last ')'.
     let after = &stat[stat.rfind(')')? + 1..];
     let fields: Vec<&str> = after.split_ascii_whitespace().collect();
     // After the name: state(0) ppid(1) … utime(11) stime(12) cutime(13) cstime(14) …
-    // num_threads(17).
+    // num_threads(17) itrealvalue(18) starttime(19).
     let field = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
     let (utime, stime, cutime, cstime) = (field(11)?, field(12)?, field(13)?, field(14)?);
-    let threads = field(17)?;
-    let mut pages = statm
-        .split_ascii_whitespace()
-        .map(|f| f.parse::<u64>().ok());
-    let (_size, resident, shared) = (pages.next()??, pages.next()??, pages.next()??);
-    let own = if own_time { utime + stime } else { 0 };
-    Some(Usage {
-        memory_bytes: resident.saturating_sub(shared).saturating_mul(page_size),
-        tasks: threads,
-        cpu_ticks: own + cutime + cstime,
+    let kib = |key: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+            .and_then(|value| value.split_ascii_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    Some(ProcessSample {
+        pid,
+        ppid: u32::try_from(field(1)?).ok()?,
+        start_ticks: field(19)?,
+        memory_bytes: (kib("RssAnon") + kib("RssShmem")).saturating_mul(1024),
+        threads: field(17)?,
+        own_ticks: if pid == 1 { 0 } else { utime + stime },
+        reaped_ticks: cutime + cstime,
     })
 }
 
-impl std::ops::AddAssign for Usage {
-    fn add_assign(&mut self, other: Usage) {
-        self.memory_bytes = self.memory_bytes.saturating_add(other.memory_bytes);
-        self.tasks = self.tasks.saturating_add(other.tasks);
-        self.cpu_ticks = self.cpu_ticks.saturating_add(other.cpu_ticks);
+/// The sandbox's CPU time across the watchdog's rounds, ended processes included.
+///
+/// A process's time is its own plus that of the children it waited for, so the living
+/// processes' sum holds every process that ended and was waited for by one of them (or by
+/// PID 1, which waits for every orphan). A child that its parent never waits for (`SIGCHLD`
+/// ignored, or `SA_NOCLDWAIT`) is reaped by the kernel and its time lands nowhere: the ledger
+/// keeps each process's last sample, and when a process is gone, its time is counted as lost
+/// unless its parent's waited-for time has risen by as much since (then the parent holds it,
+/// and counting it again would charge it twice). What is still missed: the CPU time a
+/// never-waited-for process used after its last sample (at most one round), and processes that
+/// lived and ended between two rounds unwaited-for. Whatever cannot be told apart is counted.
+#[derive(Debug, Default)]
+pub struct CpuLedger {
+    /// The processes of the last round, by (pid, start time).
+    living: std::collections::BTreeMap<(u32, u64), Tracked>,
+    /// The time of ended processes that no living process's waited-for time holds.
+    lost_ticks: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Tracked {
+    sample: ProcessSample,
+    /// The rise of `reaped_ticks` in this round.
+    risen_ticks: u64,
+    /// The rise of `reaped_ticks` no ended child has been matched with yet, from this round
+    /// and the last (a child read just before it ended and was waited for shows in its
+    /// parent's time in the same round).
+    unmatched_ticks: u64,
+}
+
+impl CpuLedger {
+    /// Takes one round's samples and returns the sandbox's CPU time so far, in clock ticks.
+    pub fn round(&mut self, samples: &[ProcessSample]) -> u64 {
+        let mut now: std::collections::BTreeMap<(u32, u64), Tracked> = samples
+            .iter()
+            .map(|s| {
+                let key = (s.pid, s.start_ticks);
+                let (risen_ticks, carried) = self.living.get(&key).map_or((0, 0), |before| {
+                    (
+                        s.reaped_ticks.saturating_sub(before.sample.reaped_ticks),
+                        before.unmatched_ticks,
+                    )
+                });
+                let tracked = Tracked {
+                    sample: *s,
+                    risen_ticks,
+                    unmatched_ticks: carried.saturating_add(risen_ticks),
+                };
+                (key, tracked)
+            })
+            .collect();
+        for (key, ended) in &self.living {
+            if now.contains_key(key) {
+                continue;
+            }
+            let ticks = ended.sample.own_ticks + ended.sample.reaped_ticks;
+            let parent = now
+                .values_mut()
+                .find(|t| t.sample.pid == ended.sample.ppid && t.unmatched_ticks >= ticks);
+            match parent {
+                Some(parent) => parent.unmatched_ticks -= ticks,
+                None => self.lost_ticks = self.lost_ticks.saturating_add(ticks),
+            }
+        }
+        // What is still unmatched is carried one round, no further: a later child that no one
+        // waited for must not hide in time that was counted already.
+        for tracked in now.values_mut() {
+            tracked.unmatched_ticks = tracked.unmatched_ticks.min(tracked.risen_ticks);
+        }
+        self.living = now;
+        self.living
+            .values()
+            .map(|t| t.sample.own_ticks + t.sample.reaped_ticks)
+            .fold(self.lost_ticks, u64::saturating_add)
     }
 }
 
 /// Sums every process in `proc_dir` (the sandbox's own `/proc`, which shows only its
-/// processes); `init` is PID 1, whose own CPU time is not the agent's.
-pub fn sandbox_usage(proc_dir: &std::path::Path, page_size: u64) -> Usage {
+/// processes); the CPU time goes through `ledger`, which remembers the ended ones. Processes
+/// are read in the order `/proc` lists them, by pid, so a parent is usually read before its
+/// children.
+pub fn sandbox_usage(proc_dir: &std::path::Path, ledger: &mut CpuLedger) -> Usage {
     let mut total = Usage::default();
-    let Ok(entries) = std::fs::read_dir(proc_dir) else {
-        return total;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let dir = entry.path();
-        // A process that ended between the listing and the read is simply not counted.
-        let (Ok(stat), Ok(statm)) = (
-            std::fs::read_to_string(dir.join("stat")),
-            std::fs::read_to_string(dir.join("statm")),
-        ) else {
-            continue;
-        };
-        if let Some(usage) = process_usage(&stat, &statm, page_size, pid != 1) {
-            total += usage;
+    let mut samples = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(proc_dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let dir = entry.path();
+            // A process that ended between the listing and the read is counted by the ledger.
+            let (Ok(stat), Ok(status)) = (
+                std::fs::read_to_string(dir.join("stat")),
+                std::fs::read_to_string(dir.join("status")),
+            ) else {
+                continue;
+            };
+            if let Some(sample) = process_sample(pid, &stat, &status) {
+                total.memory_bytes = total.memory_bytes.saturating_add(sample.memory_bytes);
+                total.tasks = total.tasks.saturating_add(sample.threads);
+                samples.push(sample);
+            }
         }
     }
+    total.cpu_ticks = ledger.round(&samples);
     total
 }
+
+/// The System V IPC a sandbox may hold, in its own IPC namespace, as `(sysctl, value)` under
+/// `/proc/sys`: shared memory of at most the agent's memory in all, in at most
+/// [`SHM_SEGMENTS`] segments, and [`MSG_QUEUES`] message queues. A segment that no process
+/// maps any more is counted by no process, so the shared memory is a budget beside
+/// `--agent-memory`, not inside it.
+pub fn ipc_limits(memory_bytes: u64, page_size: u64) -> [(&'static str, u64); 4] {
+    [
+        ("kernel/shmmax", memory_bytes),
+        ("kernel/shmall", memory_bytes / page_size.max(1)),
+        ("kernel/shmmni", SHM_SEGMENTS),
+        ("kernel/msgmni", MSG_QUEUES),
+    ]
+}
+
+/// The System V shared memory segments a sandbox may have (`kernel.shmmni`).
+pub const SHM_SEGMENTS: u64 = 256;
+/// The System V message queues a sandbox may have (`kernel.msgmni`; each holds at most
+/// `kernel.msgmnb`, 16 KiB by default, of kernel memory the watchdog does not see).
+pub const MSG_QUEUES: u64 = 16;
 
 #[cfg(test)]
 mod tests {
@@ -323,6 +464,11 @@ mod tests {
         assert_eq!(parse_bytes("512M"), Ok(512 << 20));
         assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
         assert_eq!(parse_bytes("1073741824"), Ok(1 << 30));
+        // What a flag's default shows parses back to it.
+        let default = ByteSize(DEFAULT_MEMORY_BYTES);
+        assert_eq!(default.to_string(), "8G");
+        assert_eq!(default.to_string().parse(), Ok(default));
+        assert_eq!(ByteSize((16 << 20) + 1).to_string(), "16777217");
         for bad in ["", "G", "8X", "-1G", "1k", "99999999999999T"] {
             let err = parse_bytes(bad).unwrap_err();
             assert!(err.contains(&format!("{bad:?}")), "{err}");
@@ -332,8 +478,15 @@ mod tests {
         assert_eq!(parse_cpu_seconds("none"), Ok(None));
         assert_eq!(parse_cpu_seconds("600"), Ok(Some(600)));
         assert!(parse_cpu_seconds("0").is_err() && parse_cpu_seconds("1.5").is_err());
-        assert_eq!(default_cpu_seconds(600), 600);
-        assert_eq!(default_cpu_seconds(0), DEFAULT_CPU_SECONDS_WITHOUT_BUDGET);
+        assert_eq!(default_cpu_seconds(Some(600)), 600);
+        assert_eq!(
+            default_cpu_seconds(None),
+            DEFAULT_CPU_SECONDS_WITHOUT_BUDGET
+        );
+        assert_eq!(
+            default_cpu_seconds(Some(0)),
+            DEFAULT_CPU_SECONDS_WITHOUT_BUDGET
+        );
     }
 
     #[test]
@@ -366,25 +519,116 @@ mod tests {
     #[test]
     fn a_process_is_read_from_its_stat_even_with_a_hostile_name() {
         // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-        // utime stime cutime cstime priority nice num_threads …
-        let stat = "42 (a) b) 1 2 3) S 1 42 42 0 -1 4194560 100 0 0 0 30 20 5 5 20 0 7 0 \
+        // utime stime cutime cstime priority nice num_threads itrealvalue starttime …
+        let stat = "42 (a) b) 1 2 3) S 7 42 42 0 -1 4194560 100 0 0 0 30 20 5 5 20 0 7 0 \
                     1234 1000000 250 18446744073709551615";
-        let statm = "2000 300 100 10 0 500 0";
-        let usage = process_usage(stat, statm, 4096, true).unwrap();
+        // Shared anonymous memory is in RssShmem, and counted.
+        let status = "Name:\ta\nVmRSS:\t 1200 kB\nRssAnon:\t 800 kB\nRssFile:\t 300 kB\n\
+                      RssShmem:\t 100 kB\nThreads:\t7\n";
+        let sample = process_sample(42, stat, status).unwrap();
         assert_eq!(
-            usage,
-            Usage {
-                memory_bytes: 200 * 4096,
-                tasks: 7,
-                cpu_ticks: 60,
+            sample,
+            ProcessSample {
+                pid: 42,
+                ppid: 7,
+                start_ticks: 1234,
+                memory_bytes: 900 << 10,
+                threads: 7,
+                own_ticks: 50,
+                reaped_ticks: 10,
             }
         );
-        // PID 1's own time is the watchdog's.
+        // PID 1's own time is the watchdog's; a zombie holds no memory.
+        let init = process_sample(1, stat, "Name:\tinit\n").unwrap();
+        assert_eq!((init.own_ticks, init.memory_bytes), (0, 0));
+        assert_eq!(process_sample(42, "garbage", status), None);
+    }
+
+    fn sample(pid: u32, ppid: u32, own: u64, reaped: u64) -> ProcessSample {
+        ProcessSample {
+            pid,
+            ppid,
+            start_ticks: u64::from(pid) * 10,
+            memory_bytes: 0,
+            threads: 1,
+            own_ticks: own,
+            reaped_ticks: reaped,
+        }
+    }
+
+    /// A child its parent waited for is in the parent's time, once; one the kernel reaped
+    /// (its parent ignores SIGCHLD) is kept from its last sample.
+    #[test]
+    fn ended_processes_are_counted_once_whoever_reaped_them() {
+        let mut ledger = CpuLedger::default();
         assert_eq!(
-            process_usage(stat, statm, 4096, false).unwrap().cpu_ticks,
-            10
+            ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 10, 0), sample(3, 2, 40, 0)]),
+            50
         );
-        assert_eq!(process_usage("garbage", statm, 4096, true), None);
+        // 3 ends and 2 waits for it: its 45 ticks are in 2's waited-for time.
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45)]),
+            57
+        );
+        // 4 burns, and ends unwaited-for: 2's waited-for time does not rise.
+        assert_eq!(
+            ledger.round(&[
+                sample(1, 0, 0, 0),
+                sample(2, 1, 12, 45),
+                sample(4, 2, 30, 0)
+            ]),
+            87
+        );
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(2, 1, 12, 45)]),
+            87
+        );
+        // 2 ends, waited for by PID 1: all it held moves to PID 1, counted once.
+        assert_eq!(ledger.round(&[sample(1, 0, 0, 58)]), 88);
+        // A pid used again by a new process is another process.
+        let mut reused = sample(2, 1, 5, 0);
+        reused.start_ticks += 1;
+        assert_eq!(ledger.round(&[sample(1, 0, 0, 58), reused]), 93);
+    }
+
+    /// A child read just before it ended, whose parent waited for it before the parent was
+    /// read in the same round, is not charged twice.
+    #[test]
+    fn a_child_waited_for_during_a_round_is_not_charged_twice() {
+        let mut ledger = CpuLedger::default();
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 0), sample(5, 9, 20, 0)]),
+            30
+        );
+        // 5 (read first: a lower pid) at 20 ticks, then waited for by 9 before 9 was read.
+        assert_eq!(
+            ledger.round(&[
+                sample(1, 0, 0, 0),
+                sample(5, 9, 20, 0),
+                sample(9, 1, 10, 21)
+            ]),
+            51
+        );
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21)]),
+            31
+        );
+        // The rise is spent: a later child that nobody waits for is counted.
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21), sample(6, 9, 7, 0)]),
+            38
+        );
+        assert_eq!(
+            ledger.round(&[sample(1, 0, 0, 0), sample(9, 1, 10, 21)]),
+            38
+        );
+    }
+
+    #[test]
+    fn ipc_is_bounded_by_the_agent_memory() {
+        let limits = ipc_limits(256 << 20, 4096);
+        assert!(limits.contains(&("kernel/shmall", 65536)));
+        assert!(limits.contains(&("kernel/shmmax", 256 << 20)));
     }
 
     #[test]

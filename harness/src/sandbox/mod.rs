@@ -23,6 +23,8 @@ pub mod limits;
 mod mounts;
 mod pinned;
 mod program;
+#[cfg(target_os = "linux")]
+mod seccomp;
 pub mod uids;
 
 use std::path::{Path, PathBuf};
@@ -227,6 +229,9 @@ pub struct SandboxOptions {
     /// The sandbox's tasks (processes and threads).
     pub tasks: u64,
     pub cpu: CpuLimit,
+    /// The cgroup v2 folder runs' cgroups are made in (`--cgroup-parent`), in place of one
+    /// found delegated to the harness.
+    pub cgroup_parent: Option<PathBuf>,
 }
 
 /// The CPU time an agent gets.
@@ -241,7 +246,9 @@ pub enum CpuLimit {
 }
 
 impl CpuLimit {
-    pub fn seconds(self, time_budget_seconds: u64) -> Option<u64> {
+    /// The CPU seconds of an agent whose task has a time budget of `time_budget_seconds`
+    /// (`None`: no budget).
+    pub fn seconds(self, time_budget_seconds: Option<u64>) -> Option<u64> {
         match self {
             CpuLimit::TaskBudget => Some(limits::default_cpu_seconds(time_budget_seconds)),
             CpuLimit::Seconds(s) => Some(s),
@@ -263,6 +270,7 @@ impl Default for SandboxOptions {
             memory_bytes: limits::DEFAULT_MEMORY_BYTES,
             tasks: limits::DEFAULT_TASKS,
             cpu: CpuLimit::TaskBudget,
+            cgroup_parent: None,
         }
     }
 }
@@ -294,6 +302,8 @@ pub enum SandboxError {
     ProgramHidden(HiddenProgram),
     #[error("cannot start the agent: {0}")]
     ProgramNotRunnable(String),
+    #[error("--cgroup-parent {path}: {problem}")]
+    CgroupParent { path: PathBuf, problem: String },
     #[error("cannot give the agent a uid of its own: {0}")]
     AgentUid(#[from] uids::UidError),
     #[error("--env {0:?}: expected KEY=VALUE with KEY made of letters, digits and '_'")]
@@ -443,37 +453,69 @@ pub fn agent_user_for_run(options: &SandboxOptions) -> Result<Option<AgentUser>,
     }))
 }
 
-/// How this machine bounds a sandbox's totals: a cgroup v2 under the returned parent where
-/// one is delegated to the harness, else rlimits and the watchdog.
-pub fn choose_enforcement() -> (Enforcement, Option<PathBuf>) {
-    match cgroup::detect() {
+/// How this machine bounds a sandbox's totals: a cgroup v2 under the returned parent (the
+/// operator's `--cgroup-parent`, or one delegated to the harness), else rlimits and the
+/// watchdog. Only an explicit parent that cannot be used is an error.
+pub fn choose_enforcement(
+    options: &SandboxOptions,
+) -> Result<(Enforcement, Option<PathBuf>), SandboxError> {
+    if let Some(dir) = &options.cgroup_parent {
+        let parent = cgroup::explicit_parent(&cgroup::HostCgroupFs, dir).map_err(|problem| {
+            SandboxError::CgroupParent {
+                path: dir.clone(),
+                problem,
+            }
+        })?;
+        return Ok((Enforcement::CgroupV2, Some(parent)));
+    }
+    Ok(match cgroup::detect() {
         Ok(parent) => (Enforcement::CgroupV2, Some(parent)),
         Err(why) => {
             tracing::debug!(%why, "no cgroup v2 of the sandbox's own: rlimits bound the agent");
             (Enforcement::Rlimits, None)
         }
-    }
+    })
 }
 
-/// The limits of an agent whose task has a time budget of `time_budget_seconds`.
+/// The limits of an agent whose task has a time budget of `time_budget_seconds` (`None`: no
+/// budget) and whose run's submission folder, if it has one, is `submission_dir`.
 pub fn agent_limits(
     options: &SandboxOptions,
     enforcement: Enforcement,
-    time_budget_seconds: u64,
+    time_budget_seconds: Option<u64>,
+    submission_dir: Option<&Path>,
 ) -> AgentLimits {
     AgentLimits {
         memory_bytes: options.memory_bytes,
         tasks: options.tasks,
         cpu_seconds: options.cpu.seconds(time_budget_seconds),
-        // As root the submission folder is a sized tmpfs; otherwise it lies on the state dir's
-        // disk, and no file in it may outgrow a submission.
-        file_bytes: if running_as_root() {
-            limits::FILE_BYTES_AS_ROOT
-        } else {
-            limits::MAX_SUBMISSION_BYTES + limits::FILE_BYTES_SLACK
-        },
+        file_bytes: file_size_limit(running_as_root(), submission_dir),
         open_files: limits::OPEN_FILES,
         enforcement,
+    }
+}
+
+/// The largest file an agent may write (`RLIMIT_FSIZE`). As root every writable place it has
+/// is a sized tmpfs (or the operator's `--workdir`), its submission folder included when the
+/// evaluator (root too) mounted one there: then [`limits::FILE_BYTES_AS_ROOT`]. Otherwise the
+/// submission folder is a plain folder on the state dir's disk, and no file in it may outgrow
+/// a submission.
+pub fn file_size_limit(as_root: bool, submission_dir: Option<&Path>) -> u64 {
+    if as_root && submission_dir.is_none_or(is_mount_point) {
+        limits::FILE_BYTES_AS_ROOT
+    } else {
+        limits::MAX_SUBMISSION_BYTES + limits::FILE_BYTES_SLACK
+    }
+}
+
+/// Whether `dir` is the root of a filesystem of its own (its device differs from its
+/// parent's), as the evaluator's per-run tmpfs is. A folder that cannot be examined is not.
+pub fn is_mount_point(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let parent = dir.join("..");
+    match (std::fs::symlink_metadata(dir), std::fs::metadata(parent)) {
+        (Ok(dir), Ok(parent)) => dir.is_dir() && dir.dev() != parent.dev(),
+        _ => false,
     }
 }
 
@@ -691,6 +733,27 @@ mod tests {
         assert_eq!(keys.iter().filter(|k| **k == "LANG").count(), 1);
         assert!(env.contains(&("LANG".into(), "C".into())));
         assert!(env.contains(&("HOME".into(), SANDBOX_HOME.into())));
+    }
+
+    /// As root, the large file limit needs the submission folder to be a filesystem of its
+    /// own (the evaluator's sized tmpfs); a plain folder on the state dir's disk gets the bound
+    /// of a submission.
+    #[test]
+    fn the_file_size_limit_follows_the_submission_folder_s_filesystem() {
+        let small = limits::MAX_SUBMISSION_BYTES + limits::FILE_BYTES_SLACK;
+        let plain = tempfile::tempdir().unwrap();
+        assert!(!is_mount_point(plain.path()));
+        assert_eq!(file_size_limit(true, Some(plain.path())), small);
+        // /proc is a mount point on every Linux machine.
+        assert!(is_mount_point(Path::new("/proc")));
+        assert_eq!(
+            file_size_limit(true, Some(Path::new("/proc"))),
+            limits::FILE_BYTES_AS_ROOT
+        );
+        assert_eq!(file_size_limit(true, None), limits::FILE_BYTES_AS_ROOT);
+        assert_eq!(file_size_limit(false, Some(Path::new("/proc"))), small);
+        assert_eq!(file_size_limit(false, None), small);
+        assert!(!is_mount_point(&plain.path().join("missing")));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::time::Duration;
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
 use ale_harness::runs::{self, RunSummary};
+use ale_harness::sandbox::limits::ByteSize;
 use ale_harness::sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
 use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
@@ -137,8 +138,8 @@ pub struct SandboxArgs {
     #[arg(long, value_name = "USER")]
     pub agent_user: Option<String>,
     /// The memory of the agent's whole sandbox (K, M, G, T: powers of 1024).
-    #[arg(long, value_name = "SIZE", default_value = "8G", value_parser = ale_harness::sandbox::limits::parse_bytes)]
-    pub agent_memory: u64,
+    #[arg(long, value_name = "SIZE", default_value_t = ByteSize(ale_harness::sandbox::limits::DEFAULT_MEMORY_BYTES))]
+    pub agent_memory: ByteSize,
     /// The tasks (processes and threads) of the agent's whole sandbox.
     #[arg(long, value_name = "N", default_value_t = ale_harness::sandbox::limits::DEFAULT_TASKS, value_parser = ale_harness::sandbox::limits::parse_tasks)]
     pub agent_pids: u64,
@@ -146,6 +147,12 @@ pub struct SandboxArgs {
     /// one core's worth; 3600 for a task without one]
     #[arg(long, value_name = "SECONDS", value_parser = parse_cpu_limit)]
     pub agent_cpu_seconds: Option<CpuLimit>,
+    /// The cgroup v2 folder in which each run's sandbox gets a cgroup of its own (it must
+    /// enable the memory and pids controllers for its children) [default: the harness's own
+    /// cgroup or the one above it, if delegated to the harness: owned by its user, or, as root,
+    /// marked by systemd's `Delegate=yes`]
+    #[arg(long, value_name = "DIR")]
+    pub cgroup_parent: Option<PathBuf>,
     /// An environment variable for the agent (repeatable). Its environment is otherwise only
     /// ALE_ENDPOINT, ALE_ENV_HANDLE, HOME, PATH, LANG and TERM.
     #[arg(long = "env", value_name = "KEY=VALUE", value_parser = parse_env_arg)]
@@ -197,9 +204,10 @@ impl SandboxArgs {
             agent_user: self.agent_user.clone(),
             agent_uids: self.agent_uids,
             extra_env: self.env.clone(),
-            memory_bytes: self.agent_memory,
+            memory_bytes: self.agent_memory.0,
             tasks: self.agent_pids,
             cpu: self.agent_cpu_seconds.unwrap_or(CpuLimit::TaskBudget),
+            cgroup_parent: self.cgroup_parent.clone(),
         }
     }
 }

@@ -16,6 +16,15 @@ unsafe extern "C" {
     fn setsid() -> i32;
     fn getuid() -> u32;
     fn unshare(flags: i32) -> i32;
+    fn memfd_create(name: *const u8, flags: u32) -> i32;
+    fn write(fd: i32, buf: *const u8, count: usize) -> isize;
+    fn mmap(addr: *mut u8, len: usize, prot: i32, flags: i32, fd: i32, offset: i64) -> *mut u8;
+    fn shmget(key: i32, size: usize, flags: i32) -> i32;
+    fn shmat(id: i32, addr: *const u8, flags: i32) -> *mut u8;
+    fn shmdt(addr: *const u8) -> i32;
+    fn signal(signum: i32, handler: usize) -> usize;
+    fn clock_gettime(clock: i32, tp: *mut [i64; 2]) -> i32;
+    fn _exit(code: i32) -> !;
     fn mount(
         source: *const u8,
         target: *const u8,
@@ -27,6 +36,30 @@ unsafe extern "C" {
 
 const CLONE_NEWUSER: i32 = 0x1000_0000;
 const CLONE_NEWNS: i32 = 0x0002_0000;
+const PROT_READ_WRITE: i32 = 0x1 | 0x2;
+const MAP_SHARED_ANONYMOUS: i32 = 0x01 | 0x20;
+const IPC_CREAT: i32 = 0o1000;
+const SIGCHLD: i32 = 17;
+const SIG_IGN: usize = 1;
+const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+
+/// Forks into `n` processes in all; returns in each.
+fn fork_into(n: usize) {
+    for _ in 1..n {
+        // SAFETY: fork in a single-threaded program.
+        if unsafe { fork() } == 0 {
+            break;
+        }
+    }
+}
+
+/// This process's CPU time, in milliseconds.
+fn cpu_ms() -> i64 {
+    let mut t = [0i64; 2];
+    // SAFETY: clock_gettime writes one timespec (two 64-bit fields on 64-bit Linux).
+    unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    t[0] * 1000 + t[1] / 1_000_000
+}
 
 fn report(attack: &str, outcome: Result<String, String>) {
     match outcome {
@@ -217,6 +250,96 @@ fn main() {
             loop {
                 std::thread::sleep(Duration::from_secs(1));
             }
+        }
+        "memfd-hog" => {
+            // Memory no process maps: written into memfd files, counted in no process's RSS.
+            // SAFETY: a static name; no flags.
+            let fd = unsafe { memfd_create(c"hog".as_ptr().cast(), 0) };
+            if fd < 0 {
+                report(
+                    &attack,
+                    Err(format!("memfd_create: {}", std::io::Error::last_os_error())),
+                );
+            } else {
+                let chunk = vec![1u8; 1 << 20];
+                let mut written = 0usize;
+                // SAFETY: writes from a live buffer to our own descriptor.
+                while written < 512 << 20 && unsafe { write(fd, chunk.as_ptr(), chunk.len()) } > 0 {
+                    written += chunk.len();
+                }
+                report(&attack, Ok(format!("wrote {written} bytes into a memfd")));
+            }
+        }
+        "shared-anon-hog" => {
+            // MAP_SHARED | MAP_ANONYMOUS memory is "shared" in statm: eight processes, each
+            // under every per-process bound, together far over.
+            println!("SHARED-ANON-HOG started");
+            fork_into(8);
+            let len = 100usize << 20;
+            // SAFETY: a fresh mapping of our own; the result is checked.
+            let map = unsafe {
+                mmap(std::ptr::null_mut(), len, PROT_READ_WRITE, MAP_SHARED_ANONYMOUS, -1, 0)
+            };
+            if map as isize == -1 {
+                report(&attack, Err(format!("mmap: {}", std::io::Error::last_os_error())));
+            } else {
+                for offset in (0..len).step_by(4096) {
+                    // SAFETY: inside the mapping.
+                    unsafe { map.add(offset).write_volatile(1) };
+                }
+            }
+            std::thread::sleep(Duration::from_secs(30));
+            report(&attack, Ok("held 800 MiB of shared anonymous memory for 30 s".into()));
+        }
+        "shm-hog" => {
+            // System V segments, each touched and then detached: held by no process.
+            let mut held = 0usize;
+            let size = 64usize << 20;
+            let outcome = loop {
+                if held >= 1 << 30 {
+                    break Ok(format!("held {held} bytes of detached System V shared memory"));
+                }
+                // SAFETY: a private segment of our own; results are checked.
+                let id = unsafe { shmget(0, size, IPC_CREAT | 0o600) };
+                if id < 0 {
+                    break Err(format!(
+                        "shmget refused after {held} bytes: {}",
+                        std::io::Error::last_os_error()
+                    ));
+                }
+                let addr = unsafe { shmat(id, std::ptr::null(), 0) };
+                if addr as isize == -1 {
+                    break Err(format!("shmat: {}", std::io::Error::last_os_error()));
+                }
+                for offset in (0..size).step_by(4096) {
+                    // SAFETY: inside the attached segment.
+                    unsafe { addr.add(offset).write_volatile(1) };
+                }
+                unsafe { shmdt(addr) };
+                held += size;
+            };
+            report(&attack, outcome);
+        }
+        "autoreap-spin" => {
+            // Children the kernel reaps (SIGCHLD ignored) leave their CPU time in nobody's
+            // cutime: a loop of short burners.
+            println!("AUTOREAP-SPIN started");
+            // SAFETY: setting a signal disposition.
+            unsafe { signal(SIGCHLD, SIG_IGN) };
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_secs(60) {
+                // SAFETY: fork in a single-threaded program.
+                if unsafe { fork() } == 0 {
+                    let mut x: u64 = 0;
+                    while cpu_ms() < 300 {
+                        x = std::hint::black_box(x.wrapping_add(1));
+                    }
+                    // SAFETY: ends the child.
+                    unsafe { _exit(0) };
+                }
+                std::thread::sleep(Duration::from_millis(300));
+            }
+            report(&attack, Ok("burned 60 s of CPU in reaped children".into()));
         }
         "spin" => {
             println!("SPIN started");

@@ -1,6 +1,6 @@
 //! `ale bench sandbox`: agent start-up with and without the sandbox.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -33,22 +33,17 @@ pub(super) fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
     // how its limits are enforced; both are held or made once per run, as here.
     let start = Instant::now();
     let agent_user = sandbox::agent_user_for_run(&options)?;
-    let (enforcement, _) = sandbox::choose_enforcement();
+    let (enforcement, _) = sandbox::choose_enforcement(&options)?;
     let per_run = start.elapsed();
     let spec = ale_harness::agent::launch_spec(&ale_harness::agent::AgentLaunch {
         command: &command,
         handle: &handle,
         sandbox: &options,
-        ale_exe: &exe,
         agent_socket: &socket,
-        unsandboxed_endpoint: "",
         submission_dir: None,
         hidden: &hidden,
-        log: Path::new(""),
         agent_user: agent_user.as_ref().map(|u| u.ids),
-        limits: sandbox::agent_limits(&options, enforcement, 600),
-        cgroup_parent: None,
-        name: "bench",
+        limits: sandbox::agent_limits(&options, enforcement, Some(600), None),
     })?;
     let rt = crate::cli::runtime(1)?;
     let (plain, sandboxed, probe) = rt.block_on(async {
