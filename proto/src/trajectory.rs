@@ -850,6 +850,36 @@ impl ChainWriter {
         reserve_space(&self.file, self.written, bytes)
     }
 
+    /// Gives back the disk [`ChainWriter::reserve`] set aside and the record did not use: for
+    /// a file whose last event is written. Blocks past the end of the file are freed
+    /// (`FALLOC_FL_PUNCH_HOLE`); the file's bytes and size do not change.
+    pub fn release_reserve(&mut self) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        let end = self.file.metadata()?.len();
+        let allocated = {
+            use std::os::unix::fs::MetadataExt;
+            self.file.metadata()?.blocks().saturating_mul(512)
+        };
+        if allocated <= end {
+            return Ok(());
+        }
+        let offset = libc::off_t::try_from(end).map_err(std::io::Error::other)?;
+        let len = libc::off_t::try_from(allocated - end).map_err(std::io::Error::other)?;
+        // SAFETY: fallocate reads only its integer arguments; the descriptor is this file's.
+        let rc = unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                offset,
+                len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Forces everything written so far to stable storage.
     pub fn sync(&mut self) -> std::io::Result<()> {
         self.flush()?;

@@ -71,6 +71,11 @@ impl TrajectoryWriter {
             .append_signed_prepared(kind, data, &self.signer)
             .and_then(|hash| self.chain.sync().map(|()| hash))
             .map_err(|e| unrecorded(kind, e))?;
+        // The record is whole: what was set aside for it and not used goes back to the disk
+        // (else every finished run would keep its reservation for good).
+        if let Err(e) = self.chain.release_reserve() {
+            tracing::warn!(error = %e, "cannot give back the disk reserved for a finished record");
+        }
         Ok(hash)
     }
 
@@ -91,7 +96,7 @@ pub const RESERVE_BASE_BYTES: u64 = 64 << 10;
 /// What one planned rollout adds to a run's record, at most: its `rollout_started` and
 /// `rollout_finished` lines, its commitment in `session_started` and its episode in
 /// `session_finished`'s result (about 1.2 KiB for the built-in tasks; the test
-/// `a_runs_record_fits_in_its_reservation` measures it).
+/// `a_full_disk_never_costs_a_started_run_its_record` in `tests/runs_apart.rs` measures it).
 pub const RESERVE_PER_ROLLOUT_BYTES: u64 = 2 << 10;
 
 /// The disk reserved for the record of a run of `episodes` planned rollouts.

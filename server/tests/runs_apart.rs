@@ -532,6 +532,15 @@ async fn a_full_disk_never_costs_a_started_run_its_record() {
     let len = std::fs::metadata(&path).unwrap().len();
     assert!(len <= (64 << 10) + 20 * (2 << 10), "{len} bytes");
     eprintln!("a 20-rollout record: {len} bytes, {} per rollout", len / 20);
+    // Finished, it gives back what it did not use of its reservation.
+    let allocated = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&path).unwrap().blocks() * 512
+    };
+    assert!(
+        allocated <= len.next_multiple_of(4096) + 4096,
+        "{allocated} bytes still allocated for a {len}-byte record"
+    );
 
     server.server.shutdown().await;
     let _ = nix::mount::umount2(&state, nix::mount::MntFlags::MNT_DETACH);
