@@ -348,6 +348,15 @@ fn conclude(
             )
         })
         .map_err(records_err)?;
+    // Both records are whole: what was set aside for them and not used goes back to the disk.
+    for released in [
+        ale_proto::trajectory::release_unused_space(&records.report),
+        records.log.release_reserve(),
+    ] {
+        if let Err(e) = released {
+            tracing::warn!(run_dir = %run_dir.display(), error = %e, "cannot give back the disk reserved for the run's records");
+        }
+    }
     match crate::plot::write_run_plots(&run_dir, &report) {
         Ok(()) => {}
         // The plots are drawn from the records, which are whole: a full disk costs only them.

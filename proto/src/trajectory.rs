@@ -426,6 +426,34 @@ pub fn reserve_space(file: &std::fs::File, offset: u64, len: u64) -> std::io::Re
     Ok(())
 }
 
+/// Gives back what [`reserve_space`] set aside past the end of `file` and was not used: the
+/// blocks past its end are freed (`FALLOC_FL_PUNCH_HOLE`); its bytes and size do not change.
+/// For a file that is written whole.
+pub fn release_unused_space(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
+    let metadata = file.metadata()?;
+    let (end, allocated) = (metadata.len(), metadata.blocks().saturating_mul(512));
+    if allocated <= end {
+        return Ok(());
+    }
+    let offset = libc::off_t::try_from(end).map_err(std::io::Error::other)?;
+    let len = libc::off_t::try_from(allocated - end).map_err(std::io::Error::other)?;
+    // SAFETY: fallocate reads only its integer arguments; the descriptor is the file's.
+    let rc = unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset,
+            len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -851,33 +879,10 @@ impl ChainWriter {
     }
 
     /// Gives back the disk [`ChainWriter::reserve`] set aside and the record did not use: for
-    /// a file whose last event is written. Blocks past the end of the file are freed
-    /// (`FALLOC_FL_PUNCH_HOLE`); the file's bytes and size do not change.
+    /// a file whose last event is written (see [`release_unused_space`]).
     pub fn release_reserve(&mut self) -> std::io::Result<()> {
-        use std::os::fd::AsRawFd;
-        let end = self.file.metadata()?.len();
-        let allocated = {
-            use std::os::unix::fs::MetadataExt;
-            self.file.metadata()?.blocks().saturating_mul(512)
-        };
-        if allocated <= end {
-            return Ok(());
-        }
-        let offset = libc::off_t::try_from(end).map_err(std::io::Error::other)?;
-        let len = libc::off_t::try_from(allocated - end).map_err(std::io::Error::other)?;
-        // SAFETY: fallocate reads only its integer arguments; the descriptor is this file's.
-        let rc = unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                offset,
-                len,
-            )
-        };
-        if rc != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
+        self.flush()?;
+        release_unused_space(&self.file)
     }
 
     /// Forces everything written so far to stable storage.

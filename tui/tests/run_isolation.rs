@@ -560,6 +560,18 @@ fn a_disk_filler_on_a_small_state_disk_costs_no_other_run_its_record() {
     let honest = finish("honest", honest);
     assert_scored("honest on a full state disk", &honest, BALANCED);
     assert!(honest.run_dir.join("report.json").is_file());
+    // Its records, whole, keep no more disk than their own pages: the rest of what was set
+    // aside for them went back.
+    for file in ["trajectory.jsonl", "harness.jsonl", "report.json"] {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(honest.run_dir.join(file)).unwrap();
+        assert!(
+            meta.blocks() * 512 <= meta.len().next_multiple_of(4096) + 4096,
+            "{file}: {} bytes allocated for {}",
+            meta.blocks() * 512,
+            meta.len()
+        );
+    }
     // Nothing can start on a full disk — refused with a reason, not half recorded.
     let refused = evaluator
         .spawn_run(TASK, &[], &strs(&honest_agent()))
