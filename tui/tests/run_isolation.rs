@@ -740,6 +740,12 @@ fn an_agent_cannot_mount_a_tmpfs_of_its_own_and_its_tmp_is_capped() {
     assert_scored("honest beside a tmpfs filler", &honest, BALANCED);
     let filler = finish("filler", filler);
     assert_attack_failed(&filler, "own-tmpfs");
+    // Out of memory, the kernel kills an agent before the evaluator or a harness.
+    assert!(
+        filler.agent_log.contains("OOM_SCORE_ADJ 1000"),
+        "{}",
+        filler.agent_log
+    );
     assert_attack_failed(&filler, "fill-tmp");
     assert_scored("the tmpfs filler's own play", &filler, BALANCED);
 }

@@ -90,6 +90,10 @@ pub(super) fn run(spec: &LaunchSpec) -> ! {
     }
 }
 
+/// The agent's `oom_score_adj`: the most the kernel allows, so that an out-of-memory kill
+/// picks the sandbox before anything of the evaluator's.
+const AGENT_OOM_SCORE_ADJ: &str = "1000";
+
 /// The sandbox's PID 1, as seen from the launcher; signalled when the launcher is told to stop.
 static INIT_PID: AtomicI32 = AtomicI32::new(0);
 
@@ -104,6 +108,12 @@ extern "C" fn stop_sandbox(_: libc::c_int) {
 }
 
 fn launch(spec: &LaunchSpec) -> Setup<(AgentEnd, Option<LimitHit>)> {
+    // When the machine runs out of memory, the kernel kills the sandbox first, never the
+    // evaluator or a harness (whose runs would all be lost with them). Inherited by every
+    // process the sandbox starts; raising one's own score needs no privilege, but is done
+    // here, before any change of credentials makes the file another user's.
+    std::fs::write("/proc/self/oom_score_adj", AGENT_OOM_SCORE_ADJ)
+        .map_err(fail("cannot write /proc/self/oom_score_adj"))?;
     // A harness that dies, even by SIGKILL, takes the sandbox with it.
     nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(fail("prctl(PDEATHSIG)"))?;
     if nix::unistd::getppid().as_raw() as u32 != spec.parent_pid {

@@ -193,10 +193,107 @@ pub fn remove_tree(path: &Path) -> io::Result<()> {
         use nix::mount::{MntFlags, umount2};
         umount2(path, MntFlags::MNT_DETACH | MntFlags::UMOUNT_NOFOLLOW).map_err(io::Error::from)?;
     }
-    match std::fs::remove_dir_all(path) {
+    match remove_dir_flat(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         other => other,
     }
+}
+
+/// The most entries [`remove_dir_flat`] unlinks or moves in one call: a folder an agent is
+/// still filling is left for a retry rather than chased for ever.
+const MAX_REMOVAL_STEPS: u64 = 10_000_000;
+
+/// Removes the folder `path` and everything in it, through no link, whatever its depth: with
+/// two descriptors at a time and no recursion (a folder nested 30,000 deep overflowed the
+/// stack of `std::fs::remove_dir_all` and took the evaluator with it). Files go at once; a
+/// subfolder that is not empty has its entries moved up into `path` under fresh names, so each
+/// pass takes one level off every branch.
+fn remove_dir_flat(path: &Path) -> io::Result<()> {
+    use nix::dir::{Dir, Type};
+    use nix::errno::Errno;
+    use nix::fcntl::{AtFlags, OFlag, RenameFlags, openat, renameat2};
+    use nix::sys::stat::{Mode, SFlag, fstatat};
+    use nix::unistd::{UnlinkatFlags, unlinkat};
+    use std::os::fd::{AsFd, AsRawFd};
+
+    let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+    let mut top = Dir::open(path, flags, Mode::empty()).map_err(io::Error::from)?;
+    let top_fd = top.as_raw_fd();
+    // SAFETY: the descriptor is `top`'s, which outlives every use of this borrow.
+    let top_dir = unsafe { std::os::fd::BorrowedFd::borrow_raw(top_fd) };
+    let is_dir = |dir: std::os::fd::BorrowedFd<'_>, name: &std::ffi::CStr, t: Option<Type>| match t
+    {
+        Some(t) => Ok(t == Type::Directory),
+        None => fstatat(dir, name, AtFlags::AT_SYMLINK_NOFOLLOW)
+            .map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR),
+    };
+    let mut steps = 0u64;
+    let mut fresh = 0u64;
+    loop {
+        let mut subfolders = Vec::new();
+        for entry in top.iter() {
+            let entry = entry.map_err(io::Error::from)?;
+            let name = entry.file_name();
+            if name == c"." || name == c".." {
+                continue;
+            }
+            steps += 1;
+            if is_dir(top_dir, name, entry.file_type()).map_err(io::Error::from)? {
+                subfolders.push(name.to_owned());
+            } else {
+                match unlinkat(top_dir, name, UnlinkatFlags::NoRemoveDir) {
+                    Ok(()) | Err(Errno::ENOENT) => {}
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        if subfolders.is_empty() {
+            break;
+        }
+        for name in subfolders {
+            match unlinkat(top_dir, name.as_c_str(), UnlinkatFlags::RemoveDir) {
+                Ok(()) | Err(Errno::ENOENT) => continue,
+                Err(Errno::ENOTEMPTY | Errno::EEXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let sub_fd =
+                openat(top_dir, name.as_c_str(), flags, Mode::empty()).map_err(io::Error::from)?;
+            let mut sub = Dir::from_fd(sub_fd).map_err(io::Error::from)?;
+            let names: Vec<std::ffi::CString> = sub
+                .iter()
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_owned())
+                .filter(|n| n.as_c_str() != c"." && n.as_c_str() != c"..")
+                .collect();
+            for inner in names {
+                steps += 1;
+                loop {
+                    let target = std::ffi::CString::new(format!(".ale-removing-{fresh}"))
+                        .expect("no NUL in a formatted number");
+                    fresh += 1;
+                    match renameat2(
+                        sub.as_fd(),
+                        inner.as_c_str(),
+                        top_dir,
+                        target.as_c_str(),
+                        RenameFlags::RENAME_NOREPLACE,
+                    ) {
+                        Ok(()) | Err(Errno::ENOENT) => break,
+                        Err(Errno::EEXIST) => continue,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        }
+        if steps > MAX_REMOVAL_STEPS {
+            return Err(io::Error::other(format!(
+                "{} still changes after {MAX_REMOVAL_STEPS} removals; left for a retry",
+                path.display()
+            )));
+        }
+    }
+    drop(top);
+    std::fs::remove_dir(path)
 }
 
 /// Removes every entry of `dir` (see [`remove_tree`]); at start, when no run is live. A
@@ -232,6 +329,68 @@ mod tests {
         let state = tmp.path().join("state");
         ensure_private_dir(&state).unwrap();
         (tmp, state)
+    }
+
+    /// Regression: `remove_dir_all` recursed, and a submission nested 30,000 folders deep
+    /// overflowed the stack of the thread that ended its run, aborting the evaluator.
+    #[test]
+    fn a_folder_nested_deeper_than_any_stack_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let top = tmp.path().join("deep");
+        std::fs::create_dir(&top).unwrap();
+        // Built with *at calls: the path grows past PATH_MAX long before the bottom.
+        let mut fd = nix::fcntl::open(
+            &top,
+            nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_RDONLY,
+            nix::sys::stat::Mode::empty(),
+        )
+        .unwrap();
+        for level in 0..30_000 {
+            nix::sys::stat::mkdirat(&fd, "d", nix::sys::stat::Mode::from_bits_truncate(0o700))
+                .unwrap();
+            if level % 1000 == 0 {
+                std::fs::write(
+                    format!("/proc/self/fd/{}/f", std::os::fd::AsRawFd::as_raw_fd(&fd)),
+                    b"x",
+                )
+                .unwrap();
+            }
+            fd = nix::fcntl::openat(
+                &fd,
+                "d",
+                nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_RDONLY,
+                nix::sys::stat::Mode::empty(),
+            )
+            .unwrap();
+        }
+        drop(fd);
+        // On a small stack, as the batch threads have.
+        let path = top.clone();
+        std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || remove_tree(&path).unwrap())
+            .unwrap()
+            .join()
+            .unwrap();
+        assert!(!top.exists());
+    }
+
+    #[test]
+    fn a_tree_with_links_files_and_folders_goes_and_no_link_is_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"not the run's").unwrap();
+        let top = tmp.path().join("tree");
+        std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(top.join("x")).unwrap();
+        std::fs::write(top.join("a/b/c/file"), b"1").unwrap();
+        std::fs::write(top.join("a/.ale-removing-0"), b"a name the removal uses").unwrap();
+        std::os::unix::fs::symlink(&outside, top.join("a/b/link")).unwrap();
+        std::os::unix::fs::symlink(&outside, top.join("x/link")).unwrap();
+        remove_tree(&top).unwrap();
+        assert!(!top.exists());
+        assert!(outside.join("keep").exists(), "a link was followed");
     }
 
     #[test]

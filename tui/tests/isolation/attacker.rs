@@ -324,8 +324,11 @@ fn memory_hog() {
     );
 }
 
-/// Tries to mount a tmpfs of its own (a user namespace of its own first) and fill it.
+/// Tries to mount a tmpfs of its own (a user namespace of its own first) and fill it; says
+/// first how ready the kernel is to kill it when memory runs out.
 fn own_tmpfs() {
+    let score = std::fs::read_to_string("/proc/self/oom_score_adj").unwrap_or_default();
+    println!("OOM_SCORE_ADJ {}", score.trim());
     // SAFETY: raw syscalls on constant strings.
     let outcome = unsafe {
         if unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0 {
