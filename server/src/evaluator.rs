@@ -359,7 +359,7 @@ impl Evaluator {
     /// socket and connections without waiting for a request. A started session past its
     /// deadline ends `BUDGET_EXCEEDED`, as on any request; a run never started (nor submitted)
     /// whose time budget, counted from its `CreateEnv`, has passed ends `ENDED_EARLY` (see
-    /// [`Env::end_if_overdue`]). Each record is closed, signed and whole. Cheap when nothing is
+    /// `Env::end_if_overdue`). Each record is closed, signed and whole. Cheap when nothing is
     /// due: one lock of each official env.
     pub fn sweep(&self, now: Instant) -> Swept {
         let officials = lock(&self.envs).officials();

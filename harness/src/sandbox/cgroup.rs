@@ -161,7 +161,7 @@ fn why_not_delegated(fs: &impl CgroupFs, dir: &Path, mount: &Path, euid: u32) ->
 /// The cgroup under which runs' cgroups are made: this process's own, or its parent (the usual
 /// shape of a delegated subtree, whose owner runs in a leaf of it), whichever has the memory
 /// and pids controllers enabled for its children and was delegated to this process's `euid`
-/// (see [`why_not_delegated`]). `Err` says why there is none (the rlimits apply then).
+/// (see `why_not_delegated`). `Err` says why there is none (the rlimits apply then).
 pub fn delegated_parent(
     fs: &impl CgroupFs,
     proc_self_cgroup: &str,
@@ -227,7 +227,7 @@ pub fn detect() -> Result<PathBuf, String> {
 const EMPTY_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// One sandbox's cgroup. Dropping it kills whatever is still in it, waits (at most
-/// [`EMPTY_TIMEOUT`]) for it to empty, and removes it.
+/// `EMPTY_TIMEOUT`) for it to empty, and removes it.
 #[derive(Debug)]
 pub struct RunCgroup<F: CgroupFs = HostCgroupFs> {
     pub dir: PathBuf,

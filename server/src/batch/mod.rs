@@ -39,7 +39,7 @@ pub use run::{BatchState, BatchStatus};
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
     /// The largest submission file read (`--max-submission-bytes`); a root evaluator sizes
-    /// each run's submission tmpfs to it (see [`folder`]).
+    /// each run's submission tmpfs to it (see `batch::folder`).
     pub max_submission_bytes: u64,
     /// Batch runs queued or running at once (`--max-batch-runs`); beyond it `SubmitBatchEval`
     /// answers `RESOURCE_EXHAUSTED`.
