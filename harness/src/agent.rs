@@ -18,8 +18,14 @@ use crate::sandbox::{
     UserIds,
 };
 
-/// The most of an agent's output `agent.log` keeps; the rest is counted and dropped.
-pub const AGENT_LOG_LIMIT: u64 = 16 << 20;
+/// The most of an agent's output `agent.log` keeps; the rest is counted and dropped. The log
+/// is the agent's own words, for diagnosis, not a record: its whole cap is reserved on the
+/// state dir's disk for every run at once ([`AGENT_LOG_RESERVE`]), so it is kept small.
+pub const AGENT_LOG_LIMIT: u64 = 4 << 20;
+/// What `agent.log` reserves on the state dir's disk when its run starts: its cap and a page
+/// for the harness's closing line about what was dropped. What is not used goes back when the
+/// agent's output ends.
+pub const AGENT_LOG_RESERVE: u64 = AGENT_LOG_LIMIT + 4096;
 /// How long a sandbox gets to come down after it is told to.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -70,8 +76,11 @@ pub struct Agent {
     limits: AgentLimits,
     /// The limit that stopped the agent, once known.
     stopped_by: Option<LimitHit>,
-    /// Fires when the log copier has drained the agent's output (or given up).
+    /// Fires when the log copier has drained the agent's output.
     log_done: Option<tokio::sync::oneshot::Receiver<()>>,
+    /// The log (a second descriptor), whose unused reservation goes back if the copier is
+    /// still waiting on escaped processes when the agent is done.
+    log: Option<std::fs::File>,
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -231,44 +240,90 @@ fn printable(bytes: &[u8]) -> Vec<u8> {
         .into_bytes()
 }
 
-/// Copies the agent's output into its log as it is, and onto the harness's stderr with
-/// control characters neutralised, up to [`AGENT_LOG_LIMIT`] bytes.
-fn copy_log(mut from: std::io::PipeReader, mut to: std::fs::File) {
+/// What [`copy_log`] did with an agent's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LogCopied {
+    /// Bytes written into the log.
+    kept: u64,
+    /// Bytes read and not written: past [`AGENT_LOG_LIMIT`], or after the log refused a write.
+    dropped: u64,
+    /// The error that stopped the writing, if one did.
+    failed: Option<std::io::ErrorKind>,
+}
+
+/// Writes as much of `bytes` as `to` takes; the bytes written, and the error that stopped it.
+fn write_some(to: &mut impl Write, bytes: &[u8]) -> (usize, Option<std::io::Error>) {
+    let mut written = 0;
+    while written < bytes.len() {
+        match to.write(&bytes[written..]) {
+            Ok(0) => return (written, Some(std::io::ErrorKind::WriteZero.into())),
+            Ok(n) => written += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (written, Some(e)),
+        }
+    }
+    (written, None)
+}
+
+/// Copies the agent's output into its log as it is, and onto `terminal` (the harness's stderr)
+/// with control characters neutralised, up to [`AGENT_LOG_LIMIT`] bytes. It reads until the
+/// agent's output ends, whatever the log does: past the limit, or once a write into the log
+/// fails (a full disk), the rest is read, counted and dropped, so the agent's writes never
+/// fail because of its log; the log ends with a line saying what was dropped and why, if
+/// that line can still be written (its room is reserved with the log's, [`AGENT_LOG_RESERVE`]).
+fn copy_log(mut from: impl Read, to: &mut std::fs::File, mut terminal: impl Write) -> LogCopied {
     let mut buf = vec![0u8; 64 * 1024];
     let mut kept: u64 = 0;
     let mut dropped: u64 = 0;
+    let mut failed: Option<std::io::Error> = None;
     // A UTF-8 sequence cut by the end of one read, carried into the next for the terminal copy.
     let mut partial: Vec<u8> = Vec::new();
     loop {
         let n = match from.read(&mut buf) {
-            Ok(0) | Err(_) => break,
+            Ok(0) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
             Ok(n) => n,
         };
-        let room = AGENT_LOG_LIMIT.saturating_sub(kept) as usize;
+        let room = if failed.is_some() {
+            0
+        } else {
+            usize::try_from(AGENT_LOG_LIMIT.saturating_sub(kept)).unwrap_or(usize::MAX)
+        };
         let keep = n.min(room);
+        let mut written = 0;
         if keep > 0 {
-            if to.write_all(&buf[..keep]).is_err() {
-                break;
-            }
-            partial.extend_from_slice(&buf[..keep]);
+            let (done, error) = write_some(to, &buf[..keep]);
+            written = done;
+            failed = error;
+            partial.extend_from_slice(&buf[..written]);
             let whole = match std::str::from_utf8(&partial) {
                 Err(e) if e.error_len().is_none() => e.valid_up_to(),
                 _ => partial.len(),
             };
-            let _ = std::io::stderr().write_all(&printable(&partial[..whole]));
+            let _ = terminal.write_all(&printable(&partial[..whole]));
             partial.drain(..whole);
         }
-        kept += keep as u64;
-        dropped += (n - keep) as u64;
+        kept += written as u64;
+        dropped += (n - written) as u64;
     }
-    let _ = std::io::stderr().write_all(&printable(&partial));
+    let _ = terminal.write_all(&printable(&partial));
+    let why = match &failed {
+        Some(e) => format!("the log could not be written ({e})"),
+        None => format!("the log keeps at most {AGENT_LOG_LIMIT} bytes"),
+    };
     if dropped > 0 {
         let _ = writeln!(
             to,
-            "\n[ale harness: {dropped} more bytes of agent output were dropped; the log keeps {AGENT_LOG_LIMIT}]"
+            "\n[ale harness: {dropped} bytes of agent output were dropped: {why}]"
         );
     }
     let _ = to.sync_all();
+    LogCopied {
+        kept,
+        dropped,
+        failed: failed.map(|e| e.kind()),
+    }
 }
 
 impl Agent {
@@ -280,10 +335,15 @@ impl Agent {
             command: launch.command.join(" "),
             cause,
         };
-        let log = create_log(start.log).map_err(|cause| HarnessError::Records {
+        let log_err = |cause| HarnessError::Records {
             path: start.log.to_path_buf(),
             cause,
-        })?;
+        };
+        let mut log = create_log(start.log).map_err(log_err)?;
+        // Its whole cap is set aside before the agent starts: another run filling the disk
+        // cannot cut this agent's log short, and this agent's log cannot fill it for others.
+        crate::run::reserve_space(&log, start.log, AGENT_LOG_RESERVE)?;
+        let log_again = log.try_clone().map_err(log_err)?;
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
         let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
         let mut spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
@@ -389,7 +449,8 @@ impl Agent {
         std::thread::Builder::new()
             .name("agent-log".into())
             .spawn(move || {
-                copy_log(reader, log);
+                copy_log(reader, &mut log, std::io::stderr());
+                let _ = ale_proto::trajectory::release_unused_space(&log);
                 let _ = done.send(());
             })
             .map_err(launch_err)?;
@@ -403,6 +464,7 @@ impl Agent {
             limits: launch.limits,
             stopped_by: None,
             log_done: Some(log_done),
+            log: Some(log_again),
         })
     }
 
@@ -500,6 +562,13 @@ impl Agent {
             // forever (the copier thread is left to end with them).
             let _ = tokio::time::timeout(Duration::from_secs(2), done).await;
         }
+        // Done with either way: what the log did not use goes back to the disk (what escaped
+        // processes print later is still capped, and dropped if the disk is full).
+        if let Some(log) = self.log.take()
+            && let Err(e) = ale_proto::trajectory::release_unused_space(&log)
+        {
+            tracing::warn!(error = %e, "cannot give back the disk reserved for the agent's log");
+        }
     }
 }
 
@@ -532,5 +601,84 @@ mod tests {
         assert_eq!(printable("a\u{9b}31m".as_bytes()), b"a?31m".to_vec());
         assert_eq!(printable(b"b\x9b31m"), "b\u{fffd}31m".as_bytes().to_vec());
         assert_eq!(printable("é ✓".as_bytes()), "é ✓".as_bytes().to_vec());
+    }
+
+    /// Output that ends after `len` bytes, in lines, read a little at a time as a pipe gives it.
+    fn output(len: usize) -> impl Read {
+        let bytes: Vec<u8> = b"agent says hello\n"
+            .iter()
+            .copied()
+            .cycle()
+            .take(len)
+            .collect();
+        std::io::Cursor::new(bytes)
+    }
+
+    #[test]
+    fn the_log_keeps_its_cap_and_says_how_much_was_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.log");
+        let mut log = create_log(&path).unwrap();
+        let total = AGENT_LOG_LIMIT as usize + 12_345;
+        let mut terminal = Vec::new();
+        let copied = copy_log(output(total), &mut log, &mut terminal);
+        assert_eq!(
+            copied,
+            LogCopied {
+                kept: AGENT_LOG_LIMIT,
+                dropped: 12_345,
+                failed: None
+            }
+        );
+        let written = std::fs::read(&path).unwrap();
+        let (kept, note) = written.split_at(AGENT_LOG_LIMIT as usize);
+        assert!(kept.starts_with(b"agent says hello\n"));
+        assert_eq!(
+            String::from_utf8_lossy(note),
+            format!(
+                "\n[ale harness: 12345 bytes of agent output were dropped: the log keeps at most {AGENT_LOG_LIMIT} bytes]\n"
+            )
+        );
+        assert_eq!(terminal.len(), AGENT_LOG_LIMIT as usize);
+    }
+
+    #[test]
+    fn a_log_that_cannot_be_written_is_still_drained_to_the_end() {
+        // /dev/full refuses every write with ENOSPC, as a full disk does: the copier reads on
+        // to the end of the agent's output (the agent's writes never fail for its log), and
+        // counts all of it as dropped.
+        let mut full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let total = 3 * 64 * 1024 + 7;
+        let mut terminal = Vec::new();
+        let copied = copy_log(output(total), &mut full, &mut terminal);
+        assert_eq!(
+            copied,
+            LogCopied {
+                kept: 0,
+                dropped: total as u64,
+                failed: Some(std::io::ErrorKind::StorageFull)
+            }
+        );
+        assert!(terminal.is_empty());
+    }
+
+    #[test]
+    fn an_agent_writing_into_a_pipe_whose_log_is_full_never_sees_a_broken_pipe() {
+        // A real pipe, a writer thread well past the pipe's buffer: every write succeeds.
+        let (reader, mut writer) = std::io::pipe().unwrap();
+        let agent = std::thread::spawn(move || {
+            let line = [b'x'; 4096];
+            (0..256).try_for_each(|_| writer.write_all(&line))
+        });
+        let mut full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let copied = copy_log(reader, &mut full, std::io::sink());
+        agent.join().unwrap().unwrap();
+        assert_eq!(copied.dropped, 256 * 4096);
     }
 }

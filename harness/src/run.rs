@@ -18,7 +18,7 @@ use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRA
 use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
 
 use crate::agent::{Agent, AgentLaunch, AgentStart};
-use crate::channel::{HarnessChannel, OfficialEnv};
+use crate::channel::{BatchRunState, HarnessChannel, OfficialEnv};
 use crate::error::{HarnessError, Unverified};
 use crate::evaluator_process::{EvaluatorHandle, attach_or_start};
 use crate::log::{HarnessStarted, ResultRead};
@@ -208,7 +208,11 @@ const REPORT_RESERVE_PER_ROLLOUT: u64 = 1 << 10;
 /// ([`ale_proto::trajectory::reserve_space`]), so that another run filling the disk cannot
 /// make the rest of this run's records unwritable. A filesystem that cannot reserve space at
 /// all is let through with a warning; one without the space refuses the run.
-fn reserve_space(file: &std::fs::File, path: &Path, len: u64) -> Result<(), HarnessError> {
+pub(crate) fn reserve_space(
+    file: &std::fs::File,
+    path: &Path,
+    len: u64,
+) -> Result<(), HarnessError> {
     let offset = file
         .metadata()
         .map_err(|cause| HarnessError::Records {
@@ -599,7 +603,9 @@ async fn run_official_env(
         tokio::time::sleep(options.poll_interval).await;
         agent.enforce_limits();
         let exited = agent.try_exit();
-        let overdue = deadline.is_some_and(|d| Instant::now() >= d);
+        // Once a batch run is submitted its budget is the evaluator's to keep: it counts from
+        // when the run gets its place among the runs that play at once, which may be later.
+        let overdue = deadline.is_some_and(|d| Instant::now() >= d) && !(batch && submitted);
         if batch && !submitted && exited.is_some() && !overdue {
             // The agent may have submitted in its last moments: look before ending anything.
             if let Ok(Some(_)) = prologue.channel.eval_result(&session_id, false).await {
@@ -622,17 +628,24 @@ async fn run_official_env(
         };
         if record.status.is_finished() {
             if end_session && record.status == EvalStatus::EndedEarly {
+                // The session was ended here, so the agent had not submitted (a submitted
+                // batch run is never ended by the harness).
+                let unfinished = if batch {
+                    "before submitting"
+                } else {
+                    "before finishing its session"
+                };
                 harness_reason = Some(match exited {
-                    _ if batch && submitted => {
-                        "the batch run overran the session's time budget".into()
-                    }
                     Some(status) => match agent.stopped_by() {
-                        Some(limit) => format!("{limit}, before finishing its session"),
+                        Some(limit) => format!("{limit}, {unfinished}"),
                         None => format!(
-                            "the agent {} before finishing its session",
+                            "the agent {} {unfinished}",
                             describe_exit(Some(status), options.sandbox.mode.is_sandboxed())
                         ),
                     },
+                    None if batch => {
+                        "the agent did not submit within the session's time budget".into()
+                    }
                     None => "the agent overran the session's time budget".into(),
                 });
             }
@@ -847,7 +860,6 @@ async fn run_batch_env(
     let batch_id = prologue.channel.submit_batch(&handle).await?;
     tracing::info!(%run_id, %batch_id, task = %summary.id, "batch evaluation submitted");
 
-    let deadline = overrun_deadline(started, task.budgets.time_budget_seconds);
     let followed = Followed {
         run_id: &run_id,
         session_id: &session_id,
@@ -855,10 +867,21 @@ async fn run_batch_env(
         target,
         started,
     };
+    // The run may wait in line for a place among the runs that play at once; its budget
+    // starts when it leaves the line, and so does this backstop.
+    let mut deadline = None;
     let mut ended_by_harness = false;
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
-        let overdue = deadline.is_some_and(|d| Instant::now() >= d);
+        if deadline.is_none()
+            && prologue.channel.batch_status(&batch_id).await?.state != BatchRunState::Queued
+        {
+            deadline = Some(overrun_deadline(
+                Instant::now(),
+                task.budgets.time_budget_seconds,
+            ));
+        }
+        let overdue = deadline.flatten().is_some_and(|d| Instant::now() >= d);
         ended_by_harness |= overdue;
         let record = read_progress(&mut prologue.channel, &followed, overdue, progress).await?;
         if let Some(record) = record.filter(|r| r.status.is_finished()) {

@@ -13,7 +13,6 @@ use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sims::{Counter, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
-use crate::batch::Admission;
 use crate::batch::run::BatchRun;
 use crate::env_table::RunScope;
 use crate::error::Error;
@@ -512,7 +511,6 @@ impl Env {
         &mut self,
         batch_id: BatchId,
         received: Option<&SubmissionReceived>,
-        admission: Admission,
         seeds: &dyn SeedSource,
         secret: &[u8; SECRET_LEN],
         now: Instant,
@@ -540,7 +538,6 @@ impl Env {
             batch_id,
             self.task.clone(),
             session,
-            admission,
             official.resources.take(),
         ));
         official.stage = Stage::Batch(run.clone());

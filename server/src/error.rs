@@ -58,11 +58,6 @@ pub enum Error {
          GetBatchEvalStatus with the batch id SubmitBatchEval returned"
     )]
     AlreadySubmitted(EnvHandle),
-    #[error(
-        "the evaluator already has {0} batch runs queued or running, its cap \
-         (ale serve --max-batch-runs): retry once one has finished"
-    )]
-    TooManyBatchRuns(usize),
     #[error("internal error: {0}")]
     Internal(String),
     #[error("official envs can only be created over the harness channel")]
@@ -206,7 +201,6 @@ impl Error {
             | Error::RunSocketClosed => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)
-            | Error::TooManyBatchRuns(_)
             | Error::TooManyRequestBytes(_)
             | Error::NoRoomForRecord { .. } => Code::ResourceExhausted,
             Error::RequestTimeout(_) => Code::DeadlineExceeded,

@@ -456,21 +456,29 @@ impl Evaluator {
             .get(session_id)
             .cloned()
             .ok_or_else(|| Error::UnknownSession(session_id.clone()))?;
-        Self::on_env(&env, |env| {
+        let record = Self::on_env(&env, |env| {
             env.eval_result(
                 self.seeds.as_ref(),
                 &self.secret,
                 end_session,
                 Instant::now(),
             )
-        })
+        });
+        // A batch run ended while it waited in line is finished now: its folder and channel
+        // go, with no env's lock held.
+        let batch_run = lock(&env).batch_run();
+        if let Some(run) = batch_run {
+            run.release_if_finished();
+        }
+        record
     }
 
     /// Submits the official env `handle` of a batch task for evaluation: snapshots its
-    /// submission, records it, and queues the run. Protocol misuse is an error that changes
-    /// nothing (unknown handle, practice env, interactive task, second submission, too many
-    /// runs in flight); anything wrong with the submission itself is not: the run is made and
-    /// ends FAILED with a message that names the problem.
+    /// submission, records it, and queues the run (it plays once it has a place among the
+    /// `--max-batch-runs` that play at once). Protocol misuse is an error that changes nothing
+    /// (unknown handle, practice env, interactive task, second submission); anything wrong
+    /// with the submission itself is not: the run is made and ends FAILED with a message that
+    /// names the problem.
     pub fn submit_batch_eval(
         &self,
         channel: Channel,
@@ -486,7 +494,6 @@ impl Evaluator {
         let scope = env
             .run_scope()
             .ok_or_else(|| Error::PracticeEnvInBatch(handle.clone()))?;
-        let admission = self.batches.admit()?;
         let task = env.task().clone();
         let contract = task.submission.as_ref().ok_or_else(|| {
             Error::Internal(format!("batch task {} has no submission contract", task.id))
@@ -507,7 +514,6 @@ impl Evaluator {
         let run = env.submit_batch(
             batch_id.clone(),
             received.as_ref(),
-            admission,
             self.seeds.as_ref(),
             &self.secret,
             Instant::now(),
@@ -517,7 +523,7 @@ impl Evaluator {
         match snapshot {
             Ok(snapshot) => self
                 .batches
-                .start(run, contract.format.clone(), snapshot.bytes),
+                .submit(run, contract.format.clone(), snapshot.bytes),
             Err(problem) => {
                 tracing::info!(batch = %batch_id, %problem, "batch submission refused");
                 run.fail_before_start(problem.to_string());
@@ -559,6 +565,7 @@ impl Evaluator {
     pub fn begin_shutdown(&self) {
         for run in self.batch_runs() {
             run.cancel(SHUT_DOWN);
+            run.release_if_finished();
         }
     }
 

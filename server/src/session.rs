@@ -348,11 +348,6 @@ impl Session {
         self.rollouts.iter().map(|r| r.record.clone()).collect()
     }
 
-    /// When the session's time budget runs out, if it has one.
-    pub fn deadline(&self) -> Option<Instant> {
-        self.deadline
-    }
-
     /// Records a rollout a batch run played to its end, closed with [`close_record`]: its
     /// `rollout_started` and `rollout_finished` events. Rollouts are recorded in index order,
     /// each once; a batch run's reorder buffer sees to it.

@@ -544,21 +544,28 @@ fn a_disk_filler_on_a_small_state_disk_costs_no_other_run_its_record() {
         "{submission_line}"
     );
     // An honest run starts, then the state disk fills up to the last byte (by the test: the
-    // agents cannot reach it); the run still records its end, signed, and its report.
-    let honest = evaluator.spawn_run(
-        TASK,
-        &[],
-        &strs(&attacker(
-            "write-and-wait",
-            "/nonexistent",
-            &["--policy", "heuristic"],
-        )),
-    );
+    // agents cannot reach it); the run still records its end, signed, and its report, and its
+    // agent prints a MiB after the fill without a write failing (its log's room was set aside).
+    let mut spewing = attacker("write-and-wait", "/nonexistent", &[]);
+    spewing.truncate(3);
+    spewing.extend(attacker("spew", "1048576", &["--policy", "heuristic"]));
+    let honest = evaluator.spawn_run(TASK, &[], &strs(&spewing));
     evaluator.wait_for_another_agent_line("READY", &[&filler_dir]);
     let filled = fill_up(&evaluator.state.join("filler"));
     assert!(filled > 0);
     let honest = finish("honest", honest);
     assert_scored("honest on a full state disk", &honest, BALANCED);
+    assert!(
+        honest.agent_log.contains("SPEWED 1048"),
+        "the honest agent's output was cut short on a full disk:\n{}",
+        honest
+            .agent_log
+            .lines()
+            .rev()
+            .take(5)
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     assert!(honest.run_dir.join("report.json").is_file());
     // Its records, whole, keep no more disk than their own pages: the rest of what was set
     // aside for them went back.

@@ -8,6 +8,8 @@
 //!   events in index order).
 //! - `rollout`: the vectorised loop over a block of envs.
 //! - `pool`: the rayon pool the blocks run on, at a lowered priority, taking turns.
+//! - here: the line runs wait in for a place (`--max-batch-runs` play at once), and the
+//!   runs the evaluator knows.
 
 pub(crate) mod folder;
 /// The policy trait and loader hook are public for benchmarks (`ale bench batch` plays a
@@ -19,8 +21,7 @@ pub(crate) mod rollout;
 pub(crate) mod run;
 pub(crate) mod submission;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 
 use ale_proto::BatchId;
@@ -41,8 +42,8 @@ pub struct BatchOptions {
     /// The largest submission file read (`--max-submission-bytes`); a root evaluator sizes
     /// each run's submission tmpfs to it (see `batch::folder`).
     pub max_submission_bytes: u64,
-    /// Batch runs queued or running at once (`--max-batch-runs`); beyond it `SubmitBatchEval`
-    /// answers `RESOURCE_EXHAUSTED`.
+    /// Batch runs playing at once (`--max-batch-runs`); a run submitted beyond it waits in
+    /// line (`QUEUED`), its time budget not yet counting.
     pub max_runs: usize,
     /// Envs stepped together in one block.
     pub block_size: usize,
@@ -61,23 +62,90 @@ impl Default for BatchOptions {
     }
 }
 
-/// A place among the runs in flight; given back when the run finishes (or is never made).
+/// A place among the runs that play at once; given back when its run finishes (or is dropped),
+/// which starts the run first in line.
 #[derive(Debug)]
-pub struct Admission(Arc<AtomicUsize>);
+pub struct Admission(Arc<Gate>);
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.leave();
     }
+}
+
+/// Where a submitted run waits for a place: at most `max_runs` play at once, the rest wait in
+/// submission order. Nothing is refused here: every official env submits once, so the line
+/// is no longer than the official envs (`--max-official-envs`), and a run waiting holds only
+/// its snapshot (at most `--max-submission-bytes`).
+struct Gate {
+    max_runs: usize,
+    starter: Starter,
+    line: Mutex<Line>,
+}
+
+#[derive(Default)]
+struct Line {
+    playing: usize,
+    waiting: VecDeque<Waiting>,
+}
+
+/// A run waiting for its place, with the policy it plays.
+struct Waiting {
+    run: Arc<BatchRun>,
+    format: String,
+    bytes: Vec<u8>,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let line = lock(&self.line);
+        f.debug_struct("Gate")
+            .field("max_runs", &self.max_runs)
+            .field("playing", &line.playing)
+            .field("waiting", &line.waiting.len())
+            .finish()
+    }
+}
+
+impl Gate {
+    /// Starts `waiting` now if a place is free, else puts it at the end of the line. Locks no
+    /// run while the line is held (a finishing run gives its place back under its own lock).
+    fn enter(self: &Arc<Self>, waiting: Waiting) {
+        let mut line = lock(&self.line);
+        if line.playing < self.max_runs {
+            line.playing += 1;
+            drop(line);
+            self.starter.start(Admission(self.clone()), waiting);
+        } else {
+            tracing::info!(batch = %waiting.run.id(), ahead = line.waiting.len(), "batch run waiting for a place");
+            line.waiting.push_back(waiting);
+        }
+    }
+
+    /// A place is given back: the run first in line takes it.
+    fn leave(self: &Arc<Self>) {
+        let mut line = lock(&self.line);
+        line.playing = line.playing.saturating_sub(1);
+        let Some(next) = line.waiting.pop_front() else {
+            return;
+        };
+        line.playing += 1;
+        drop(line);
+        self.starter.start(Admission(self.clone()), next);
+    }
+}
+
+/// What starting a run needs: the pool, the loader, the block size.
+#[derive(Clone)]
+struct Starter {
+    pool: Arc<Pool>,
+    loader: Loader,
+    block_size: usize,
 }
 
 /// The evaluator's batch runs and the pool they run on.
 pub(crate) struct Batches {
-    pool: Arc<Pool>,
-    loader: Loader,
-    in_flight: Arc<AtomicUsize>,
-    max_runs: usize,
-    block_size: usize,
+    gate: Arc<Gate>,
     runs: Mutex<HashMap<BatchId, Entry>>,
 }
 
@@ -96,24 +164,17 @@ impl Batches {
         };
         let pool = Pool::new(threads).map_err(std::io::Error::other)?;
         Ok(Batches {
-            pool: Arc::new(pool),
-            loader,
-            in_flight: Arc::default(),
-            max_runs: options.max_runs.max(1),
-            block_size: options.block_size.max(1),
+            gate: Arc::new(Gate {
+                max_runs: options.max_runs.max(1),
+                starter: Starter {
+                    pool: Arc::new(pool),
+                    loader,
+                    block_size: options.block_size.max(1),
+                },
+                line: Mutex::default(),
+            }),
             runs: Mutex::default(),
         })
-    }
-
-    /// A place for one more run, or `RESOURCE_EXHAUSTED` at the cap.
-    pub fn admit(&self) -> Result<Admission, Error> {
-        let cap = self.max_runs;
-        self.in_flight
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < cap).then_some(n + 1)
-            })
-            .map_err(|_| Error::TooManyBatchRuns(cap))?;
-        Ok(Admission(self.in_flight.clone()))
     }
 
     /// Adds `run`, the batch run of the official env of `scope`.
@@ -143,9 +204,21 @@ impl Batches {
             .ok_or_else(|| Error::UnknownBatch(id.clone()))
     }
 
-    /// Loads the policy from `bytes` on a pool thread and queues the run's blocks; a policy
-    /// that cannot be loaded fails the run with the loader's message.
-    pub fn start(&self, run: Arc<BatchRun>, format: String, bytes: Vec<u8>) {
+    /// Plays `run` with the policy in `bytes` once it has a place: at once if fewer than
+    /// `--max-batch-runs` runs are playing, else after the runs ahead of it in line. Its time
+    /// budget counts from then.
+    pub fn submit(&self, run: Arc<BatchRun>, format: String, bytes: Vec<u8>) {
+        self.gate.enter(Waiting { run, format, bytes });
+    }
+}
+
+impl Starter {
+    /// Gives `waiting` its place (its time budget starts now), loads its policy on a pool
+    /// thread and queues its blocks; a policy that cannot be loaded fails the run with the
+    /// loader's message.
+    fn start(&self, admission: Admission, waiting: Waiting) {
+        let Waiting { run, format, bytes } = waiting;
+        run.begin(admission, std::time::Instant::now());
         let pool = self.pool.clone();
         let loader = self.loader;
         let block_size = self.block_size;

@@ -24,7 +24,8 @@ use crate::task::Task;
 /// Where a batch run stands, as `GetBatchEvalStatus` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BatchState {
-    /// Submitted; waiting for a pool thread to load the policy.
+    /// Submitted; waiting for a place among the runs that play at once, or for a pool thread
+    /// to load the policy. The time budget starts when it has its place.
     Queued,
     /// Rollouts are being played.
     Running,
@@ -92,7 +93,7 @@ struct Inner {
     pending: BTreeMap<u32, PlayedRollout>,
     next_to_write: u32,
     blocks_left: usize,
-    /// Held while the run counts against the cap on runs in flight.
+    /// Held while the run has its place among the runs that play at once.
     admission: Option<Admission>,
 }
 
@@ -102,7 +103,9 @@ pub struct BatchRun {
     task: Arc<Task>,
     seeds: Vec<HiddenSeed>,
     planned: Vec<EpisodeRecord>,
-    deadline: Option<Instant>,
+    /// When its time budget runs out: set when the run gets its place (it does not run while
+    /// the run waits in line); `None` inside: no budget.
+    deadline: OnceLock<Option<Instant>>,
     /// The next rollout index a block takes: rollouts start in index order.
     next_index: AtomicU32,
     /// Rollouts played to their end (or closed when the run stopped).
@@ -122,7 +125,6 @@ impl BatchRun {
         id: BatchId,
         task: Arc<Task>,
         session: Session,
-        admission: Admission,
         resources: Option<RunResources>,
     ) -> BatchRun {
         BatchRun {
@@ -130,7 +132,7 @@ impl BatchRun {
             task,
             seeds: session.hidden_seeds(),
             planned: session.planned_records(),
-            deadline: session.deadline(),
+            deadline: OnceLock::new(),
             next_index: AtomicU32::new(0),
             done: AtomicU32::new(0),
             steps: AtomicU64::new(0),
@@ -141,16 +143,33 @@ impl BatchRun {
                 pending: BTreeMap::new(),
                 next_to_write: 0,
                 blocks_left: 0,
-                admission: Some(admission),
+                admission: None,
             }),
             finished: Condvar::new(),
             resources: Mutex::new(resources),
         }
     }
 
+    /// The run has its place: it holds `admission` until it finishes, and its time budget
+    /// counts from `now`.
+    pub fn begin(&self, admission: Admission, now: Instant) {
+        let _ = self.deadline.set(crate::session::deadline(
+            now,
+            self.task.eval.time_budget_seconds,
+        ));
+        let mut inner = lock(&self.inner);
+        if matches!(inner.phase, Phase::Finished(_)) {
+            // Cancelled while it waited: the place goes to the next run at once.
+            drop(inner);
+            drop(admission);
+            return;
+        }
+        inner.admission = Some(admission);
+    }
+
     /// Releases the run's folder and channel once it has finished; called with no lock held
     /// (releasing takes the env table's).
-    fn release_if_finished(&self) {
+    pub fn release_if_finished(&self) {
         if !self.is_finished() {
             return;
         }
@@ -180,13 +199,22 @@ impl BatchRun {
     }
 
     /// Cancels the run: rollouts in play are aborted, the rest not run; the run ends FAILED.
+    /// A run still waiting for its place ends at once (its folder and channel are released by
+    /// [`BatchRun::release_if_finished`], which the caller calls once it holds no lock).
     pub fn cancel(&self, why: &str) {
         self.stop(Stop::Failed(why.to_string()));
+        let mut inner = lock(&self.inner);
+        if matches!(inner.phase, Phase::Queued) && inner.admission.is_none() {
+            let admission = self.finish(&mut inner);
+            drop(inner);
+            drop(admission);
+        }
     }
 
     /// Why the run must stop now, if it must: a reason already given, or the time budget.
     pub fn check_stop(&self, now: Instant) -> Option<&Stop> {
-        if self.stop.get().is_none() && self.deadline.is_some_and(|d| now >= d) {
+        let deadline = self.deadline.get().copied().flatten();
+        if self.stop.get().is_none() && deadline.is_some_and(|d| now >= d) {
             self.stop(Stop::TimeBudget);
         }
         self.stop.get()
@@ -274,10 +302,12 @@ impl BatchRun {
     pub fn block_done(&self) {
         let mut inner = lock(&self.inner);
         inner.blocks_left = inner.blocks_left.saturating_sub(1);
-        if inner.blocks_left == 0 {
-            self.finish(&mut inner);
-        }
+        let admission = (inner.blocks_left == 0)
+            .then(|| self.finish(&mut inner))
+            .flatten();
         drop(inner);
+        // The place goes to the next run with no run's lock held.
+        drop(admission);
         self.release_if_finished();
     }
 
@@ -285,14 +315,18 @@ impl BatchRun {
     pub fn fail_before_start(&self, message: String) {
         self.stop(Stop::Failed(message));
         let mut inner = lock(&self.inner);
-        self.finish(&mut inner);
+        let admission = self.finish(&mut inner);
         drop(inner);
+        drop(admission);
         self.release_if_finished();
     }
 
-    fn finish(&self, inner: &mut Inner) {
+    /// Closes the run's record and settles its state; returns its place, to be given back
+    /// once the caller has let go of `inner`.
+    #[must_use]
+    fn finish(&self, inner: &mut Inner) -> Option<Admission> {
         if matches!(inner.phase, Phase::Finished(_)) {
-            return;
+            return None;
         }
         let n = self.planned();
         let (status, message, state) = match self.stop.get() {
@@ -336,8 +370,8 @@ impl BatchRun {
         };
         tracing::info!(batch = %self.id, ?state, "batch run finished");
         inner.phase = Phase::Finished(state);
-        inner.admission = None;
         self.finished.notify_all();
+        inner.admission.take()
     }
 
     pub fn is_finished(&self) -> bool {
@@ -365,9 +399,17 @@ impl BatchRun {
         let planned = self.planned().max(1);
         let done = self.done.load(Ordering::Relaxed).min(planned);
         let (state, message) = match &inner.phase {
+            Phase::Queued if inner.admission.is_none() => (
+                BatchState::Queued,
+                format!(
+                    "queued: waiting for a place among the batch runs that play at once \
+                     (ale serve --max-batch-runs); its time budget of {} s starts then",
+                    self.task.eval.time_budget_seconds
+                ),
+            ),
             Phase::Queued => (
                 BatchState::Queued,
-                "queued: waiting for a pipeline thread".to_string(),
+                "queued: its policy is being loaded".to_string(),
             ),
             Phase::Running => (
                 BatchState::Running,

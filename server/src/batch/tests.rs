@@ -298,9 +298,10 @@ fn budgets_end_a_batch_run_as_they_end_a_session() {
 }
 
 #[test]
-fn runs_in_flight_are_capped_and_misuse_changes_nothing() {
+fn runs_past_the_cap_wait_in_line_with_their_budget_whole_and_misuse_changes_nothing() {
+    // One run plays at a time; each has a time budget of 2 s.
     let setup = evaluator(
-        &batch_cartpole(&[]),
+        &batch_cartpole(&[("time_budget_seconds = 600", "time_budget_seconds = 2")]),
         BatchOptions {
             max_runs: 1,
             ..options()
@@ -309,23 +310,39 @@ fn runs_in_flight_are_capped_and_misuse_changes_nothing() {
     );
     let e = &setup.evaluator;
     let (slow, slow_run) = setup.submit(b"slow");
-    let created = e
-        .create_env(Channel::Harness, None, "cartpole-batch", true)
+    // Submitted beyond the cap: not refused, but waiting in line.
+    let (second, second_run) = setup.submit(b"heuristic");
+    let (third, third_run) = setup.submit(b"heuristic");
+    for batch in [&second, &third] {
+        let status = e.batch_status(Channel::Harness, batch).unwrap();
+        assert_eq!(status.state, BatchState::Queued, "{status:?}");
+        assert!(status.message.contains("--max-batch-runs"), "{status:?}");
+    }
+    // A run ended by its harness while it waits ends at once, its folder gone with it.
+    let ended = e
+        .eval_result(Channel::Harness, &third_run.session, true)
         .unwrap();
-    let err = e
-        .submit_batch_eval(Channel::Harness, &created.handle)
-        .unwrap_err();
-    assert!(matches!(err, Error::TooManyBatchRuns(1)), "{err}");
-    assert_eq!(err.code(), tonic::Code::ResourceExhausted);
-    // Refused, the env is as it was: once the slow run is gone, it can be submitted.
-    e.eval_result(Channel::Harness, &slow_run.session, true)
-        .unwrap();
-    let status = setup.wait(&slow);
+    assert_eq!(ended.status, EvalStatus::EndedEarly, "{ended:?}");
+    let status = e.batch_status(Channel::Harness, &third).unwrap();
     assert!(
         matches!(&status.state, BatchState::Failed(why) if why.contains("the harness ended")),
         "{status:?}"
     );
-    ale_harness::verify::verify_trajectory(&setup.trajectory(&slow_run)).unwrap();
+    assert!(!e.run_submission_dir(&third_run.run_id).exists());
+    ale_harness::verify::verify_trajectory(&setup.trajectory(&third_run)).unwrap();
+    // The slow run spends its whole budget; only then does the second play, and its own
+    // budget counts from then, not from its submission (more than 2 s ago by then).
+    let slow_status = setup.wait(&slow).result.unwrap();
+    assert_eq!(slow_status.status, EvalStatus::BudgetExceeded);
+    let result = setup.wait(&second).result.unwrap();
+    assert_eq!(result.status, EvalStatus::Completed, "{result:?}");
+    for run in [&slow_run, &second_run] {
+        ale_harness::verify::verify_trajectory(&setup.trajectory(run)).unwrap();
+    }
+    // Misuse changes nothing.
+    let created = e
+        .create_env(Channel::Harness, None, "cartpole-batch", true)
+        .unwrap();
     let (_, waiting_run) = created.official.clone().unwrap();
     std::fs::write(
         e.run_submission_dir(&waiting_run).join(ENTRYPOINT),

@@ -63,6 +63,7 @@ fn main() {
         "fork-bomb" => fork_bomb(),
         "memory-hog" => memory_hog(),
         "own-tmpfs" => own_tmpfs(),
+        "spew" => spew(&arg),
         other => println!("unknown attack {other}"),
     }
     let _ = std::io::stdout().flush();
@@ -188,6 +189,22 @@ fn disk_filler() {
     }
     ready();
     std::thread::sleep(Duration::from_secs(4));
+}
+
+/// Prints ARG bytes of output in lines; exits 3 if a write fails (its log must never make it).
+fn spew(bytes: &str) {
+    let total: usize = bytes.parse().unwrap_or(1 << 20);
+    let line = [b"spew ".as_slice(), &[b'.'; 250], b"\n"].concat();
+    let mut out = std::io::stdout().lock();
+    let mut written = 0;
+    while written < total {
+        if let Err(e) = out.write_all(&line) {
+            eprintln!("SPEW FAILED after {written} bytes: {e}");
+            std::process::exit(3);
+        }
+        written += line.len();
+    }
+    let _ = writeln!(out, "SPEWED {written} bytes");
 }
 
 /// Opens up to ARG HTTP/2 connections to its agent socket, counts those the evaluator keeps,
