@@ -2,7 +2,7 @@
 //! seeds) or official (the harness's, played only inside its eval session).
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ale_proto::records::{
     EvalResultRecord, EvalStatus, Outcome, RunStarted, SafetyMetricRecord, SubmissionReceived,
@@ -74,6 +74,8 @@ pub struct Official {
     stage: Stage,
     /// The run's folder and channel, until its run ends (a batch run takes them over).
     resources: Option<RunResources>,
+    /// When the harness last read the run's final result: from then the env is done with.
+    final_result_read: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -251,6 +253,7 @@ impl Env {
                 created: now,
                 stage: Stage::Created(trajectory),
                 resources,
+                final_result_read: None,
             })),
             last_used: now,
         })
@@ -269,6 +272,25 @@ impl Env {
     }
 
     /// An official env whose session has finished: its record is complete on disk.
+    /// Whether this official env may be dropped at `now` to make room for another: at rest
+    /// and unused for `idle`, or its final result read by the harness `after_read` ago (the
+    /// harness is done with it; its record is on disk).
+    pub fn is_official_reclaimable(
+        &self,
+        now: Instant,
+        idle: Duration,
+        after_read: Duration,
+    ) -> bool {
+        let Kind::Official(official) = &self.kind else {
+            return false;
+        };
+        let read_long_enough = official
+            .final_result_read
+            .is_some_and(|read| now.saturating_duration_since(read) >= after_read);
+        self.is_official_at_rest()
+            && (read_long_enough || now.saturating_duration_since(self.last_used) >= idle)
+    }
+
     /// Whether this is an official env with no session in play: finished, or never started
     /// (its harness may be gone). Such an env may be reclaimed once it is unused long enough.
     pub fn is_official_at_rest(&self) -> bool {
@@ -568,12 +590,18 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Err(Error::PracticeEnvInEval(self.handle.clone()));
         };
-        if let Stage::Batch(run) = &official.stage {
-            return Ok(run.record());
+        let record = match &mut official.stage {
+            Stage::Batch(run) => run.record(),
+            _ => {
+                let session = official.session(&self.handle)?;
+                session.enforce_deadline(self.sim.as_ref(), now)?;
+                session.record()
+            }
+        };
+        if record.status.is_finished() {
+            official.final_result_read = Some(now);
         }
-        let session = official.session(&self.handle)?;
-        session.enforce_deadline(self.sim.as_ref(), now)?;
-        Ok(session.record())
+        Ok(record)
     }
 
     /// Ends the session if it is running (starting an empty one first if it never began).

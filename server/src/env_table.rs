@@ -46,6 +46,9 @@ pub struct Limits {
     /// An official env whose session finished this long ago may be dropped to make room for a
     /// new official env (its record is on disk; its result can no longer be read over the wire).
     pub finished_official_idle: Duration,
+    /// An official env whose final result the harness read this long ago may be dropped to
+    /// make room at once, however recently it was used: its run is over for everyone.
+    pub read_official_idle: Duration,
 }
 
 impl Default for Limits {
@@ -57,6 +60,7 @@ impl Default for Limits {
             max_run_practice_envs: 64,
             practice_idle: Duration::from_secs(300),
             finished_official_idle: Duration::from_secs(600),
+            read_official_idle: Duration::from_secs(30),
         }
     }
 }
@@ -254,10 +258,11 @@ impl EnvTable {
                     if !matches!(slot.pool, Pool::Official { .. }) {
                         return false;
                     }
-                    let env = lock(&slot.env);
-                    env.is_official_at_rest()
-                        && now.saturating_duration_since(env.last_used())
-                            >= limits.finished_official_idle
+                    lock(&slot.env).is_official_reclaimable(
+                        now,
+                        limits.finished_official_idle,
+                        limits.read_official_idle,
+                    )
                 });
                 if held.saturating_sub(idle.len()) < limits.max_official_envs {
                     Ok(Room(idle))

@@ -172,8 +172,8 @@ pub enum EnvCap {
     RunPractice { cap: usize, idle: Duration },
     #[error(
         "the evaluator already holds {cap} official envs, its official cap \
-         (ale serve --max-official-envs), and none is at rest (its session finished or never \
-         started) and unused for {idle:?}: \
+         (ale serve --max-official-envs), and none is done with (its final result read by its \
+         harness, or at rest, its session finished or never started, and unused for {idle:?}): \
          retry once running sessions have finished, or restart the evaluator with a larger cap"
     )]
     Official { cap: usize, idle: Duration },

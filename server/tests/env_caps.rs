@@ -24,6 +24,7 @@ fn caps(practice: usize, per_connection: usize, official: usize) -> Limits {
         max_run_practice_envs: per_connection,
         practice_idle: HOUR,
         finished_official_idle: HOUR,
+        read_official_idle: HOUR,
     }
 }
 
@@ -286,6 +287,35 @@ async fn finished_official_runs_make_room_but_running_ones_never_do() {
             official: 2
         }
     );
+}
+
+#[tokio::test]
+async fn a_run_whose_final_result_its_harness_read_gives_up_its_slot_soon_after() {
+    let limits = Limits {
+        read_official_idle: Duration::from_millis(300),
+        ..caps(1, 1, 1)
+    };
+    let t = TestServer::start_with(&[], limits).await;
+    let mut harness = t.harness().await;
+    let (_, done, _) = t.official_env("cartpole-balance").await;
+    // Ended by its harness, which reads the final result (and may read it again a moment
+    // later, as a harness finishing its report does).
+    assert!(result(&mut harness, &done, true).await.status != pb::EvalStatus::Running as i32);
+    let err = create_official(&mut harness).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(result(&mut harness, &done, false).await.status != pb::EvalStatus::Running as i32);
+    // Soon after, its slot goes to a new run, long before the finished runs' idle time.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    create_official(&mut harness).await.unwrap();
+    let err = harness
+        .get_eval_result(pb::GetEvalResultRequest {
+            session_id: done,
+            end_session: false,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::NotFound);
+    assert_eq!(counts(&t).official, 1);
 }
 
 #[tokio::test]

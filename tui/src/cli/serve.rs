@@ -46,7 +46,7 @@ pub struct ServeArgs {
     /// The largest batch submission file read, in bytes; as root, each batch run's own tmpfs holds this plus 1 MiB.
     #[arg(long, value_name = "BYTES", default_value_t = BatchOptions::default().max_submission_bytes)]
     pub max_submission_bytes: u64,
-    /// Batch runs queued or running at once; beyond it SubmitBatchEval is refused.
+    /// Batch runs playing at once; a run submitted beyond it waits in line, its time budget starting when it plays.
     #[arg(long, value_name = "N", default_value_t = default_cap(BatchOptions::default().max_runs))]
     pub max_batch_runs: NonZeroUsize,
     /// Agent connections open at once (TCP and agent socket); more are closed as soon as accepted.
