@@ -456,7 +456,8 @@ fn a_saboteur_reaches_no_other_runs_folder() {
 
 #[test]
 fn two_honest_batch_runs_at_once_each_score_their_own_file() {
-    let evaluator = Evaluator::start(&[]);
+    // One run plays at a time: a run submitted while the other plays waits its turn.
+    let evaluator = Evaluator::start(&["--max-batch-runs", "1"]);
     let kit = kit();
     let good = evaluator.spawn_run(
         BATCH_TASK,
