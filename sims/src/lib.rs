@@ -8,6 +8,9 @@
 //! random obstacle field to a goal with a lidar) and [`reacher2d`] (a two-link arm putting its
 //! fingertip on a target), both on rapier2d, and [`swarm2d`] (sixteen robots to their goals at
 //! once, observed and acted on one robot per row).
+//!
+//! NumPy's `default_rng(seed)` bit for bit, the generator Gymnasium seeds its envs' initial
+//! states from: [`numpy_rng`].
 
 pub mod acrobot;
 pub mod action;
@@ -17,6 +20,7 @@ mod echo;
 pub mod mountain_car;
 pub mod mountain_car_continuous;
 pub mod nav2d;
+pub mod numpy_rng;
 pub mod parity;
 pub mod pendulum;
 pub mod reacher2d;
