@@ -1,0 +1,91 @@
+//! Without the `mujoco` feature: the same API with no library behind it. No [`Model`] can be
+//! made, so no [`Data`] either, and every method past the constructors is unreachable.
+
+use std::path::Path;
+
+use crate::Error;
+
+pub(crate) fn library_version() -> Option<&'static str> {
+    None
+}
+
+#[derive(Debug, Clone)]
+enum Never {}
+
+/// A compiled model; none can be made without the `mujoco` feature.
+#[derive(Debug, Clone)]
+pub struct Model(Never);
+
+impl Model {
+    /// Always [`Error::NotBuilt`].
+    pub fn from_xml(_xml: &str) -> Result<Model, Error> {
+        Err(Error::NotBuilt)
+    }
+
+    /// Always [`Error::NotBuilt`].
+    pub fn from_xml_file(_path: &Path) -> Result<Model, Error> {
+        Err(Error::NotBuilt)
+    }
+
+    pub fn nq(&self) -> usize {
+        match self.0 {}
+    }
+
+    pub fn nv(&self) -> usize {
+        match self.0 {}
+    }
+
+    pub fn nu(&self) -> usize {
+        match self.0 {}
+    }
+
+    pub fn timestep(&self) -> f64 {
+        match self.0 {}
+    }
+}
+
+/// The simulation state of one [`Model`]; none can be made without the `mujoco` feature.
+#[derive(Debug)]
+pub struct Data(Never);
+
+impl Data {
+    pub fn new(model: &Model) -> Data {
+        match model.0 {}
+    }
+
+    pub fn step(&mut self) {
+        match self.0 {}
+    }
+
+    pub fn forward(&mut self) {
+        match self.0 {}
+    }
+
+    pub fn reset(&mut self) {
+        match self.0 {}
+    }
+
+    pub fn time(&self) -> f64 {
+        match self.0 {}
+    }
+
+    pub fn qpos(&self) -> &[f64] {
+        match self.0 {}
+    }
+
+    pub fn qpos_mut(&mut self) -> &mut [f64] {
+        match self.0 {}
+    }
+
+    pub fn qvel(&self) -> &[f64] {
+        match self.0 {}
+    }
+
+    pub fn qvel_mut(&mut self) -> &mut [f64] {
+        match self.0 {}
+    }
+
+    pub fn ctrl_mut(&mut self) -> &mut [f64] {
+        match self.0 {}
+    }
+}

@@ -1,0 +1,128 @@
+//! The wrapper over mujoco-rs (the `mujoco` feature).
+
+use std::path::Path;
+use std::sync::{Arc, Once};
+
+use mujoco_rs::prelude::{MjData, MjModel};
+
+use crate::Error;
+
+/// Sends MuJoCo's messages to the `log` crate (target `mujoco`), once per process, before the
+/// first model compiles. MuJoCo's own default prints warnings to stdout and appends them to a
+/// MUJOCO_LOG.TXT in the working directory. Errors (`mju_error`) still end the process, with
+/// exit code 1, as MuJoCo requires.
+fn route_mujoco_log() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: no other thread is in MuJoCo while this runs. Only this crate calls into
+        // mujoco-rs, every call goes through a Model, and every Model constructor comes through
+        // here first; `call_once` holds back any other thread until the hook is in place.
+        unsafe { mujoco_rs::logging::install_logging_hook() };
+    });
+}
+
+pub(crate) fn library_version() -> Option<&'static str> {
+    Some(mujoco_rs::mujoco_version())
+}
+
+/// A compiled model (`mjModel`), shared by the [`Data`] made from it.
+#[derive(Debug, Clone)]
+pub struct Model {
+    inner: Arc<MjModel>,
+}
+
+impl Model {
+    /// Compiles an MJCF model given as text. Assets it names by file (meshes, textures)
+    /// cannot be found from text: load such a model with [`Model::from_xml_file`].
+    pub fn from_xml(xml: &str) -> Result<Model, Error> {
+        route_mujoco_log();
+        let inner = MjModel::from_xml_string(xml).map_err(|e| Error::Model(e.to_string()))?;
+        Ok(Model {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Compiles an MJCF file; the files it names are found relative to it.
+    pub fn from_xml_file(path: &Path) -> Result<Model, Error> {
+        route_mujoco_log();
+        let inner = MjModel::from_xml(path).map_err(|e| Error::Model(e.to_string()))?;
+        Ok(Model {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Number of generalized coordinates, the length of [`Data::qpos`].
+    pub fn nq(&self) -> usize {
+        self.inner.nq() as usize
+    }
+
+    /// Number of degrees of freedom, the length of [`Data::qvel`].
+    pub fn nv(&self) -> usize {
+        self.inner.nv() as usize
+    }
+
+    /// Number of controls, the length of [`Data::ctrl_mut`].
+    pub fn nu(&self) -> usize {
+        self.inner.nu() as usize
+    }
+
+    /// Seconds of simulated time per [`Data::step`].
+    pub fn timestep(&self) -> f64 {
+        self.inner.ffi().opt.timestep
+    }
+}
+
+/// The simulation state of one [`Model`] (`mjData`).
+#[derive(Debug)]
+pub struct Data {
+    inner: MjData<Arc<MjModel>>,
+}
+
+impl Data {
+    /// A fresh state of `model`: its default pose at rest, at time 0.
+    pub fn new(model: &Model) -> Data {
+        Data {
+            inner: MjData::new(Arc::clone(&model.inner)),
+        }
+    }
+
+    /// Advances the simulation by one timestep (`mj_step`).
+    pub fn step(&mut self) {
+        self.inner.step();
+    }
+
+    /// Computes the derived quantities of the current state without advancing (`mj_forward`).
+    pub fn forward(&mut self) {
+        self.inner.forward();
+    }
+
+    /// Back to the model's default state (`mj_resetData`).
+    pub fn reset(&mut self) {
+        self.inner.reset();
+    }
+
+    /// Simulated time in seconds.
+    pub fn time(&self) -> f64 {
+        self.inner.time()
+    }
+
+    pub fn qpos(&self) -> &[f64] {
+        self.inner.qpos()
+    }
+
+    pub fn qpos_mut(&mut self) -> &mut [f64] {
+        self.inner.qpos_mut()
+    }
+
+    pub fn qvel(&self) -> &[f64] {
+        self.inner.qvel()
+    }
+
+    pub fn qvel_mut(&mut self) -> &mut [f64] {
+        self.inner.qvel_mut()
+    }
+
+    pub fn ctrl_mut(&mut self) -> &mut [f64] {
+        self.inner.ctrl_mut()
+    }
+}

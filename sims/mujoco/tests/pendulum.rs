@@ -1,0 +1,122 @@
+//! A point-mass pendulum compiled and stepped by the MuJoCo library linked in (with the
+//! `mujoco` feature), or the wrapper's answer when no library is built in (without it).
+
+use ale_mujoco::{AVAILABLE, Error, Model};
+
+/// A 1 kg ball on a massless 1 m rod, hinged about y at the origin, hanging along -z,
+/// with a motor on the hinge. 2 ms steps.
+const PENDULUM: &str = r#"
+<mujoco model="pendulum">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="pole">
+      <joint name="hinge" type="hinge" axis="0 1 0"/>
+      <geom type="sphere" size="0.01" pos="0 0 -1" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="hinge"/>
+  </actuator>
+</mujoco>
+"#;
+
+#[cfg(feature = "mujoco")]
+mod linked {
+    use super::*;
+    use ale_mujoco::Data;
+
+    #[test]
+    fn the_linked_library_is_mujoco_3_17_0() {
+        assert_eq!(
+            ale_mujoco::library_version(),
+            Some(ale_mujoco::MUJOCO_VERSION)
+        );
+        assert_eq!(AVAILABLE, ale_mujoco::library_version().is_some());
+    }
+
+    #[test]
+    fn a_thousand_steps_swing_the_pendulum_as_the_small_angle_solution_does() {
+        let model = Model::from_xml(PENDULUM).unwrap();
+        assert_eq!((model.nq(), model.nv(), model.nu()), (1, 1, 1));
+        assert_eq!(model.timestep(), 0.002);
+
+        let mut data = Data::new(&model);
+        assert_eq!(data.qpos(), &[0.0]);
+        let theta0 = 0.05;
+        data.qpos_mut()[0] = theta0;
+        // I = m L^2 + 2/5 m r^2 about the hinge; gravity's torque is m g L sin(theta).
+        let omega = (9.81 / (1.0 + 0.4 * 0.01f64.powi(2))).sqrt();
+        let mut worst = 0.0f64;
+        for _ in 0..1000 {
+            data.step();
+            let expected = theta0 * (omega * data.time()).cos();
+            worst = worst.max((data.qpos()[0] - expected).abs());
+        }
+        assert!((data.time() - 2.0).abs() < 1e-9, "time {}", data.time());
+        assert!(
+            worst < 1e-3,
+            "qpos strayed {worst} rad from theta0 cos(omega t)"
+        );
+        // Past three half-periods (pi / omega = 1.003 s each), back near +theta0 at t = 2 s.
+        assert!((data.qpos()[0] - theta0 * (omega * 2.0).cos()).abs() < 1e-3);
+
+        data.reset();
+        assert_eq!(
+            (data.time(), data.qpos()[0], data.qvel()[0]),
+            (0.0, 0.0, 0.0)
+        );
+    }
+
+    #[test]
+    fn the_motor_drives_the_hinge() {
+        let model = Model::from_xml(PENDULUM).unwrap();
+        let mut data = Data::new(&model);
+        data.ctrl_mut()[0] = 1.0;
+        for _ in 0..100 {
+            data.step();
+        }
+        // 1 N m against gravity's restoring torque: it turns, positively, and stays small.
+        assert!(
+            data.qpos()[0] > 0.0 && data.qpos()[0] < 0.2,
+            "qpos {}",
+            data.qpos()[0]
+        );
+    }
+
+    #[test]
+    fn a_bad_model_is_an_error_not_a_crash() {
+        let err = Model::from_xml(
+            "<mujoco><worldbody><body><geom type=\"nope\"/></body></worldbody></mujoco>",
+        )
+        .unwrap_err();
+        let Error::Model(message) = &err else {
+            panic!("{err:?}")
+        };
+        assert!(!message.is_empty());
+        assert!(Model::from_xml("not xml").is_err());
+    }
+
+    #[test]
+    fn data_moves_between_threads() {
+        fn send<T: Send>(_: &T) {}
+        let model = Model::from_xml(PENDULUM).unwrap();
+        let data = Data::new(&model);
+        send(&data);
+        std::thread::spawn(move || {
+            let mut data = data;
+            data.step();
+            data.time()
+        })
+        .join()
+        .unwrap();
+    }
+}
+
+#[cfg(not(feature = "mujoco"))]
+#[test]
+fn without_the_feature_no_model_can_be_made() {
+    assert_eq!(ale_mujoco::library_version(), None);
+    assert_eq!(AVAILABLE, ale_mujoco::library_version().is_some());
+    assert_eq!(Model::from_xml(PENDULUM).unwrap_err(), Error::NotBuilt);
+    assert!(Error::NotBuilt.to_string().contains("scripts/fetch-mujoco"));
+}
