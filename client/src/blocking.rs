@@ -2,7 +2,7 @@
 //! on a private single-threaded runtime.
 
 use ale_proto::EnvHandle;
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 use tokio::runtime::{Builder, Runtime};
 
 use crate::env::{self, EnvSpec, EvalSession, ResetResult, StepResult};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogClient};
 use ale_proto::{BatchId, EnvHandle, SessionId, TaskSpec, agent_env};
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 use tonic::transport::{Channel, Endpoint};
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
@@ -18,7 +18,7 @@ use crate::error::ClientError;
 /// let client = ale_client::Client::connect("http://127.0.0.1:50051").await?;
 /// let mut env = client.create("cartpole-balance").await?;
 /// let first = env.reset(Some(7)).await?;
-/// let step = env.step(&ale_sims::Tensor::scalar_i64(1)).await?;
+/// let step = env.step(&ale_sim::Tensor::scalar_i64(1)).await?;
 /// # let _ = (first, step); Ok(()) }
 /// ```
 #[derive(Clone)]

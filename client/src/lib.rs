@@ -30,7 +30,7 @@ pub use ale_proto::task_spec::{
     Budgets, MetricSpec, SafetyMetricSpec, SubmissionContract, TaskMode,
 };
 pub use ale_proto::{BatchId, EnvHandle, SessionId, TaskSpec};
-pub use ale_sims::{Rng, Space, Tensor};
+pub use ale_sim::{Rng, Space, Tensor};
 pub use env::{
     BatchState, BatchStatus, Client, Env, EnvSpec, EvalSession, Info, InfoValue, ResetResult,
     StepResult,

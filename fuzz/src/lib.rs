@@ -9,15 +9,15 @@
 use std::sync::OnceLock;
 
 use ale_proto::pb;
-use ale_sims::{Rng, Sim, Space, Tensor};
+use ale_sim::{Rng, Sim, Space, Tensor};
 use prost::Message;
 
 /// One fresh sim of every simulator, reset, for targets that step them.
 fn sims() -> Vec<Box<dyn Sim>> {
-    ale_sims::SIMS
+    ale_sims::catalog()
         .iter()
         .map(|info| {
-            let mut sim = info.build(info.default_max_steps);
+            let mut sim = info.build_plain(info.default_max_steps()).unwrap();
             sim.reset(7);
             sim
         })
@@ -130,7 +130,7 @@ pub fn task_file(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    if let Ok(task) = ale_server::Task::from_toml("fuzz.toml", text) {
+    if let Ok(task) = ale_server::Task::from_toml("fuzz.toml", text, &ale_sims::catalog()) {
         let _ = task.spec();
         let _ = task.metadata();
     }

@@ -157,7 +157,7 @@ mod tests {
     fn task(id: &str) -> TaskSpec {
         use ale_proto::records::{Direction, Genre};
         use ale_proto::task_spec::{Budgets, MetricSpec, SafetyMetricSpec, TaskMode};
-        use ale_sims::{DiscreteSpace, Space};
+        use ale_sim::{DiscreteSpace, Space};
         let space = Space::Discrete(DiscreteSpace {
             n: 2,
             start: 0,

@@ -8,7 +8,7 @@
 use std::hint::black_box;
 
 use ale_policy::{BatchPolicy, Mlp, MlpPolicy, Scratch};
-use ale_sims::{BoxSpace, DType, DiscreteSpace, Space};
+use ale_sim::{BoxSpace, DType, DiscreteSpace, Space};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use safetensors::{Dtype, tensor::TensorView};
 

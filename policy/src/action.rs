@@ -1,6 +1,6 @@
 //! Turning a policy's output row into an action of the task's action space.
 
-use ale_sims::{DType, Space, Tensor};
+use ale_sim::{DType, Space, Tensor};
 
 use crate::PolicyError;
 

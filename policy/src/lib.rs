@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use ale_policy::{BatchPolicy, load};
-//! use ale_sims::{BoxSpace, DType, DiscreteSpace, Space};
+//! use ale_sim::{BoxSpace, DType, DiscreteSpace, Space};
 //! # fn file() -> Vec<u8> {
 //! #     let w: Vec<u8> = [1.0f32, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0]
 //! #         .iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -29,8 +29,8 @@
 //! let mut actions = policy.action_map().blank_actions(2);
 //! // Two rows: x = 1 prefers output 0, x = -1 prefers output 1.
 //! policy.act(&[1.0, 0.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0], 2, &mut actions)?;
-//! assert_eq!(actions[0], ale_sims::Tensor::scalar_i64(0));
-//! assert_eq!(actions[1], ale_sims::Tensor::scalar_i64(1));
+//! assert_eq!(actions[0], ale_sim::Tensor::scalar_i64(0));
+//! assert_eq!(actions[1], ale_sim::Tensor::scalar_i64(1));
 //! # Ok::<(), ale_policy::PolicyError>(())
 //! ```
 
@@ -42,7 +42,7 @@ mod obs;
 #[cfg(feature = "onnx")]
 mod onnx;
 
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 
 pub use action::ActionMap;
 pub use error::PolicyError;

@@ -1,6 +1,6 @@
 //! A validated multilayer perceptron, evaluated a block of rows at a time.
 
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 
 use crate::{ActionMap, BatchPolicy, ObsEncoder, PolicyError, check_len};
 

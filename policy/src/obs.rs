@@ -1,6 +1,6 @@
 //! Flattening an observation into the float32 row a policy reads.
 
-use ale_sims::{Space, Tensor, TensorData};
+use ale_sim::{Space, Tensor, TensorData};
 
 use crate::PolicyError;
 
@@ -16,7 +16,7 @@ use crate::PolicyError;
 ///
 /// ```
 /// use ale_policy::ObsEncoder;
-/// use ale_sims::{DiscreteSpace, Space, Tensor};
+/// use ale_sim::{DiscreteSpace, Space, Tensor};
 /// let enc = ObsEncoder::new(&Space::Discrete(DiscreteSpace::new(3)))?;
 /// let mut row = [0.0f32; 3];
 /// enc.encode(&Tensor::scalar_i64(2), &mut row)?;

@@ -3,7 +3,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 use tract_onnx::prelude::{
     DatumType, Framework, InferenceModelExt, IntoTensor, TDim, TValue, TVec, TypedFact, TypedModel,
     TypedSimpleState, tvec,

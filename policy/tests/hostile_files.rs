@@ -3,7 +3,7 @@
 //! does not justify.
 
 use ale_policy::{BatchPolicy, MlpPolicy, PolicyError, load};
-use ale_sims::{BoxSpace, DType, DiscreteSpace, MultiDiscreteSpace, Space, Tensor};
+use ale_sim::{BoxSpace, DType, DiscreteSpace, MultiDiscreteSpace, Space, Tensor};
 use safetensors::{Dtype, tensor::TensorView};
 
 // ---------------------------------------------------------------------------------------------

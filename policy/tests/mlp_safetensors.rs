@@ -2,7 +2,7 @@
 //! hand where a file must be malformed, and by the checked-in Python example.
 
 use ale_policy::{BatchPolicy, Mlp, MlpPolicy, PolicyError, Scratch, load};
-use ale_sims::{BoxSpace, DType, DiscreteSpace, MultiDiscreteSpace, Space, Tensor, TensorData};
+use ale_sim::{BoxSpace, DType, DiscreteSpace, MultiDiscreteSpace, Space, Tensor, TensorData};
 use safetensors::{Dtype, tensor::TensorView};
 
 // ---------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ale_policy::{BatchPolicy, MlpPolicy};
-use ale_sims::{BoxSpace, DType, DiscreteSpace, Space};
+use ale_sim::{BoxSpace, DType, DiscreteSpace, Space};
 use safetensors::{Dtype, tensor::TensorView};
 
 struct Counting;

@@ -2,7 +2,7 @@
 #![cfg(feature = "onnx")]
 
 use ale_policy::{Mlp, OnnxPolicy, PolicyError, Scratch, load};
-use ale_sims::{BoxSpace, DType, DiscreteSpace, Space, Tensor};
+use ale_sim::{BoxSpace, DType, DiscreteSpace, Space, Tensor};
 use safetensors::{Dtype, tensor::TensorView};
 
 fn data(name: &str) -> Vec<u8> {

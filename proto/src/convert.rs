@@ -1,7 +1,7 @@
 //! Conversions between the wire messages and the `ale-sims` domain types. Everything that
 //! arrives from a peer goes through `TryFrom` here once, at the boundary.
 
-use ale_sims::{
+use ale_sim::{
     BoxSpace, DType, DiscreteSpace, Echo, MultiDiscreteSpace, ShapeMismatch, Space, Tensor,
     TensorData,
 };
@@ -32,7 +32,7 @@ pub enum WireError {
     #[error("space is empty (no kind set)")]
     EmptySpace,
     #[error("{0}")]
-    InvalidSpace(#[from] ale_sims::InvalidSpace),
+    InvalidSpace(#[from] ale_sim::InvalidSpace),
     #[error(transparent)]
     UnknownEnum(#[from] crate::records::UnknownEnum),
 }

@@ -2,7 +2,7 @@
 //! `pb::TaskMetadata`, decoded once at the wire boundary so no caller reads raw enum integers
 //! or optional sub-messages.
 
-use ale_sims::Space;
+use ale_sim::Space;
 use serde::{Deserialize, Serialize};
 
 use crate::convert::WireError;
@@ -182,7 +182,7 @@ impl TryFrom<pb::TaskMetadata> for TaskSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ale_sims::{BoxSpace, DType, DiscreteSpace};
+    use ale_sim::{BoxSpace, DType, DiscreteSpace};
 
     fn metadata() -> pb::TaskMetadata {
         pb::TaskMetadata {

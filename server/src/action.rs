@@ -2,7 +2,7 @@
 //! action space, bounds included, and a sim's own refusals map to the protocol's errors. Both
 //! practice envs and eval sessions step through it.
 
-use ale_sims::{Sim, SimError, Tensor, Transition};
+use ale_sim::{Sim, SimError, Tensor, Transition};
 
 use crate::error::Error;
 use crate::task::Task;
@@ -26,5 +26,10 @@ pub(crate) fn step_checked(
         SimError::State(detail) => bad_action(detail),
         SimError::NotReset => Error::StepBeforeReset,
         SimError::EpisodeOver => Error::EpisodeOver,
+        SimError::Config(cause) | SimError::Backend(cause) => Error::SimUnavailable {
+            task: task.id.clone(),
+            sim: task.sim.clone(),
+            cause,
+        },
     })
 }

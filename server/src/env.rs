@@ -10,7 +10,7 @@ use ale_proto::records::{
 use ale_proto::task_spec::TaskMode;
 use ale_proto::trajectory::EventKind;
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
-use ale_sims::{Counter, Sim, Tensor, Transition};
+use ale_sim::{Counter, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
 use crate::batch::run::BatchRun;
@@ -166,11 +166,11 @@ pub struct Env {
 }
 
 pub(crate) fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
-    // Task configs are validated against the sim registry at load.
-    let info = ale_sims::find(&task.sim).ok_or_else(|| {
-        Error::InvalidRequest(format!("task {} names unknown sim {}", task.id, task.sim))
-    })?;
-    Ok(info.build(task.eval.max_steps_per_episode))
+    task.build_sim().map_err(|cause| Error::SimUnavailable {
+        task: task.id.clone(),
+        sim: task.sim.clone(),
+        cause: cause.to_string(),
+    })
 }
 
 impl Env {
@@ -650,7 +650,7 @@ mod tests {
     #[test]
     fn a_deadline_beyond_the_clock_neither_panics_nor_starts_the_session_twice() {
         let dir = tempfile::tempdir().unwrap();
-        let registry = TaskRegistry::builtin().unwrap();
+        let registry = TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
         let mut task = registry.get("cartpole-balance").unwrap().as_ref().clone();
         task.eval.time_budget_seconds = u64::MAX;
         let runs_dir = dir.path().join("runs");

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use ale_proto::{BatchId, EnvHandle, SessionId};
-use ale_sims::Echo;
+use ale_sim::Echo;
 use tonic::{Code, Status};
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +58,12 @@ pub enum Error {
          GetBatchEvalStatus with the batch id SubmitBatchEval returned"
     )]
     AlreadySubmitted(EnvHandle),
+    #[error("task {task}'s simulator {sim} cannot be built: {cause}")]
+    SimUnavailable {
+        task: String,
+        sim: String,
+        cause: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
     #[error("official envs can only be created over the harness channel")]
@@ -198,7 +204,8 @@ impl Error {
             | Error::BatchEnvNotInteractive { .. }
             | Error::AlreadySubmitted(_)
             | Error::RunEnded { .. }
-            | Error::RunSocketClosed => Code::FailedPrecondition,
+            | Error::RunSocketClosed
+            | Error::SimUnavailable { .. } => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)
             | Error::TooManyRequestBytes(_)

@@ -10,7 +10,7 @@ use std::time::Instant;
 use ale_proto::keys::{SigningKey, encode_public_key};
 use ale_proto::records::{EvalResultRecord, SubmissionReceived};
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
-use ale_sims::{Space, Tensor, Transition};
+use ale_sim::{Space, Tensor, Transition};
 
 use crate::batch::folder::Leftovers;
 use crate::batch::run::BatchRun;
@@ -609,8 +609,12 @@ mod tests {
             ..Limits::default()
         };
         let state = dir.path().join("state");
-        let evaluator =
-            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), &state, limits).unwrap();
+        let evaluator = Evaluator::with_limits(
+            TaskRegistry::builtin(&ale_sims::catalog()).unwrap(),
+            &state,
+            limits,
+        )
+        .unwrap();
         let create = |connection| {
             evaluator.create_env(Channel::Agent, connection, "cartpole-balance", false)
         };
@@ -674,7 +678,12 @@ mod tests {
         };
         let state = dir.path().join("state");
         let evaluator = Arc::new(
-            Evaluator::with_limits(TaskRegistry::builtin().unwrap(), &state, limits).unwrap(),
+            Evaluator::with_limits(
+                TaskRegistry::builtin(&ale_sims::catalog()).unwrap(),
+                &state,
+                limits,
+            )
+            .unwrap(),
         );
         let closed = Arc::new(Mutex::new(Vec::new()));
         let slot = Arc::new(OnceLock::new());

@@ -7,7 +7,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use ale_server::{Evaluator, TaskRegistry, serve};
-//! let evaluator = Evaluator::new(TaskRegistry::builtin()?, std::path::Path::new("/tmp/ale-state"))?;
+//! let evaluator = Evaluator::new(TaskRegistry::builtin(&ale_sims::catalog())?, std::path::Path::new("/tmp/ale-state"))?;
 //! let server = serve::start(Arc::new(evaluator), "127.0.0.1:0".parse()?).await?;
 //! println!("agents: {}  harness: {}", server.agent_endpoint(), server.harness_socket().display());
 //! server.shutdown().await;

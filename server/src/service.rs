@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ale_proto::convert::WireError;
 use ale_proto::pb::{self, ale_env_server::AleEnv, catalog_server::Catalog};
 use ale_proto::{BatchId, EnvHandle, SessionId};
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 use tonic::{Request, Response, Status};
 
 use crate::batch::BatchState;

@@ -13,7 +13,7 @@ use ale_proto::records::{
 };
 use ale_proto::trajectory::{EventKind, PreparedData};
 use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
-use ale_sims::{Counter, Sim, Tensor, Transition};
+use ale_sim::{Counter, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
 use crate::error::Error;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ale_proto::pb;
 use ale_proto::records::{Direction, Genre};
-use ale_sims::Counter;
+use ale_sim::{Counter, Sim, SimCatalog, SimConfig, SimEntry, SimError};
 use serde::Deserialize;
 
 macro_rules! embed {
@@ -167,6 +167,12 @@ pub struct Task {
     #[serde(default)]
     pub description: String,
     pub sim: String,
+    /// The sim's own options (`[sim_config]`), handed to its catalog entry when it is built.
+    #[serde(default)]
+    pub sim_config: serde_json::Map<String, serde_json::Value>,
+    /// The catalog entry `sim` names, found when the task is loaded.
+    #[serde(skip)]
+    entry: SimHandle,
     pub mode: Mode,
     pub genre: Genre,
     pub metric: MetricConfig,
@@ -174,6 +180,16 @@ pub struct Task {
     #[serde(default)]
     pub safety: Vec<SafetyConfig>,
     pub submission: Option<SubmissionConfig>,
+}
+
+/// A task's catalog entry; tasks compare by the sim's id, which the `sim` field already holds.
+#[derive(Debug, Clone, Default)]
+struct SimHandle(Option<Arc<SimEntry>>);
+
+impl PartialEq for SimHandle {
+    fn eq(&self, _: &SimHandle) -> bool {
+        true
+    }
 }
 
 /// A task file that cannot be used. The message names the file and the offending key.
@@ -201,17 +217,35 @@ pub enum TaskError {
 }
 
 impl Task {
-    /// Parses and validates one task file.
-    pub fn from_toml(file: &str, text: &str) -> Result<Task, TaskError> {
-        let task: Task = toml::from_str(text).map_err(|e| TaskError::Parse {
+    /// Parses and validates one task file; its sim must be in `catalog`.
+    pub fn from_toml(file: &str, text: &str, catalog: &SimCatalog) -> Result<Task, TaskError> {
+        let mut task: Task = toml::from_str(text).map_err(|e| TaskError::Parse {
             file: file.to_string(),
             cause: Box::new(e),
         })?;
-        task.validate(file)?;
+        let entry = task.validate(file, catalog)?;
+        task.entry = SimHandle(Some(entry));
         Ok(task)
     }
 
-    fn validate(&self, file: &str) -> Result<(), TaskError> {
+    /// A fresh sim for this task: its catalog entry built with the task's step limit and
+    /// `[sim_config]`. Fails where the sim's backend cannot run (a missing library or model).
+    pub fn build_sim(&self) -> Result<Box<dyn Sim>, SimError> {
+        let entry = self.entry.0.as_ref().ok_or_else(|| {
+            SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
+        })?;
+        entry.build(&SimConfig {
+            max_steps: self.eval.max_steps_per_episode,
+            options: &self.sim_config,
+        })
+    }
+
+    /// The task's catalog entry.
+    pub fn sim_entry(&self) -> Option<&Arc<SimEntry>> {
+        self.entry.0.as_ref()
+    }
+
+    fn validate(&self, file: &str, catalog: &SimCatalog) -> Result<Arc<SimEntry>, TaskError> {
         let invalid = |key, problem: String| TaskError::Invalid {
             file: file.to_string(),
             key,
@@ -231,26 +265,26 @@ impl Task {
                 ),
             ));
         }
-        let Some(sim) = ale_sims::find(&self.sim) else {
-            let known: Vec<_> = ale_sims::SIMS.iter().map(|s| s.id).collect();
+        let Some(sim) = catalog.find(&self.sim) else {
             return Err(invalid(
                 "sim",
                 format!(
-                    "{:?} is not a bundled simulator; known: {}",
+                    "{:?} is not in this evaluator's simulator catalog; known: {}",
                     self.sim,
-                    known.join(", ")
+                    catalog.ids().join(", ")
                 ),
             ));
         };
-        let has_counter = |name: &str| sim.counters.contains(&name);
+        let counters = sim.counter_names();
+        let has_counter = |name: &str| counters.contains(&name);
         let no_counter = |name: &str| {
             format!(
                 "{} has no counter {name:?}; it has: {}",
                 self.sim,
-                if sim.counters.is_empty() {
+                if counters.is_empty() {
                     "none".to_string()
                 } else {
-                    sim.counters.join(", ")
+                    counters.join(", ")
                 }
             )
         };
@@ -276,10 +310,20 @@ impl Task {
                 if let Err(problem) = check_entrypoint(&s.entrypoint) {
                     return Err(invalid("submission.entrypoint", problem));
                 }
+                if !sim.is_batch_capable() {
+                    return Err(invalid(
+                        "mode",
+                        format!(
+                            "{} cannot run in the evaluator's batch pool; make the task \
+                             interactive",
+                            self.sim
+                        ),
+                    ));
+                }
             }
             (Mode::Interactive, None) => {}
         }
-        Ok(())
+        Ok(sim.clone())
     }
 
     /// Every number against [`bounds`], so nothing computed from a task can overflow.
@@ -381,9 +425,8 @@ impl Task {
 
     /// The task's metadata as the wire carries it.
     pub fn metadata(&self) -> pb::TaskMetadata {
-        // Validated at load: the sim exists. Its spaces do not depend on the episode.
-        let spaces = ale_sims::find(&self.sim).map(|info| {
-            let sim = info.build(self.eval.max_steps_per_episode);
+        // Its spaces do not depend on the episode; a sim whose backend cannot run has none.
+        let spaces = self.build_sim().ok().map(|sim| {
             (
                 pb::Space::from(sim.observation_space()),
                 pb::Space::from(sim.action_space()),
@@ -445,22 +488,27 @@ pub struct TaskRegistry {
 }
 
 impl TaskRegistry {
-    /// The embedded default tasks.
-    pub fn builtin() -> Result<Self, TaskError> {
+    /// The embedded default tasks, on the sims of `catalog`.
+    pub fn builtin(catalog: &SimCatalog) -> Result<Self, TaskError> {
         let mut registry = TaskRegistry {
             tasks: BTreeMap::new(),
         };
         let mut origin = BTreeMap::new();
         for (file, text) in EMBEDDED {
-            registry.insert(file, Task::from_toml(file, text)?, &mut origin, false)?;
+            registry.insert(
+                file,
+                Task::from_toml(file, text, catalog)?,
+                &mut origin,
+                false,
+            )?;
         }
         Ok(registry)
     }
 
     /// The embedded tasks plus every `*.toml` in `dir`; a file there with a built-in task's
     /// id replaces it.
-    pub fn with_dir(dir: &Path) -> Result<Self, TaskError> {
-        let mut registry = Self::builtin()?;
+    pub fn with_dir(dir: &Path, catalog: &SimCatalog) -> Result<Self, TaskError> {
+        let mut registry = Self::builtin(catalog)?;
         let io = |cause| TaskError::Io {
             dir: dir.to_path_buf(),
             cause,
@@ -475,7 +523,12 @@ impl TaskRegistry {
         for path in files {
             let name = path.display().to_string();
             let text = std::fs::read_to_string(&path).map_err(io)?;
-            registry.insert(&name, Task::from_toml(&name, &text)?, &mut origin, true)?;
+            registry.insert(
+                &name,
+                Task::from_toml(&name, &text, catalog)?,
+                &mut origin,
+                true,
+            )?;
         }
         Ok(registry)
     }
@@ -526,7 +579,7 @@ mod tests {
 
     #[test]
     fn builtin_tasks_load() {
-        let registry = TaskRegistry::builtin().unwrap();
+        let registry = TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
         let cartpole = registry.get("cartpole-balance").unwrap();
         assert_eq!(cartpole.metric.target, 475.0);
         assert_eq!(cartpole.eval.episodes, 20);
@@ -535,7 +588,7 @@ mod tests {
 
     #[test]
     fn every_builtin_task_decodes_as_a_client_sees_it() {
-        for task in TaskRegistry::builtin().unwrap().iter() {
+        for task in TaskRegistry::builtin(&ale_sims::catalog()).unwrap().iter() {
             let spec = task.spec().unwrap_or_else(|e| panic!("{}: {e}", task.id));
             assert_eq!(spec.id, task.id);
             assert_eq!(spec.metric.direction, task.metric.direction);
@@ -554,7 +607,9 @@ mod tests {
     #[test]
     fn a_non_positive_target_is_rejected_naming_file_and_key() {
         let text = cartpole_with("target = 475.0", "target = -200.0");
-        let err = Task::from_toml("neg.toml", &text).unwrap_err().to_string();
+        let err = Task::from_toml("neg.toml", &text, &ale_sims::catalog())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("neg.toml: `metric.target` must be a finite number > 0"),
             "{err}"
@@ -564,10 +619,14 @@ mod tests {
     #[test]
     fn unknown_keys_and_sims_are_rejected() {
         let text = cartpole_with("cap = 1.5", "cap = 1.5\ncapp = 2");
-        let err = Task::from_toml("typo.toml", &text).unwrap_err().to_string();
+        let err = Task::from_toml("typo.toml", &text, &ale_sims::catalog())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("typo.toml") && err.contains("capp"), "{err}");
         let text = cartpole_with("sim = \"CartPole-v1\"", "sim = \"CartPole-v9\"");
-        let err = Task::from_toml("sim.toml", &text).unwrap_err().to_string();
+        let err = Task::from_toml("sim.toml", &text, &ale_sims::catalog())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("`sim` \"CartPole-v9\" is not a bundled simulator"),
             "{err}"
@@ -579,16 +638,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text = cartpole_with("episodes = 20", "episodes = 3");
         std::fs::write(dir.path().join("a.toml"), &text).unwrap();
-        let registry = TaskRegistry::with_dir(dir.path()).unwrap();
+        let registry = TaskRegistry::with_dir(dir.path(), &ale_sims::catalog()).unwrap();
         assert_eq!(registry.get("cartpole-balance").unwrap().eval.episodes, 3);
         std::fs::write(dir.path().join("b.toml"), &text).unwrap();
-        let err = TaskRegistry::with_dir(dir.path()).unwrap_err().to_string();
+        let err = TaskRegistry::with_dir(dir.path(), &ale_sims::catalog())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("already defined by"), "{err}");
     }
 
     /// Asserts that `text` is refused, naming `file` and `key`.
     fn refused(file: &str, text: &str, key: &str) -> String {
-        let err = Task::from_toml(file, text)
+        let err = Task::from_toml(file, text, &ale_sims::catalog())
             .err()
             .unwrap_or_else(|| panic!("{key}: accepted"))
             .to_string();
@@ -635,7 +696,7 @@ mod tests {
             }
             for value in accepted_values {
                 let text = cartpole_with(find, &format!("{name} = {value}"));
-                Task::from_toml("bounds.toml", &text).unwrap();
+                Task::from_toml("bounds.toml", &text, &ale_sims::catalog()).unwrap();
             }
         }
     }
@@ -671,8 +732,12 @@ mod tests {
                 );
             }
             for value in accepted_values {
-                Task::from_toml("m.toml", &cartpole_with(find, &format!("{name} = {value}")))
-                    .unwrap();
+                Task::from_toml(
+                    "m.toml",
+                    &cartpole_with(find, &format!("{name} = {value}")),
+                    &ale_sims::catalog(),
+                )
+                .unwrap();
             }
         }
     }
@@ -688,7 +753,7 @@ mod tests {
         }
         for value in ["0.0", "1.0"] {
             let text = reacher.replace(find, &format!("penalty_factor = {value}"));
-            Task::from_toml("s.toml", &text).unwrap();
+            Task::from_toml("s.toml", &text, &ale_sims::catalog()).unwrap();
         }
     }
 
@@ -706,13 +771,20 @@ mod tests {
             "/etc/passwd",
         ] {
             let text = text.replace(find, &format!("entrypoint = {bad:?}"));
-            let err = Task::from_toml("e.toml", &text).unwrap_err().to_string();
+            let err = Task::from_toml("e.toml", &text, &ale_sims::catalog())
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.starts_with("e.toml: `submission.entrypoint` must be a plain file name"),
                 "{bad:?}: {err}"
             );
         }
-        Task::from_toml("e.toml", &text.replace(find, "entrypoint = \"p..t\"")).unwrap();
+        Task::from_toml(
+            "e.toml",
+            &text.replace(find, "entrypoint = \"p..t\""),
+            &ale_sims::catalog(),
+        )
+        .unwrap();
     }
 
     /// Regression: a time budget above what an `Instant` can add made `StartEvalSession`
@@ -726,7 +798,9 @@ mod tests {
         );
         let file = dir.path().join("huge.toml");
         std::fs::write(&file, text).unwrap();
-        let err = TaskRegistry::with_dir(dir.path()).unwrap_err().to_string();
+        let err = TaskRegistry::with_dir(dir.path(), &ale_sims::catalog())
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with(&format!(
                 "{}: `eval.time_budget_seconds` must be within 0..=604800",

@@ -320,7 +320,11 @@ async fn the_run_reads_a_snapshot_and_only_the_harness_sees_the_result() {
 
 /// The episode return of `policy` on cartpole from `seed`, played in-process.
 fn cartpole_return(seed: u64, policy: &mut dyn ale_client::policy::Policy) -> f64 {
-    let mut sim = ale_sims::find("CartPole-v1").unwrap().build(500);
+    let mut sim = ale_sims::catalog()
+        .find("CartPole-v1")
+        .unwrap()
+        .build_plain(500)
+        .unwrap();
     sim.reset(seed);
     let mut total = 0.0;
     loop {

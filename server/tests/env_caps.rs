@@ -10,7 +10,7 @@ use ale_client::{Client, play_episode};
 use ale_proto::pb;
 use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
 use ale_server::{EnvCounts, Limits};
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 use common::{TestServer, result};
 use tonic::Code;
 

@@ -48,15 +48,15 @@ fn write_seed(target: &str, name: &str, bytes: &[u8]) {
 #[test]
 fn tensor_action_seeds() {
     if updating() {
-        for info in ale_sims::SIMS {
-            let sim = info.build(info.default_max_steps);
-            let mut rng = ale_sims::Rng::new(1);
+        for info in ale_sims::catalog().iter() {
+            let sim = info.build_plain(info.default_max_steps()).unwrap();
+            let mut rng = ale_sim::Rng::new(1);
             let action = sim.action_space().sample(&mut rng);
             let request = pb::StepRequest {
                 handle: "env-0".into(),
                 action: Some(action.into()),
             };
-            write_seed("tensor_action", info.id, &request.encode_to_vec());
+            write_seed("tensor_action", info.id(), &request.encode_to_vec());
         }
     }
     run_corpus("tensor_action", bodies::tensor_action);
@@ -65,8 +65,8 @@ fn tensor_action_seeds() {
 #[test]
 fn space_seeds() {
     if updating() {
-        for info in ale_sims::SIMS {
-            let sim = info.build(info.default_max_steps);
+        for info in ale_sims::catalog().iter() {
+            let sim = info.build_plain(info.default_max_steps()).unwrap();
             for (which, space) in [
                 ("observation", sim.observation_space()),
                 ("action", sim.action_space()),
@@ -74,7 +74,7 @@ fn space_seeds() {
                 let wire = pb::Space::from(space);
                 write_seed(
                     "space",
-                    &format!("{}-{which}", info.id),
+                    &format!("{}-{which}", info.id()),
                     &wire.encode_to_vec(),
                 );
             }
@@ -133,7 +133,7 @@ fn played_trajectory() -> Vec<u8> {
         .replace("episodes = 20", "episodes = 2");
     std::fs::write(tasks.join("two.toml"), task).unwrap();
     let evaluator = Evaluator::new(
-        TaskRegistry::with_dir(&tasks).unwrap(),
+        TaskRegistry::with_dir(&tasks, &ale_sims::catalog()).unwrap(),
         &tmp.path().join("state"),
     )
     .unwrap();
@@ -151,7 +151,7 @@ fn played_trajectory() -> Vec<u8> {
             .step(
                 Channel::Harness,
                 &env.handle,
-                &ale_sims::Tensor::scalar_i64(1),
+                &ale_sim::Tensor::scalar_i64(1),
             )
             .unwrap()
             .1

@@ -66,7 +66,7 @@ async fn each_interactive_heuristic_meets_its_target_in_an_official_session() {
 async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
     let t = TestServer::start_deterministic(2).await;
     let client = Client::connect(&t.endpoint()).await.unwrap();
-    let registry = ale_server::TaskRegistry::builtin().unwrap();
+    let registry = ale_server::TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
     let batch: Vec<_> = registry
         .iter()
         .filter(|t| t.mode == ale_server::task::Mode::Batch)
@@ -81,11 +81,12 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
             let s = play_episode(&mut env, agent.as_mut(), Some(seed))
                 .await
                 .unwrap();
-            let counters: Vec<ale_sims::Counter> = ale_sims::find(&task.sim)
+            let counters: Vec<ale_sim::Counter> = ale_sims::catalog()
+                .find(&task.sim)
                 .unwrap()
-                .counters
+                .counter_names()
                 .iter()
-                .map(|name| ale_sims::Counter {
+                .map(|name| ale_sim::Counter {
                     name,
                     value: match s.info.get(*name) {
                         Some(ale_client::InfoValue::Number(v)) => *v,

@@ -6,7 +6,7 @@
 mod common;
 
 use ale_proto::pb;
-use ale_sims::{Tensor, TensorData};
+use ale_sim::{Tensor, TensorData};
 use common::{TestServer, action};
 use prost::Message;
 use prost::bytes::BufMut;

@@ -6,7 +6,7 @@ use ale_client::policy::{CartPoleHeuristic, Policy};
 use ale_client::{Client, play_episode};
 use ale_proto::pb;
 use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
-use ale_sims::{Tensor, TensorData};
+use ale_sim::{Tensor, TensorData};
 use common::{TestServer, action, result};
 use tonic::Code;
 
@@ -49,7 +49,11 @@ async fn a_practice_episode_is_reproducible_from_its_seed() {
     assert_ne!(first, other);
 
     // The evaluator's episode is the sim's own episode from that seed.
-    let mut sim = ale_sims::find("CartPole-v1").unwrap().build(500);
+    let mut sim = ale_sims::catalog()
+        .find("CartPole-v1")
+        .unwrap()
+        .build_plain(500)
+        .unwrap();
     sim.reset(7);
     assert_eq!(sim.observation(), &first[0]);
 }
@@ -206,7 +210,11 @@ async fn a_mid_episode_reset_aborts_the_rollout_and_client_seeds_are_ignored() {
     let seeds = t.drawn_seeds();
     // Rollout 0, asked for seed 7: the evaluator plays its hidden seed 0 instead.
     let first = env.reset(Some(7)).await.unwrap();
-    let mut sim = ale_sims::find("CartPole-v1").unwrap().build(500);
+    let mut sim = ale_sims::catalog()
+        .find("CartPole-v1")
+        .unwrap()
+        .build_plain(500)
+        .unwrap();
     sim.reset(seeds[0]);
     assert_eq!(&first.observation, sim.observation());
     sim.reset(7);
@@ -295,7 +303,11 @@ async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
         .await
         .unwrap()
         .into_inner();
-    let mut reference = ale_sims::find("CartPole-v1").unwrap().build(500);
+    let mut reference = ale_sims::catalog()
+        .find("CartPole-v1")
+        .unwrap()
+        .build_plain(500)
+        .unwrap();
     reference.reset(3);
     assert_eq!(
         Tensor::try_from(reset.observation.unwrap()).unwrap(),

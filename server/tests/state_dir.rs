@@ -9,7 +9,7 @@ use ale_proto::pb;
 use ale_server::{Evaluator, TaskRegistry};
 
 fn evaluator(state: &Path) -> Result<Evaluator, ale_server::StateDirError> {
-    Evaluator::new(TaskRegistry::builtin().unwrap(), state)
+    Evaluator::new(TaskRegistry::builtin(&ale_sims::catalog()).unwrap(), state)
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@
 
 use std::hint::black_box;
 
-use ale_sims::{SIMS, Space, Tensor, TensorData};
+use ale_sim::{Space, Tensor, TensorData};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 /// A few valid actions for the space, cycled through.
@@ -34,13 +34,13 @@ fn actions(space: &Space) -> Vec<Tensor> {
 fn step(c: &mut Criterion) {
     let mut group = c.benchmark_group("step");
     group.throughput(Throughput::Elements(1));
-    for info in SIMS {
-        let mut sim = info.build(info.default_max_steps);
+    for info in ale_sims::catalog().iter() {
+        let mut sim = info.build_plain(info.default_max_steps()).unwrap();
         let actions = actions(sim.action_space());
         let mut seed = 0;
         sim.reset(seed);
         let mut i = 0;
-        group.bench_function(info.id, |b| {
+        group.bench_function(info.id(), |b| {
             b.iter(|| {
                 i += 1;
                 let t = sim

@@ -242,7 +242,7 @@ mod tests {
         for bad in [
             Tensor::scalar_i64(2),
             Tensor::vector_f32(vec![1.0]),
-            Tensor::new(vec![1], crate::TensorData::I64(vec![1])).unwrap(),
+            Tensor::new(vec![1], ale_sim::TensorData::I64(vec![1])).unwrap(),
         ] {
             let err = sim.step(&bad).unwrap_err();
             assert!(err.to_string().contains("Discrete(2)"), "{err}");

@@ -1,5 +1,5 @@
-//! The simulators behind the ALE evaluator, and the domain types they speak: [`Tensor`],
-//! [`Space`] and the [`Sim`] trait. Pure computation: no I/O, no async, no gRPC.
+//! The simulators bundled with the ALE evaluator, on the vocabulary of [`ale_sim`]. Pure
+//! computation: no I/O, no async, no gRPC.
 //!
 //! Classic control, step for step as in Gymnasium 1.x: [`cartpole`], [`pendulum`],
 //! [`mountain_car`], [`mountain_car_continuous`], [`acrobot`].
@@ -9,32 +9,20 @@
 //! fingertip on a target), both on rapier2d, and [`swarm2d`] (sixteen robots to their goals at
 //! once, observed and acted on one robot per row).
 //!
-//! NumPy's `default_rng(seed)` bit for bit, the generator Gymnasium seeds its envs' initial
-//! states from: [`numpy_rng`].
+//! [`add_to`] puts their entries in a [`SimCatalog`]; [`catalog`] is a catalog of them alone.
 
 pub mod acrobot;
-pub mod action;
 pub mod cartpole;
-pub mod draw;
-mod echo;
 pub mod mountain_car;
 pub mod mountain_car_continuous;
 pub mod nav2d;
-pub mod numpy_rng;
-pub mod parity;
 pub mod pendulum;
 pub mod reacher2d;
 mod registry;
-mod rng;
-mod sim;
-mod space;
 pub mod swarm2d;
-mod tensor;
 
-pub use draw::{Drawing, Role, Shape, Viewport};
-pub use echo::{ECHO_LIMIT, Echo};
-pub use registry::{SIMS, SimInfo, find};
-pub use rng::Rng;
-pub use sim::{Counter, EpisodeClock, Sim, SimError, Transition, state_array};
-pub use space::{BoxSpace, DiscreteSpace, InvalidSpace, MultiDiscreteSpace, Space, SpaceError};
-pub use tensor::{DType, ShapeMismatch, Tensor, TensorData};
+// The vocabulary, at the paths the sims name it by.
+pub(crate) use ale_sim::{Sim, SimCatalog, sim_accessors};
+pub(crate) use ale_sim::{action, draw, rng, sim, space, tensor};
+
+pub use registry::{add_to, catalog};

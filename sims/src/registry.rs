@@ -1,113 +1,97 @@
-//! Every bundled simulator, by id.
+//! The bundled sims' entries in the simulator catalog.
 
-use crate::draw::Drawing;
-use crate::sim::Sim;
-use crate::tensor::Tensor;
+use ale_sim::{SimConfig, SimEntry};
+
 use crate::{
-    acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d, swarm2d,
+    SimCatalog, acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum,
+    reacher2d, swarm2d,
 };
 
-/// A simulator the registry can build.
-#[derive(Debug, Clone, Copy)]
-pub struct SimInfo {
-    pub id: &'static str,
-    /// Gymnasium's `max_episode_steps` for this env, used when a task does not set its own.
-    pub default_max_steps: u32,
-    /// Whether episodes match a Gymnasium env step for step (parity fixtures apply).
-    pub gymnasium_parity: bool,
-    /// Names of the episode counters the sim reports, in order.
-    pub counters: &'static [&'static str],
-    build: fn(u32) -> Box<dyn Sim>,
-    draw: fn(&Tensor) -> Drawing,
+/// An entry for a bundled sim: it takes no options, and builds with the task's step limit.
+fn entry<S: crate::Sim + 'static>(
+    id: &'static str,
+    default_max_steps: u32,
+    new: fn(u32) -> S,
+) -> SimEntry {
+    SimEntry::new(id, default_max_steps, move |config: &SimConfig<'_>| {
+        config.no_options(id)?;
+        Ok(Box::new(new(config.max_steps)) as Box<dyn crate::Sim>)
+    })
 }
 
-impl SimInfo {
-    /// A fresh sim whose episodes are truncated after `max_steps` steps.
-    pub fn build(&self, max_steps: u32) -> Box<dyn Sim> {
-        (self.build)(max_steps)
+/// Adds every bundled sim to `catalog`. All are cheap enough for the batch pool.
+pub fn add_to(catalog: &mut SimCatalog) -> Result<(), ale_sim::DuplicateSim> {
+    let entries = [
+        entry(
+            cartpole::ID,
+            cartpole::MAX_EPISODE_STEPS,
+            cartpole::CartPole::new,
+        )
+        .gymnasium_parity()
+        .draw_with(cartpole::draw),
+        entry(
+            pendulum::ID,
+            pendulum::MAX_EPISODE_STEPS,
+            pendulum::Pendulum::new,
+        )
+        .gymnasium_parity()
+        .draw_with(pendulum::draw),
+        entry(
+            mountain_car::ID,
+            mountain_car::MAX_EPISODE_STEPS,
+            mountain_car::MountainCar::new,
+        )
+        .gymnasium_parity()
+        .draw_with(mountain_car::draw),
+        entry(
+            mountain_car_continuous::ID,
+            mountain_car_continuous::MAX_EPISODE_STEPS,
+            mountain_car_continuous::MountainCarContinuous::new,
+        )
+        .gymnasium_parity()
+        .draw_with(mountain_car_continuous::draw),
+        entry(
+            acrobot::ID,
+            acrobot::MAX_EPISODE_STEPS,
+            acrobot::Acrobot::new,
+        )
+        .gymnasium_parity()
+        .draw_with(acrobot::draw),
+        entry(nav2d::ID, nav2d::MAX_EPISODE_STEPS, nav2d::Nav2d::new)
+            .counters(nav2d::COUNTERS)
+            .draw_with(nav2d::draw),
+        entry(
+            reacher2d::ID,
+            reacher2d::MAX_EPISODE_STEPS,
+            reacher2d::Reacher2d::new,
+        )
+        .counters(reacher2d::COUNTERS)
+        .draw_with(reacher2d::draw),
+        entry(
+            swarm2d::ID,
+            swarm2d::MAX_EPISODE_STEPS,
+            swarm2d::Swarm2d::new,
+        )
+        .counters(swarm2d::COUNTERS)
+        .draw_with(swarm2d::draw),
+    ];
+    for entry in entries {
+        catalog.add(entry.batch())?;
     }
-
-    /// A picture of the scene as far as `observation` shows it; nothing else goes in.
-    pub fn draw(&self, observation: &Tensor) -> Drawing {
-        (self.draw)(observation)
-    }
+    Ok(())
 }
 
-pub const SIMS: &[SimInfo] = &[
-    SimInfo {
-        id: cartpole::ID,
-        default_max_steps: cartpole::MAX_EPISODE_STEPS,
-        gymnasium_parity: true,
-        counters: &[],
-        build: |n| Box::new(cartpole::CartPole::new(n)),
-        draw: cartpole::draw,
-    },
-    SimInfo {
-        id: pendulum::ID,
-        default_max_steps: pendulum::MAX_EPISODE_STEPS,
-        gymnasium_parity: true,
-        counters: &[],
-        build: |n| Box::new(pendulum::Pendulum::new(n)),
-        draw: pendulum::draw,
-    },
-    SimInfo {
-        id: mountain_car::ID,
-        default_max_steps: mountain_car::MAX_EPISODE_STEPS,
-        gymnasium_parity: true,
-        counters: &[],
-        build: |n| Box::new(mountain_car::MountainCar::new(n)),
-        draw: mountain_car::draw,
-    },
-    SimInfo {
-        id: mountain_car_continuous::ID,
-        default_max_steps: mountain_car_continuous::MAX_EPISODE_STEPS,
-        gymnasium_parity: true,
-        counters: &[],
-        build: |n| Box::new(mountain_car_continuous::MountainCarContinuous::new(n)),
-        draw: mountain_car_continuous::draw,
-    },
-    SimInfo {
-        id: acrobot::ID,
-        default_max_steps: acrobot::MAX_EPISODE_STEPS,
-        gymnasium_parity: true,
-        counters: &[],
-        build: |n| Box::new(acrobot::Acrobot::new(n)),
-        draw: acrobot::draw,
-    },
-    SimInfo {
-        id: nav2d::ID,
-        default_max_steps: nav2d::MAX_EPISODE_STEPS,
-        gymnasium_parity: false,
-        counters: nav2d::COUNTERS,
-        build: |n| Box::new(nav2d::Nav2d::new(n)),
-        draw: nav2d::draw,
-    },
-    SimInfo {
-        id: reacher2d::ID,
-        default_max_steps: reacher2d::MAX_EPISODE_STEPS,
-        gymnasium_parity: false,
-        counters: reacher2d::COUNTERS,
-        build: |n| Box::new(reacher2d::Reacher2d::new(n)),
-        draw: reacher2d::draw,
-    },
-    SimInfo {
-        id: swarm2d::ID,
-        default_max_steps: swarm2d::MAX_EPISODE_STEPS,
-        gymnasium_parity: false,
-        counters: swarm2d::COUNTERS,
-        build: |n| Box::new(swarm2d::Swarm2d::new(n)),
-        draw: swarm2d::draw,
-    },
-];
-
-/// The simulator registered under `id`.
+/// A catalog of the bundled sims alone.
 ///
 /// ```
-/// let info = ale_sims::find("CartPole-v1").unwrap();
-/// let mut sim = info.build(info.default_max_steps);
+/// let catalog = ale_sims::catalog();
+/// let entry = catalog.find("CartPole-v1").unwrap();
+/// let mut sim = entry.build_plain(entry.default_max_steps()).unwrap();
 /// sim.reset(7);
 /// assert_eq!(sim.observation().len(), 4);
 /// ```
-pub fn find(id: &str) -> Option<&'static SimInfo> {
-    SIMS.iter().find(|s| s.id == id)
+pub fn catalog() -> SimCatalog {
+    let mut catalog = SimCatalog::new();
+    add_to(&mut catalog).expect("the bundled sims have distinct ids");
+    catalog
 }

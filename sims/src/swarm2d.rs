@@ -442,7 +442,7 @@ mod tests {
     }
 
     fn actions(rows: [Vec2; ROBOTS]) -> Tensor {
-        let data = crate::TensorData::F32(rows.iter().flatten().copied().collect());
+        let data = ale_sim::TensorData::F32(rows.iter().flatten().copied().collect());
         Tensor::new(vec![ROBOTS, 2], data).unwrap()
     }
 

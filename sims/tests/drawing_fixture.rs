@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ale_sims::{Drawing, Rng, SIMS};
+use ale_sim::{Drawing, Rng};
 use serde::Serialize;
 
 /// (seed, steps): each sim is reset on the seed, stepped that many times (fewer if the
@@ -42,8 +42,8 @@ fn fixture_path() -> PathBuf {
 
 fn cases() -> Vec<Case> {
     let mut cases = Vec::new();
-    for info in SIMS {
-        let mut sim = info.build(info.default_max_steps);
+    for info in ale_sims::catalog().iter() {
+        let mut sim = info.build_plain(info.default_max_steps()).unwrap();
         for (seed, wanted) in CASES {
             sim.reset(seed);
             let mut rng = Rng::new(seed);
@@ -57,11 +57,13 @@ fn cases() -> Vec<Case> {
                 }
             }
             cases.push(Case {
-                sim_id: info.id,
+                sim_id: info.id(),
                 seed,
                 steps,
                 observation: sim.observation().to_f64_vec(),
-                drawing: info.draw(sim.observation()),
+                drawing: info
+                    .draw(sim.observation())
+                    .expect("every bundled sim draws"),
             });
         }
     }
@@ -105,7 +107,7 @@ fn python_drawing_fixture_is_up_to_date() {
     let parsed: serde_json::Value = serde_json::from_str(&fresh).unwrap();
     assert_eq!(
         parsed["cases"].as_array().unwrap().len(),
-        SIMS.len() * CASES.len()
+        ale_sims::catalog().iter().count() * CASES.len()
     );
     assert!(
         fresh.len() < MAX_BYTES,

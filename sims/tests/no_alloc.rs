@@ -9,7 +9,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ale_sims::{SIMS, Space, Tensor, TensorData};
+use ale_sim::{Space, Tensor, TensorData};
 
 struct Counting;
 
@@ -66,8 +66,8 @@ fn action(space: &Space, i: usize) -> Tensor {
 #[test]
 fn stepping_any_sim_allocates_nothing() {
     let mut report = Vec::new();
-    for info in SIMS {
-        let mut sim = info.build(info.default_max_steps);
+    for info in ale_sims::catalog().iter() {
+        let mut sim = info.build_plain(info.default_max_steps()).unwrap();
         let actions: Vec<Tensor> = (0..4).map(|i| action(sim.action_space(), i)).collect();
         sim.reset(1);
         // Warm-up: let lazily grown buffers reach their size.
@@ -91,7 +91,7 @@ fn stepping_any_sim_allocates_nothing() {
         let allocations = ALLOCATIONS.load(Ordering::Relaxed);
         report.push(format!(
             "{}: {allocations} allocations in {counted} steps",
-            info.id
+            info.id()
         ));
     }
     let offenders: Vec<_> = report

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ale_sims::parity::Fixture;
+use ale_sim::parity::Fixture;
 
 #[test]
 fn every_gymnasium_fixture_replays_exactly() {
@@ -20,7 +20,7 @@ fn every_gymnasium_fixture_replays_exactly() {
     for file in &files {
         let fixture = Fixture::parse(&std::fs::read_to_string(file).unwrap()).unwrap();
         *per_env.entry(fixture.env.clone()).or_default() += 1;
-        if let Err(e) = fixture.replay() {
+        if let Err(e) = fixture.replay(&ale_sims::catalog()) {
             failures.push(format!("{}: {e}", file.display()));
         }
     }
@@ -53,6 +53,9 @@ fn a_tampered_fixture_fails_at_the_right_step() {
     let obs = &mut value["observations"][5][4];
     *obs = serde_json::json!(obs.as_f64().unwrap() * (1.0 + 1e-5));
     let fixture = Fixture::parse(&value.to_string()).unwrap();
-    let err = fixture.replay().unwrap_err().to_string();
+    let err = fixture
+        .replay(&ale_sims::catalog())
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("step 5: observation[4]"), "{err}");
 }

@@ -3,11 +3,11 @@
 //! with the same actions and must agree step for step on observations, rewards, flags and
 //! counters.
 
+use ale_sim::{Rng, Sim, Tensor, TensorData};
 use ale_sims::swarm2d::{
     ARENA, ARRIVAL_BONUS, CONTACT_PENALTY, DT, FEATURES, GOAL_RADIUS, MAX_EPISODE_STEPS, MAX_SPEED,
     NEIGHBOURS, PASSES, ROBOT_RADIUS, ROBOTS, Swarm2d,
 };
-use ale_sims::{Rng, Sim, Tensor, TensorData};
 
 /// The documented physics, written out.
 struct Reference {

@@ -17,13 +17,17 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 fn practice_app(steps: usize) -> App {
-    let task = ale_server::TaskRegistry::builtin()
+    let task = ale_server::TaskRegistry::builtin(&ale_sims::catalog())
         .unwrap()
         .get("cartpole-balance")
         .unwrap()
         .spec()
         .unwrap();
-    let mut sim: Box<dyn ale_sims::Sim> = ale_sims::find("CartPole-v1").unwrap().build(500);
+    let mut sim: Box<dyn ale_sim::Sim> = ale_sims::catalog()
+        .find("CartPole-v1")
+        .unwrap()
+        .build_plain(500)
+        .unwrap();
     sim.reset(7);
     let mut app = App::new(
         theme::load_all(None).unwrap(),

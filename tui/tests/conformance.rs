@@ -105,9 +105,11 @@ fn without_the_harness_socket_its_cases_are_skipped_with_the_reason() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let evaluator =
-            ale_server::Evaluator::new(ale_server::TaskRegistry::builtin().unwrap(), &state)
-                .unwrap();
+        let evaluator = ale_server::Evaluator::new(
+            ale_server::TaskRegistry::builtin(&ale_sims::catalog()).unwrap(),
+            &state,
+        )
+        .unwrap();
         let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse().unwrap())
             .await
             .unwrap();

@@ -294,7 +294,7 @@ fn the_practice_envs_of_a_killed_client_are_reclaimed_once_idle() {
         .build()
         .unwrap();
     let evaluator = ale_server::Evaluator::with_limits(
-        ale_server::TaskRegistry::builtin().unwrap(),
+        ale_server::TaskRegistry::builtin(&ale_sims::catalog()).unwrap(),
         &tmp.path().join("state"),
         ale_server::Limits {
             max_practice_envs: 3,
@@ -805,7 +805,7 @@ fn a_full_disk_refuses_new_runs_and_a_started_runs_record_stays_whole() {
             .unwrap();
         let push = |left: bool| pb::StepRequest {
             handle: env.handle.clone(),
-            action: Some(ale_sims::Tensor::scalar_i64(i64::from(left)).into()),
+            action: Some(ale_sim::Tensor::scalar_i64(i64::from(left)).into()),
         };
         let mut answered = 0u64;
         for _ in 0..20 {

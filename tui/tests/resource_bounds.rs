@@ -155,7 +155,7 @@ async fn step_until(endpoint: String, stop: Arc<AtomicBool>, steps: Arc<AtomicUs
     let mut i = 0i64;
     while !stop.load(Ordering::Relaxed) {
         let step = env
-            .step(&ale_sims::Tensor::scalar_i64(i % 2))
+            .step(&ale_sim::Tensor::scalar_i64(i % 2))
             .await
             .expect("a normal client keeps stepping");
         i += 1;
@@ -341,7 +341,7 @@ async fn sigterm_ends_a_stalled_request_at_the_deadline_and_the_session_verifies
     env.start_eval_session().await.unwrap();
     env.reset(None).await.unwrap();
     for _ in 0..5 {
-        env.step(&ale_sims::Tensor::scalar_i64(1)).await.unwrap();
+        env.step(&ale_sim::Tensor::scalar_i64(1)).await.unwrap();
     }
     let mut raw = RawConnection::tcp(served.agent).await.unwrap();
     let _stalled = raw.stalled_call(STEP, 1000, 10).await.unwrap();

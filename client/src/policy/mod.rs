@@ -2,6 +2,7 @@
 
 mod acrobot;
 mod cartpole;
+pub mod layout;
 mod mountain_car;
 mod nav2d;
 mod pendulum;
@@ -18,7 +19,7 @@ pub use random::RandomPolicy;
 pub use reacher::ReacherHeuristic;
 pub use swarm::SwarmHeuristic;
 
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 
 use crate::env::EnvSpec;
 
@@ -68,19 +69,16 @@ pub fn build(kind: PolicyKind, spec: &EnvSpec, seed: u64) -> Result<Box<dyn Poli
 
 /// The bundled observation-only heuristic for a simulator.
 pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
-    use ale_sims::{
-        acrobot, cartpole, mountain_car, mountain_car_continuous, nav2d, pendulum, reacher2d,
-        swarm2d,
-    };
+    use layout::{ACROBOT, CARTPOLE, MOUNTAIN_CAR, MOUNTAIN_CAR_CONTINUOUS, PENDULUM};
     Some(match sim {
-        cartpole::ID => Box::new(CartPoleHeuristic::default()),
-        pendulum::ID => Box::new(PendulumHeuristic::default()),
-        mountain_car::ID => Box::new(MountainCarHeuristic),
-        mountain_car_continuous::ID => Box::new(MountainCarContinuousHeuristic::default()),
-        acrobot::ID => Box::new(AcrobotHeuristic),
-        nav2d::ID => Box::new(Nav2dHeuristic::default()),
-        reacher2d::ID => Box::new(ReacherHeuristic::default()),
-        swarm2d::ID => Box::new(SwarmHeuristic::default()),
+        CARTPOLE => Box::new(CartPoleHeuristic::default()),
+        PENDULUM => Box::new(PendulumHeuristic::default()),
+        MOUNTAIN_CAR => Box::new(MountainCarHeuristic),
+        MOUNTAIN_CAR_CONTINUOUS => Box::new(MountainCarContinuousHeuristic::default()),
+        ACROBOT => Box::new(AcrobotHeuristic),
+        layout::nav2d::ID => Box::new(Nav2dHeuristic::default()),
+        layout::reacher2d::ID => Box::new(ReacherHeuristic::default()),
+        layout::swarm2d::ID => Box::new(SwarmHeuristic::default()),
         _ => return None,
     })
 }
@@ -89,7 +87,7 @@ pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
 /// value over the episodes: a quick measure of a heuristic, for tests.
 #[cfg(test)]
 pub(crate) fn counter_totals(
-    sim: &mut dyn ale_sims::Sim,
+    sim: &mut dyn ale_sim::Sim,
     policy: &mut dyn Policy,
     episodes: u64,
 ) -> Vec<f64> {

@@ -1,8 +1,8 @@
-use ale_sims::Tensor;
-use ale_sims::nav2d::{
+use super::layout::nav2d::{
     BEAMS, DT, GOAL_BEARING, GOAL_DISTANCE, LIDAR_RANGE, MAX_SPEED, MAX_TURN, SPEED, TURN_RATE,
     beam_angle,
 };
+use ale_sim::Tensor;
 
 use super::Policy;
 
@@ -170,7 +170,7 @@ impl Policy for Nav2dHeuristic {
             wrap((wy - y).atan2(wx - x) - theta)
         };
         let turn = (self.steer_gain * target).clamp(-MAX_TURN, MAX_TURN);
-        let ahead = free_distance(&o[..BEAMS], 0.0, ale_sims::nav2d::ROBOT_RADIUS + 0.05);
+        let ahead = free_distance(&o[..BEAMS], 0.0, super::layout::nav2d::ROBOT_RADIUS + 0.05);
         let speed = if target.abs() > 0.8 {
             0.0
         } else {

@@ -1,4 +1,4 @@
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 
 use super::Policy;
 

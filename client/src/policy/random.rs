@@ -1,4 +1,4 @@
-use ale_sims::{Rng, Space, Tensor};
+use ale_sim::{Rng, Space, Tensor};
 
 use super::Policy;
 

@@ -1,5 +1,5 @@
-use ale_sims::Tensor;
-use ale_sims::reacher2d::{ELBOW_LIMIT, LINK_LENGTH};
+use super::layout::reacher2d::{ELBOW_LIMIT, LINK_LENGTH};
+use ale_sim::Tensor;
 
 use super::Policy;
 

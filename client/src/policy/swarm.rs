@@ -1,8 +1,8 @@
-use ale_sims::swarm2d::{
+use super::layout::swarm2d::{
     DT, FEATURES, GOAL_OFFSET, MAX_SPEED, NEIGHBOUR, NEIGHBOUR_FEATURES, NEIGHBOURS, ROBOT_RADIUS,
     ROBOTS, WALLS,
 };
-use ale_sims::{Tensor, TensorData};
+use ale_sim::{Tensor, TensorData};
 
 use super::Policy;
 
@@ -138,7 +138,7 @@ impl Policy for SwarmHeuristic {
             }
         }
         Tensor::new(vec![ROBOTS, 2], TensorData::F32(out))
-            .unwrap_or_else(|_| Tensor::zeros(vec![ROBOTS, 2], ale_sims::DType::F32))
+            .unwrap_or_else(|_| Tensor::zeros(vec![ROBOTS, 2], ale_sim::DType::F32))
     }
 }
 

@@ -5,7 +5,7 @@
 use ale_client::{Client, Env, Rng, Space, TaskSpec, Tensor};
 use ale_proto::info_keys::EPISODE_STEPS;
 use ale_proto::pb;
-use ale_sims::{DType, TensorData};
+use ale_sim::{DType, TensorData};
 use tonic::Code;
 
 use super::Ctx;

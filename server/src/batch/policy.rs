@@ -1,7 +1,7 @@
 //! The policy a batch run plays, as the pipeline needs it: rows of float32 observations in,
 //! one action tensor per row out, one call per block step.
 
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 
 /// A submitted policy, read and checked against the task's spaces.
 pub trait Policy: Send {

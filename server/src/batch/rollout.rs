@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ale_proto::records::{EpisodeRecord, Outcome};
-use ale_sims::{Sim, Tensor};
+use ale_sim::{Sim, Tensor};
 
 use super::policy::Policy;
 use super::pool::{Slice, TIME_SLICE};

@@ -8,7 +8,7 @@ use std::time::Duration;
 use ale_client::policy::{CartPoleHeuristic, Policy as _};
 use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
 use ale_proto::trajectory::TRAJECTORY_FILE;
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 
 use super::policy::Policy;
 use super::*;
@@ -24,7 +24,7 @@ struct Sequence(AtomicU64);
 
 impl SeedSource for Sequence {
     fn draw(&self) -> HiddenSeed {
-        HiddenSeed::new(ale_sims::Rng::new(self.0.fetch_add(1, Ordering::SeqCst)).next_u64())
+        HiddenSeed::new(ale_sim::Rng::new(self.0.fetch_add(1, Ordering::SeqCst)).next_u64())
     }
 }
 
@@ -113,7 +113,7 @@ fn evaluator(task: &str, options: BatchOptions, seed_start: u64) -> Setup {
     std::fs::create_dir(&tasks).unwrap();
     std::fs::write(tasks.join("cartpole-batch.toml"), task).unwrap();
     let evaluator = Evaluator::with_policy_loader(
-        TaskRegistry::with_dir(&tasks).unwrap(),
+        TaskRegistry::with_dir(&tasks, &ale_sims::catalog()).unwrap(),
         &dir.path().join("state"),
         Box::new(Sequence(AtomicU64::new(seed_start))),
         Limits::default(),

@@ -55,7 +55,7 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let seeds = RecordingSeeds::default();
         let evaluator = Evaluator::with_seed_source(
-            TaskRegistry::builtin().unwrap(),
+            TaskRegistry::builtin(&ale_sims::catalog()).unwrap(),
             &dir.path().join("state"),
             Box::new(seeds.clone()),
             Limits::default(),
@@ -99,14 +99,14 @@ impl TestServer {
         options: ale_server::serve::ServeOptions,
     ) -> TestServer {
         let registry = if tasks.is_empty() {
-            TaskRegistry::builtin().unwrap()
+            TaskRegistry::builtin(&ale_sims::catalog()).unwrap()
         } else {
             let tasks_dir = dir.path().join("tasks");
             std::fs::create_dir_all(&tasks_dir).unwrap();
             for (name, text) in tasks {
                 std::fs::write(tasks_dir.join(name), text).unwrap();
             }
-            TaskRegistry::with_dir(&tasks_dir).unwrap()
+            TaskRegistry::with_dir(&tasks_dir, &ale_sims::catalog()).unwrap()
         };
         let seeds = RecordingSeeds::default();
         let evaluator = Evaluator::with_options(
@@ -215,7 +215,7 @@ pub fn read(path: &Path) -> String {
 }
 
 pub fn action(a: i64) -> Option<pb::Tensor> {
-    Some(ale_sims::Tensor::scalar_i64(a).into())
+    Some(ale_sim::Tensor::scalar_i64(a).into())
 }
 
 pub async fn result(h: &mut AleEnvClient<Channel>, session: &str, end: bool) -> pb::EvalResult {
@@ -242,7 +242,7 @@ impl SequenceSeeds {
 impl SeedSource for SequenceSeeds {
     fn draw(&self) -> HiddenSeed {
         let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        HiddenSeed::new(ale_sims::Rng::new(n).next_u64())
+        HiddenSeed::new(ale_sim::Rng::new(n).next_u64())
     }
 }
 
@@ -251,7 +251,7 @@ impl TestServer {
     pub async fn start_deterministic(start: u64) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let evaluator = Evaluator::with_seed_source(
-            TaskRegistry::builtin().unwrap(),
+            TaskRegistry::builtin(&ale_sims::catalog()).unwrap(),
             &dir.path().join("state"),
             Box::new(SequenceSeeds::new(start)),
             Limits::default(),

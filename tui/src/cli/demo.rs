@@ -30,7 +30,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
         // The evaluator creates it private (0700).
         None => std::env::temp_dir().join(format!("ale-demo-{}", std::process::id())),
     };
-    let evaluator = Evaluator::new(TaskRegistry::builtin()?, &state_dir)
+    let evaluator = Evaluator::new(TaskRegistry::builtin(crate::sim_catalog())?, &state_dir)
         .with_context(|| format!("cannot prepare {}", state_dir.display()))?;
     let rt = super::runtime(2)?;
     rt.block_on(async move {

@@ -484,7 +484,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
 
 /// The built-in task catalog, whose rules score a bare EvalResult.
 fn builtin_tasks() -> anyhow::Result<Vec<ale_proto::TaskSpec>> {
-    let registry = ale_server::TaskRegistry::builtin()?;
+    let registry = ale_server::TaskRegistry::builtin(crate::sim_catalog())?;
     Ok(registry
         .iter()
         .map(|task| task.spec())

@@ -163,8 +163,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // This process is the evaluator: a flood of large requests must not stay resident.
     ale_server::serve::memory::return_large_buffers();
     let tasks = match &args.tasks_dir {
-        Some(dir) => TaskRegistry::with_dir(dir)?,
-        None => TaskRegistry::builtin()?,
+        Some(dir) => TaskRegistry::with_dir(dir, crate::sim_catalog())?,
+        None => TaskRegistry::builtin(crate::sim_catalog())?,
     };
     let state_dir = args.state_dir.resolve();
     let evaluator = Evaluator::with_options(

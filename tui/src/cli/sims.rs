@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use ale_sims::parity::Fixture;
+use ale_sim::parity::Fixture;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum SimsCommand {
@@ -23,9 +23,13 @@ pub fn run(command: SimsCommand) -> anyhow::Result<ExitCode> {
     match command {
         SimsCommand::List => {
             println!("{:<26} {:>10}  GYMNASIUM PARITY", "SIM", "MAX STEPS");
-            for sim in ale_sims::SIMS {
-                let parity = if sim.gymnasium_parity { "yes" } else { "-" };
-                println!("{:<26} {:>10}  {parity}", sim.id, sim.default_max_steps);
+            for sim in crate::sim_catalog().iter() {
+                let parity = if sim.has_gymnasium_parity() {
+                    "yes"
+                } else {
+                    "-"
+                };
+                println!("{:<26} {:>10}  {parity}", sim.id(), sim.default_max_steps());
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -40,7 +44,7 @@ fn replay(files: &[PathBuf]) -> ExitCode {
             .map_err(|e| format!("cannot read: {e}"))
             .and_then(|text| Fixture::parse(&text).map_err(|e| e.to_string()))
             .and_then(|f| {
-                f.replay()
+                f.replay(crate::sim_catalog())
                     .map(|steps| (f.env, steps))
                     .map_err(|e| e.to_string())
             });

@@ -19,7 +19,7 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
                 .list_tasks()
                 .await
         })?,
-        None => ale_server::TaskRegistry::builtin()?
+        None => ale_server::TaskRegistry::builtin(crate::sim_catalog())?
             .iter()
             .map(|t| t.spec())
             .collect::<Result<_, _>>()?,

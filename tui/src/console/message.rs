@@ -13,7 +13,7 @@ use ale_harness::report::Report;
 use ale_harness::runs::RunEntry;
 use ale_harness::verify::RunVerification;
 use ale_proto::TaskSpec;
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 use crossterm::event::{KeyEvent, MouseEvent};
 
 use super::eval::Agent;

@@ -279,7 +279,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         let (endpoint, label, server) = match &args.connect {
             Some(url) => (url.clone(), url.clone(), None),
             None => {
-                let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin()?, &state_dir)
+                let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin(crate::sim_catalog())?, &state_dir)
                     .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
                 let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse()?)
                     .await

@@ -11,14 +11,14 @@
 /// ```
 #[derive(Debug, Clone)]
 pub struct Seeds {
-    rng: ale_sims::Rng,
+    rng: ale_sim::Rng,
 }
 
 impl Seeds {
     /// Seeds drawn from a generator seeded with `seed`.
     pub fn new(seed: u64) -> Seeds {
         Seeds {
-            rng: ale_sims::Rng::new(seed),
+            rng: ale_sim::Rng::new(seed),
         }
     }
 

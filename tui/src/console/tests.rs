@@ -49,7 +49,7 @@ async fn fixture_with_seeds(seeds: Box<dyn ale_server::seeds::SeedSource>) -> Fi
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("state");
     let evaluator = ale_server::Evaluator::with_seed_source(
-        ale_server::TaskRegistry::builtin().unwrap(),
+        ale_server::TaskRegistry::builtin(crate::sim_catalog()).unwrap(),
         &state,
         seeds,
         ale_server::Limits::default(),
@@ -274,7 +274,7 @@ async fn practice_matches_a_direct_client_run_and_snapshots() {
     let mut observation = env.reset(Some(7)).await.unwrap().observation;
     let mut rewards = Vec::new();
     for _ in 0..10 {
-        let s = env.step(&ale_sims::Tensor::scalar_i64(1)).await.unwrap();
+        let s = env.step(&ale_sim::Tensor::scalar_i64(1)).await.unwrap();
         rewards.push(s.reward);
         observation = s.observation;
     }
@@ -611,7 +611,7 @@ fn the_eval_view_follows_recorded_progress_events() {
         "embedded (test)".into(),
         Seeds::new(1),
     );
-    let cartpole = ale_server::TaskRegistry::builtin()
+    let cartpole = ale_server::TaskRegistry::builtin(crate::sim_catalog())
         .unwrap()
         .get("cartpole-balance")
         .unwrap()

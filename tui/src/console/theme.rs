@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
-use ale_sims::Role;
+use ale_sim::Role;
 use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 

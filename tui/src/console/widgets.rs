@@ -3,7 +3,7 @@
 
 use ale_harness::report::Report;
 use ale_proto::records::running_mean;
-use ale_sims::{Drawing, Shape};
+use ale_sim::{Drawing, Shape};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use ale_client::policy::{self, Policy, PolicyKind};
 use ale_client::{Client, ClientError, Env};
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::message::{Msg, Reply, Request};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use ale_server::batch::policy::{self, Policy};
 use ale_server::{BatchOptions, Channel, Evaluator, Limits, TaskRegistry};
-use ale_sims::{Space, Tensor};
+use ale_sim::{Space, Tensor};
 use anyhow::{Context, bail};
 use safetensors::{Dtype, tensor::TensorView};
 
@@ -164,7 +164,7 @@ struct UniformRandom {
     obs_dim: usize,
     n: u64,
     start: i64,
-    rng: ale_sims::Rng,
+    rng: ale_sim::Rng,
 }
 
 impl Policy for UniformRandom {
@@ -212,7 +212,7 @@ fn bench_loader(
             obs_dim: obs.shape.iter().product(),
             n: act.n,
             start: act.start,
-            rng: ale_sims::Rng::new(STREAM.fetch_add(1, Ordering::Relaxed)),
+            rng: ale_sim::Rng::new(STREAM.fetch_add(1, Ordering::Relaxed)),
         })),
         _ => Err("the bench's random policy needs a Box observation and a Discrete action".into()),
     }
@@ -228,7 +228,7 @@ struct Layers {
 impl Layers {
     /// Weights and biases uniform in ±1/√fan-in (PyTorch's default initialisation).
     fn random(sizes: &'static [usize], seed: u64) -> Layers {
-        let mut rng = ale_sims::Rng::new(seed);
+        let mut rng = ale_sim::Rng::new(seed);
         let mut layers = Layers {
             sizes,
             weights: Vec::new(),
@@ -418,7 +418,7 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
         ..Limits::default()
     };
     let evaluator = Evaluator::with_policy_loader(
-        TaskRegistry::with_dir(&tasks)?,
+        TaskRegistry::with_dir(&tasks, crate::sim_catalog())?,
         &dir.join("state"),
         Box::new(ale_server::seeds::OsSeeds),
         limits,

@@ -11,7 +11,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use ale_client::policy::{CartPoleHeuristic, Policy};
-use ale_sims::Tensor;
+use ale_sim::Tensor;
 use anyhow::{Context, bail};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -67,8 +67,13 @@ pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, a
         Span::styled(id, theme.accent()),
         Span::styled(rest, theme.muted()),
     ]);
-    match (&p.observation, ale_sims::find(&spec.task.sim)) {
-        (Some(obs), Some(sim)) => draw_scene(frame, &sim.draw(obs), theme, scene, title),
+    let drawing = p.observation.as_ref().and_then(|obs| {
+        crate::sim_catalog()
+            .find(&spec.task.sim)
+            .and_then(|sim| sim.draw(obs))
+    });
+    match drawing {
+        Some(drawing) => draw_scene(frame, &drawing, theme, scene, title),
         _ => frame.render_widget(
             Paragraph::new(Line::styled("press r to reset", theme.muted()))
                 .block(block(title, theme, false)),

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use ale_client::policy::PolicyKind;
 use ale_client::{EnvSpec, Info, Space};
-use ale_sims::{Tensor, TensorData};
+use ale_sim::{Tensor, TensorData};
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{InputMode, Outcome, View};

@@ -2,7 +2,7 @@
 
 use ale_proto::TaskSpec;
 use ale_proto::task_spec::TaskMode;
-use ale_sims::Space;
+use ale_sim::Space;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;

@@ -126,7 +126,7 @@ impl Tensor {
     /// A tensor of `shape` holding `data`; fails if the element count disagrees with the shape.
     ///
     /// ```
-    /// use ale_sims::{Tensor, TensorData};
+    /// use ale_sim::{Tensor, TensorData};
     /// let t = Tensor::new(vec![2], TensorData::F32(vec![0.5, -1.0])).unwrap();
     /// assert_eq!(t.len(), 2);
     /// assert!(Tensor::new(vec![3], TensorData::F32(vec![0.5])).is_err());

@@ -8,7 +8,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::registry::find;
+use crate::catalog::SimCatalog;
 use crate::tensor::Tensor;
 
 /// Relative tolerance on observations and rewards.
@@ -33,7 +33,7 @@ pub struct Fixture {
 pub enum ReplayError {
     #[error("not a fixture: {0}")]
     Format(String),
-    #[error("no bundled simulator matches Gymnasium's {0:?}")]
+    #[error("no simulator in the catalog mirrors Gymnasium's {0:?}")]
     UnknownEnv(String),
     #[error("step {step}: {what}")]
     Mismatch { step: usize, what: String },
@@ -82,12 +82,16 @@ impl Fixture {
         }
     }
 
-    /// Replays the fixture; `Ok` holds the number of steps checked.
-    pub fn replay(&self) -> Result<usize, ReplayError> {
-        let info = find(&self.env)
-            .filter(|i| i.gymnasium_parity)
+    /// Replays the fixture against the sim of `catalog` that mirrors its env; `Ok` holds the
+    /// number of steps checked.
+    pub fn replay(&self, catalog: &SimCatalog) -> Result<usize, ReplayError> {
+        let entry = catalog
+            .find(&self.env)
+            .filter(|e| e.has_gymnasium_parity())
             .ok_or_else(|| ReplayError::UnknownEnv(self.env.clone()))?;
-        let mut sim = info.build(info.default_max_steps);
+        let mut sim = entry
+            .build_plain(entry.default_max_steps())
+            .map_err(|e| ReplayError::Format(format!("{} cannot be built: {e}", self.env)))?;
         sim.reset(0);
         let mismatch = |step, what| ReplayError::Mismatch { step, what };
         sim.reset_to_state(&self.initial_state)

@@ -1,7 +1,7 @@
 //! A small 2-D drawing description a console can render: shapes in world coordinates inside a
 //! viewport, each tagged with what it depicts so the renderer picks the colour.
 //!
-//! Drawings are made from an observation alone (see [`crate::SimInfo::draw`]), so a drawing
+//! Drawings are made from an observation alone (see [`crate::SimEntry::draw`]), so a drawing
 //! can never show more of a rollout's scene than the observation already does.
 //!
 //! The Python client ports every sim's drawing (`client/python/src/ale_client/render.py`);

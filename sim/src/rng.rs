@@ -6,7 +6,7 @@
 /// A deterministic pseudo-random generator.
 ///
 /// ```
-/// use ale_sims::Rng;
+/// use ale_sim::Rng;
 /// let (mut a, mut b) = (Rng::new(7), Rng::new(7));
 /// assert_eq!(a.next_u64(), b.next_u64());
 /// let x = a.uniform(-0.05, 0.05);

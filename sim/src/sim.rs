@@ -29,6 +29,13 @@ pub enum SimError {
     EpisodeOver,
     #[error("invalid state: {0}")]
     State(String),
+    /// The task's `[sim_config]` does not suit the sim.
+    #[error("sim configuration: {0}")]
+    Config(String),
+    /// The sim's backend cannot run: a missing library or model file. The message says what
+    /// is missing and how to get it.
+    #[error("{0}")]
+    Backend(String),
 }
 
 /// A running total a sim keeps over the current episode (collisions, success, time to goal),

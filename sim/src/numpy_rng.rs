@@ -17,7 +17,7 @@ mod ziggurat;
 /// entropy hashed into a pool, and the pool hashed out into as many seed words as asked.
 ///
 /// ```
-/// use ale_sims::numpy_rng::SeedSequence;
+/// use ale_sim::numpy_rng::SeedSequence;
 /// // np.random.SeedSequence(0).pool
 /// assert_eq!(SeedSequence::new(0u64).pool(), [4265667335, 1328953910, 1320288413, 3365567143]);
 /// ```
@@ -131,7 +131,7 @@ impl SeedSequence {
 /// half of a 64-bit draw that NumPy keeps for the next 32-bit draw.
 ///
 /// ```
-/// use ale_sims::numpy_rng::{Pcg64, SeedSequence};
+/// use ale_sim::numpy_rng::{Pcg64, SeedSequence};
 /// let mut bits = Pcg64::new(&SeedSequence::new(0u64));
 /// // np.random.default_rng(0).bit_generator.random_raw()
 /// assert_eq!(bits.next_u64(), 0xa30f_ebcf_d9c2_825f);
@@ -208,7 +208,7 @@ impl Pcg64 {
 /// NumPy's `Generator` over [`Pcg64`]: what `np.random.default_rng(seed)` returns.
 ///
 /// ```
-/// use ale_sims::numpy_rng::default_rng;
+/// use ale_sim::numpy_rng::default_rng;
 /// let mut rng = default_rng(0u64);
 /// // np.random.default_rng(0).random()
 /// assert_eq!(rng.random(), 0.6369616873214543);

@@ -346,7 +346,7 @@ impl Space {
     /// Checks that `value` is a member of this space: dtype, shape, no NaN, within bounds.
     ///
     /// ```
-    /// use ale_sims::{DiscreteSpace, Space, Tensor};
+    /// use ale_sim::{DiscreteSpace, Space, Tensor};
     /// let space = Space::Discrete(DiscreteSpace::new(2));
     /// assert!(space.check(&Tensor::scalar_i64(1)).is_ok());
     /// let err = space.check(&Tensor::scalar_i64(2)).unwrap_err();

@@ -16,7 +16,7 @@ pub const ECHO_LIMIT: usize = 64;
 /// only the part it shows, so a value of any size costs the same.
 ///
 /// ```
-/// use ale_sims::Echo;
+/// use ale_sim::Echo;
 /// assert_eq!(Echo("env-1").to_string(), r#""env-1""#);
 /// assert_eq!(Echo(&[2usize, 3][..]).to_string(), "[2, 3]");
 /// let long = "x".repeat(100_000);

@@ -1,10 +1,10 @@
 //! Replays sims/tests/fixtures/numpy_rng/default_rng.jsonl (made by
-//! scripts/numpy_rng_fixtures.py from NumPy itself) against `ale_sims::numpy_rng`: every seed
+//! scripts/numpy_rng_fixtures.py from NumPy itself) against `ale_sim::numpy_rng`: every seed
 //! word, state and draw must match bit for bit.
 
 use std::path::Path;
 
-use ale_sims::numpy_rng::{Generator, Pcg64, SeedSequence};
+use ale_sim::numpy_rng::{Generator, Pcg64, SeedSequence};
 use serde_json::Value;
 
 const FIXTURE: &str = "tests/fixtures/numpy_rng/default_rng.jsonl";

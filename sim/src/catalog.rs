@@ -1,0 +1,229 @@
+//! The simulator catalog: every sim an evaluator can host, by id, as a value.
+//!
+//! The binary builds one [`SimCatalog`] from the crates of sims it links (each adds its own
+//! entries) and hands it to the task registry and the evaluator; nothing else names a sim
+//! crate. An entry builds its sim from the task's configuration, and may fail: a backend whose
+//! library or model file is missing says so and how to get it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::draw::Drawing;
+use crate::sim::{Sim, SimError};
+use crate::tensor::Tensor;
+
+/// What a task file gives its sim: the step limit, and the sim's own options (the task's
+/// `[sim_config]` table; empty when the task has none).
+#[derive(Debug, Clone, Copy)]
+pub struct SimConfig<'a> {
+    /// Episodes are truncated after this many steps.
+    pub max_steps: u32,
+    pub options: &'a Map<String, Value>,
+}
+
+impl SimConfig<'_> {
+    /// Refuses any option: for sims that take none.
+    pub fn no_options(&self, id: &str) -> Result<(), SimError> {
+        match self.options.keys().next() {
+            None => Ok(()),
+            Some(key) => Err(SimError::Config(format!(
+                "{id} takes no [sim_config] options, and this task gives {key:?}"
+            ))),
+        }
+    }
+}
+
+type Build = dyn Fn(&SimConfig<'_>) -> Result<Box<dyn Sim>, SimError> + Send + Sync;
+
+/// One sim the catalog can build.
+pub struct SimEntry {
+    id: &'static str,
+    default_max_steps: u32,
+    gymnasium_parity: bool,
+    counters: &'static [&'static str],
+    batch: bool,
+    build: Box<Build>,
+    draw: Option<fn(&Tensor) -> Drawing>,
+}
+
+impl fmt::Debug for SimEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimEntry")
+            .field("id", &self.id)
+            .field("default_max_steps", &self.default_max_steps)
+            .field("gymnasium_parity", &self.gymnasium_parity)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SimEntry {
+    /// An entry for sim `id`, built by `build`; truncated after `default_max_steps` steps
+    /// when a task does not set its own limit. Not batch-capable, no parity, no counters and
+    /// no drawing until said otherwise.
+    pub fn new(
+        id: &'static str,
+        default_max_steps: u32,
+        build: impl Fn(&SimConfig<'_>) -> Result<Box<dyn Sim>, SimError> + Send + Sync + 'static,
+    ) -> SimEntry {
+        SimEntry {
+            id,
+            default_max_steps,
+            gymnasium_parity: false,
+            counters: &[],
+            batch: false,
+            build: Box::new(build),
+            draw: None,
+        }
+    }
+
+    /// Episodes match a Gymnasium env step for step: its parity fixtures apply.
+    pub fn gymnasium_parity(mut self) -> SimEntry {
+        self.gymnasium_parity = true;
+        self
+    }
+
+    /// The names of the episode counters the sim reports, in order.
+    pub fn counters(mut self, counters: &'static [&'static str]) -> SimEntry {
+        self.counters = counters;
+        self
+    }
+
+    /// The sim is cheap enough to step in the evaluator's batch pool (no process of its own,
+    /// no blocking I/O, bounded memory per env).
+    pub fn batch(mut self) -> SimEntry {
+        self.batch = true;
+        self
+    }
+
+    /// How the console draws the scene from an observation.
+    pub fn draw_with(mut self, draw: fn(&Tensor) -> Drawing) -> SimEntry {
+        self.draw = Some(draw);
+        self
+    }
+
+    pub fn id(&self) -> &'static str {
+        self.id
+    }
+
+    /// Gymnasium's `max_episode_steps` for this env, used when a task does not set its own.
+    pub fn default_max_steps(&self) -> u32 {
+        self.default_max_steps
+    }
+
+    pub fn has_gymnasium_parity(&self) -> bool {
+        self.gymnasium_parity
+    }
+
+    pub fn counter_names(&self) -> &'static [&'static str] {
+        self.counters
+    }
+
+    /// Whether batch tasks may run this sim in the evaluator's batch pool.
+    pub fn is_batch_capable(&self) -> bool {
+        self.batch
+    }
+
+    /// A fresh sim for `config`.
+    pub fn build(&self, config: &SimConfig<'_>) -> Result<Box<dyn Sim>, SimError> {
+        (self.build)(config)
+    }
+
+    /// A fresh sim with no options, truncated after `max_steps` steps.
+    pub fn build_plain(&self, max_steps: u32) -> Result<Box<dyn Sim>, SimError> {
+        self.build(&SimConfig {
+            max_steps,
+            options: &Map::new(),
+        })
+    }
+
+    /// A picture of the scene as far as `observation` shows it, if the sim draws one.
+    pub fn draw(&self, observation: &Tensor) -> Option<Drawing> {
+        self.draw.map(|draw| draw(observation))
+    }
+}
+
+/// Why an entry was not added.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the simulator catalog already has a sim named {0}")]
+pub struct DuplicateSim(pub &'static str);
+
+/// Every sim an evaluator can host, by id. Cheap to clone: entries are shared.
+#[derive(Debug, Clone, Default)]
+pub struct SimCatalog {
+    entries: Vec<Arc<SimEntry>>,
+}
+
+impl SimCatalog {
+    pub fn new() -> SimCatalog {
+        SimCatalog::default()
+    }
+
+    /// Adds `entry`; an id already taken is refused.
+    pub fn add(&mut self, entry: SimEntry) -> Result<(), DuplicateSim> {
+        if self.find(entry.id).is_some() {
+            return Err(DuplicateSim(entry.id));
+        }
+        self.entries.push(Arc::new(entry));
+        Ok(())
+    }
+
+    /// The entry registered under `id`.
+    pub fn find(&self, id: &str) -> Option<&Arc<SimEntry>> {
+        self.entries.iter().find(|e| e.id == id)
+    }
+
+    /// Every entry, in the order added.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<SimEntry>> {
+        self.entries.iter()
+    }
+
+    pub fn ids(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|e| e.id).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_builds_fallibly_and_ids_are_unique() {
+        let mut catalog = SimCatalog::new();
+        catalog
+            .add(SimEntry::new("Missing-v0", 10, |_| {
+                Err(SimError::Backend("libexample is not here".into()))
+            }))
+            .unwrap();
+        assert_eq!(
+            catalog.add(SimEntry::new("Missing-v0", 5, |_| Err(SimError::NotReset))),
+            Err(DuplicateSim("Missing-v0"))
+        );
+        let entry = catalog.find("Missing-v0").unwrap();
+        assert_eq!(entry.default_max_steps(), 10);
+        assert!(!entry.is_batch_capable());
+        let err = entry.build_plain(10).err().unwrap();
+        assert_eq!(err.to_string(), "libexample is not here");
+        assert!(catalog.find("Other-v0").is_none());
+        assert_eq!(catalog.ids(), vec!["Missing-v0"]);
+    }
+
+    #[test]
+    fn a_sim_without_options_refuses_any() {
+        let mut options = Map::new();
+        let config = SimConfig {
+            max_steps: 1,
+            options: &options,
+        };
+        config.no_options("X-v0").unwrap();
+        options.insert("gravity".into(), Value::from(3.0));
+        let config = SimConfig {
+            max_steps: 1,
+            options: &options,
+        };
+        let err = config.no_options("X-v0").unwrap_err();
+        assert!(err.to_string().contains("\"gravity\""), "{err}");
+    }
+}

@@ -1,0 +1,26 @@
+//! The vocabulary every simulator behind the ALE evaluator speaks, and nothing of any one sim:
+//! [`Tensor`] and [`Space`], the [`Sim`] trait and its episode bookkeeping, the seeded
+//! generators ([`Rng`], and [`numpy_rng`], NumPy's `default_rng(seed)` bit for bit, which
+//! Gymnasium seeds its envs with), drawing descriptions ([`draw`]), action decoding
+//! ([`action`]), bounded echoes of client input ([`Echo`]), Gymnasium parity fixtures
+//! ([`parity`]), and the [`SimCatalog`] the binary fills from the crates of sims it links.
+//! Pure computation: no I/O, no async, no gRPC.
+
+pub mod action;
+pub mod catalog;
+pub mod draw;
+pub mod echo;
+pub mod numpy_rng;
+pub mod parity;
+pub mod rng;
+pub mod sim;
+pub mod space;
+pub mod tensor;
+
+pub use catalog::{DuplicateSim, SimCatalog, SimConfig, SimEntry};
+pub use draw::{Drawing, Role, Shape, Viewport};
+pub use echo::{ECHO_LIMIT, Echo};
+pub use rng::Rng;
+pub use sim::{Counter, EpisodeClock, Sim, SimError, Transition, state_array};
+pub use space::{BoxSpace, DiscreteSpace, InvalidSpace, MultiDiscreteSpace, Space, SpaceError};
+pub use tensor::{DType, ShapeMismatch, Tensor, TensorData};
