@@ -18,7 +18,7 @@ fn sims() -> Vec<Box<dyn Sim>> {
         .iter()
         .map(|info| {
             let mut sim = info.build_plain(info.default_max_steps()).unwrap();
-            sim.reset(7);
+            sim.reset(7).unwrap();
             sim
         })
         .collect()

@@ -24,12 +24,19 @@ pub(crate) fn step_checked(
     sim.step(action).map_err(|e| match e {
         SimError::Action(detail) => bad_action(detail.to_string()),
         SimError::State(detail) => bad_action(detail),
+        other => sim_error(task, other),
+    })
+}
+
+/// A sim's failure as the protocol answers it.
+pub fn sim_error(task: &Task, e: SimError) -> Error {
+    match e {
         SimError::NotReset => Error::StepBeforeReset,
         SimError::EpisodeOver => Error::EpisodeOver,
-        SimError::Config(cause) | SimError::Backend(cause) => Error::SimUnavailable {
+        other => Error::SimUnavailable {
             task: task.id.clone(),
             sim: task.sim.clone(),
-            cause,
+            cause: other.to_string(),
         },
-    })
+    }
 }

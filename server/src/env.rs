@@ -428,7 +428,9 @@ impl Env {
         self.last_used = now;
         match &mut self.kind {
             Kind::Practice(episode) => {
-                self.sim.reset(seed.unwrap_or_else(random_u64));
+                self.sim
+                    .reset(seed.unwrap_or_else(random_u64))
+                    .map_err(|e| crate::action::sim_error(&self.task, e))?;
                 *episode = PracticeEpisode::default();
                 Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }

@@ -58,7 +58,7 @@ pub enum Error {
          GetBatchEvalStatus with the batch id SubmitBatchEval returned"
     )]
     AlreadySubmitted(EnvHandle),
-    #[error("task {task}'s simulator {sim} cannot be built: {cause}")]
+    #[error("task {task}'s simulator {sim} failed: {cause}")]
     SimUnavailable {
         task: String,
         sim: String,

@@ -212,7 +212,8 @@ impl Session {
         }
         let i = self.next;
         let rollout = &mut self.rollouts[i];
-        sim.reset(rollout.seed.reveal());
+        sim.reset(rollout.seed.reveal())
+            .map_err(|e| crate::action::sim_error(&self.task, e))?;
         self.trajectory.append(
             EventKind::RolloutStarted,
             &RolloutStarted {

@@ -325,7 +325,7 @@ fn cartpole_return(seed: u64, policy: &mut dyn ale_client::policy::Policy) -> f6
         .unwrap()
         .build_plain(500)
         .unwrap();
-    sim.reset(seed);
+    sim.reset(seed).unwrap();
     let mut total = 0.0;
     loop {
         let action = policy.act(sim.observation());

@@ -54,7 +54,7 @@ async fn a_practice_episode_is_reproducible_from_its_seed() {
         .unwrap()
         .build_plain(500)
         .unwrap();
-    sim.reset(7);
+    sim.reset(7).unwrap();
     assert_eq!(sim.observation(), &first[0]);
 }
 
@@ -215,16 +215,16 @@ async fn a_mid_episode_reset_aborts_the_rollout_and_client_seeds_are_ignored() {
         .unwrap()
         .build_plain(500)
         .unwrap();
-    sim.reset(seeds[0]);
+    sim.reset(seeds[0]).unwrap();
     assert_eq!(&first.observation, sim.observation());
-    sim.reset(7);
+    sim.reset(7).unwrap();
     assert_ne!(&first.observation, sim.observation());
     env.step(&Tensor::scalar_i64(0)).await.unwrap();
     env.step(&Tensor::scalar_i64(1)).await.unwrap();
 
     // A Reset now aborts rollout 0 and starts rollout 1 on hidden seed 1.
     let second = env.reset(Some(7)).await.unwrap();
-    sim.reset(seeds[1]);
+    sim.reset(seeds[1]).unwrap();
     assert_eq!(&second.observation, sim.observation());
 
     let mut harness = t.harness().await;
@@ -308,7 +308,7 @@ async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
         .unwrap()
         .build_plain(500)
         .unwrap();
-    reference.reset(3);
+    reference.reset(3).unwrap();
     assert_eq!(
         Tensor::try_from(reset.observation.unwrap()).unwrap(),
         *reference.observation()

@@ -92,7 +92,8 @@ impl Fixture {
         let mut sim = entry
             .build_plain(entry.default_max_steps())
             .map_err(|e| ReplayError::Format(format!("{} cannot be built: {e}", self.env)))?;
-        sim.reset(0);
+        sim.reset(0)
+            .map_err(|e| ReplayError::Format(format!("{} cannot reset: {e}", self.env)))?;
         let mismatch = |step, what| ReplayError::Mismatch { step, what };
         sim.reset_to_state(&self.initial_state)
             .map_err(|e| mismatch(0, format!("initial state rejected: {e}")))?;

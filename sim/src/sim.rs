@@ -55,8 +55,9 @@ pub trait Sim: Send {
     fn id(&self) -> &'static str;
     fn observation_space(&self) -> &Space;
     fn action_space(&self) -> &Space;
-    /// Begins an episode whose random initial state is drawn from `seed`.
-    fn reset(&mut self, seed: u64);
+    /// Begins an episode whose random initial state is drawn from `seed`. A sim whose backend
+    /// fails here (a model that cannot be set up) says so, and no episode is running.
+    fn reset(&mut self, seed: u64) -> Result<(), SimError>;
     /// Applies one action. An action outside the action space, a step before the first reset
     /// and a step after the episode ended are errors that leave the sim unchanged.
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError>;

@@ -38,7 +38,7 @@ fn step(c: &mut Criterion) {
         let mut sim = info.build_plain(info.default_max_steps()).unwrap();
         let actions = actions(sim.action_space());
         let mut seed = 0;
-        sim.reset(seed);
+        sim.reset(seed).unwrap();
         let mut i = 0;
         group.bench_function(info.id(), |b| {
             b.iter(|| {
@@ -48,7 +48,7 @@ fn step(c: &mut Criterion) {
                     .unwrap_or_else(|e| panic!("{e}"));
                 if t.terminated || t.truncated {
                     seed += 1;
-                    sim.reset(seed);
+                    sim.reset(seed).unwrap();
                 }
                 black_box(sim.observation());
             })

@@ -149,10 +149,11 @@ impl Sim for Acrobot {
     crate::sim_accessors!(ID);
 
     /// Like Gymnasium, the initial state is drawn in [-0.1, 0.1) and rounded to float32.
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed);
         let state = std::array::from_fn(|_| f64::from(rng.uniform(-0.1, 0.1) as f32));
         self.begin(state);
+        Ok(())
     }
 
     /// `[theta1, theta2, dtheta1, dtheta2]`.

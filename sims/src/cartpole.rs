@@ -142,7 +142,7 @@ impl CartPole {
 impl Sim for CartPole {
     crate::sim_accessors!(ID);
 
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed);
         let mut draw = || rng.uniform(-0.05, 0.05);
         let state = CartPoleState {
@@ -152,6 +152,7 @@ impl Sim for CartPole {
             theta_dot: draw(),
         };
         self.reset_to(state);
+        Ok(())
     }
 
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError> {
@@ -207,7 +208,7 @@ mod tests {
     fn same_seed_same_episode_and_bounds_terminate() {
         let run = |seed| {
             let mut sim = CartPole::new(MAX_EPISODE_STEPS);
-            sim.reset(seed);
+            sim.reset(seed).unwrap();
             let mut obs = vec![sim.observation().as_f32().unwrap().to_vec()];
             loop {
                 let t = sim.step(&Tensor::scalar_i64(1)).unwrap();
@@ -225,7 +226,7 @@ mod tests {
     #[test]
     fn truncates_at_the_time_limit_and_refuses_further_steps() {
         let mut sim = CartPole::new(3);
-        sim.reset(1);
+        sim.reset(1).unwrap();
         for i in 0..3 {
             let t = sim.step(&Tensor::scalar_i64(i % 2)).unwrap();
             assert_eq!(t.truncated, i == 2);
@@ -237,7 +238,7 @@ mod tests {
     fn bad_actions_are_rejected_and_change_nothing() {
         let mut sim = CartPole::new(MAX_EPISODE_STEPS);
         assert_eq!(sim.step(&Tensor::scalar_i64(0)), Err(SimError::NotReset));
-        sim.reset(3);
+        sim.reset(3).unwrap();
         let before = sim.state();
         for bad in [
             Tensor::scalar_i64(2),

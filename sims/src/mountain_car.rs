@@ -73,9 +73,10 @@ impl MountainCar {
 impl Sim for MountainCar {
     crate::sim_accessors!(ID);
 
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed);
         self.begin([rng.uniform(-0.6, -0.4), 0.0]);
+        Ok(())
     }
 
     /// `[position, velocity]`.

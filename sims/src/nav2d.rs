@@ -319,10 +319,11 @@ impl Nav2d {
 impl Sim for Nav2d {
     crate::sim_accessors!(ID);
 
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let world = field(seed);
         self.world = world;
         self.begin(START.0, START.1, PI / 2.0);
+        Ok(())
     }
 
     /// `[x, y, heading, seed]`: the obstacle field of `seed`, the robot placed at (x, y).
@@ -433,10 +434,10 @@ mod tests {
     #[test]
     fn the_same_seed_gives_the_same_field_and_scan() {
         let (mut a, mut b) = (Nav2d::new(MAX_EPISODE_STEPS), Nav2d::new(MAX_EPISODE_STEPS));
-        a.reset(11);
-        b.reset(11);
+        a.reset(11).unwrap();
+        b.reset(11).unwrap();
         assert_eq!(a.observation(), b.observation());
-        b.reset(12);
+        b.reset(12).unwrap();
         assert_ne!(a.observation(), b.observation());
     }
 
@@ -457,7 +458,7 @@ mod tests {
     #[test]
     fn a_state_inside_an_obstacle_is_refused_and_changes_nothing() {
         let mut sim = Nav2d::new(MAX_EPISODE_STEPS);
-        sim.reset(3);
+        sim.reset(3).unwrap();
         let before = sim.observation().clone();
         assert!(sim.reset_to_state(&[-1.0, 5.0, 0.0, 3.0]).is_err());
         assert!(
@@ -492,7 +493,7 @@ mod tests {
     fn every_seeded_field_has_a_way_through() {
         for seed in 0..20 {
             let mut sim = Nav2d::new(MAX_EPISODE_STEPS);
-            sim.reset(seed);
+            sim.reset(seed).unwrap();
             assert!(path_exists(&sim.world), "seed {seed}");
         }
     }

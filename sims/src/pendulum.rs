@@ -73,9 +73,10 @@ impl Pendulum {
 impl Sim for Pendulum {
     crate::sim_accessors!(ID);
 
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed);
         self.begin([rng.uniform(-PI, PI), rng.uniform(-1.0, 1.0)]);
+        Ok(())
     }
 
     /// `[theta, theta_dot]`.

@@ -295,7 +295,7 @@ impl Reacher2d {
 impl Sim for Reacher2d {
     crate::sim_accessors!(ID);
 
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed);
         let q = [
             rng.uniform(-std::f64::consts::PI, std::f64::consts::PI) as f32,
@@ -308,6 +308,7 @@ impl Sim for Reacher2d {
             [0.0; 2],
             (radius * bearing.cos(), radius * bearing.sin()),
         );
+        Ok(())
     }
 
     /// `[shoulder, elbow, shoulder velocity, elbow velocity, target x, target y]`.
@@ -458,7 +459,7 @@ mod tests {
     fn seeds_reproduce_episodes() {
         let run = |seed| {
             let mut sim = Reacher2d::new(MAX_EPISODE_STEPS);
-            sim.reset(seed);
+            sim.reset(seed).unwrap();
             for _ in 0..20 {
                 sim.step(&torque(0.3, -0.2)).unwrap();
             }

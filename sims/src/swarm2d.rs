@@ -315,7 +315,7 @@ impl Swarm2d {
 impl Sim for Swarm2d {
     crate::sim_accessors!(ID);
 
-    fn reset(&mut self, seed: u64) {
+    fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = Rng::new(seed);
         let mut starts = [[0.0; 2]; ROBOTS];
         for i in 0..ROBOTS {
@@ -326,6 +326,7 @@ impl Sim for Swarm2d {
             goals[i] = draw_point(&mut rng, &goals[..i], Some(starts[i]));
         }
         self.begin(starts, goals);
+        Ok(())
     }
 
     /// `[x0, y0, …, x15, y15, goal x0, goal y0, …, goal x15, goal y15]`: every robot inside the
@@ -461,8 +462,8 @@ mod tests {
             Swarm2d::new(MAX_EPISODE_STEPS),
         );
         for seed in 0..50 {
-            a.reset(seed);
-            b.reset(seed);
+            a.reset(seed).unwrap();
+            b.reset(seed).unwrap();
             assert_eq!(a.observation(), b.observation());
             for i in 0..ROBOTS {
                 assert!(inside(a.position[i]) && inside(a.goal[i]), "seed {seed}");
@@ -474,7 +475,7 @@ mod tests {
             }
             assert_eq!(a.counters()[0].value, 0.0);
         }
-        b.reset(51);
+        b.reset(51).unwrap();
         assert_ne!(a.observation(), b.observation());
     }
 
@@ -562,7 +563,7 @@ mod tests {
     #[test]
     fn bad_states_are_refused_and_change_nothing() {
         let mut sim = Swarm2d::new(MAX_EPISODE_STEPS);
-        sim.reset(3);
+        sim.reset(3).unwrap();
         let before = sim.observation().clone();
         let (starts, goals) = grid();
         let state = |starts: [Vec2; ROBOTS], goals: [Vec2; ROBOTS]| -> Vec<f64> {

@@ -38,7 +38,7 @@ fn bad_actions(space: &Space) -> Vec<(&'static str, Tensor)> {
 fn bad_actions_are_rejected_naming_the_space_and_change_nothing() {
     for info in ale_sims::catalog().iter() {
         let mut sim = info.build_plain(info.default_max_steps()).unwrap();
-        sim.reset(5);
+        sim.reset(5).unwrap();
         let before = sim.observation().clone();
         let space = sim.action_space().to_string();
         for (what, action) in bad_actions(sim.action_space()) {
@@ -62,7 +62,7 @@ fn observations_belong_to_the_observation_space_and_spaces_are_sound() {
         sim.observation_space().validate().unwrap();
         sim.action_space().validate().unwrap();
         for seed in 0..5 {
-            sim.reset(seed);
+            sim.reset(seed).unwrap();
             let mut rng = ale_sim::Rng::new(seed);
             for _ in 0..100 {
                 sim.observation_space()
@@ -81,7 +81,7 @@ fn observations_belong_to_the_observation_space_and_spaces_are_sound() {
 fn every_sim_draws_its_observation_in_its_viewport() {
     for info in ale_sims::catalog().iter() {
         let mut sim = info.build_plain(info.default_max_steps()).unwrap();
-        sim.reset(9);
+        sim.reset(9).unwrap();
         let drawing = info
             .draw(sim.observation())
             .expect("every bundled sim draws");

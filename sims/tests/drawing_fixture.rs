@@ -45,7 +45,7 @@ fn cases() -> Vec<Case> {
     for info in ale_sims::catalog().iter() {
         let mut sim = info.build_plain(info.default_max_steps()).unwrap();
         for (seed, wanted) in CASES {
-            sim.reset(seed);
+            sim.reset(seed).unwrap();
             let mut rng = Rng::new(seed);
             let mut steps = 0;
             while steps < wanted {

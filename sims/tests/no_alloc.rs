@@ -69,14 +69,14 @@ fn stepping_any_sim_allocates_nothing() {
     for info in ale_sims::catalog().iter() {
         let mut sim = info.build_plain(info.default_max_steps()).unwrap();
         let actions: Vec<Tensor> = (0..4).map(|i| action(sim.action_space(), i)).collect();
-        sim.reset(1);
+        sim.reset(1).unwrap();
         // Warm-up: let lazily grown buffers reach their size.
         for i in 0..50 {
             if sim.step(&actions[i % 4]).unwrap().is_done() {
-                sim.reset(i as u64);
+                sim.reset(i as u64).unwrap();
             }
         }
-        sim.reset(2);
+        sim.reset(2).unwrap();
         let mut counted = 0;
         ALLOCATIONS.store(0, Ordering::Relaxed);
         for i in 0..200 {
@@ -85,7 +85,7 @@ fn stepping_any_sim_allocates_nothing() {
             COUNTING.set(false);
             counted += 1;
             if t.is_done() {
-                sim.reset(100 + i as u64);
+                sim.reset(100 + i as u64).unwrap();
             }
         }
         let allocations = ALLOCATIONS.load(Ordering::Relaxed);

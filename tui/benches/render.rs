@@ -28,7 +28,7 @@ fn practice_app(steps: usize) -> App {
         .unwrap()
         .build_plain(500)
         .unwrap();
-    sim.reset(7);
+    sim.reset(7).unwrap();
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,

@@ -93,7 +93,7 @@ pub(crate) fn counter_totals(
 ) -> Vec<f64> {
     let mut totals = vec![0.0; sim.counters().len()];
     for seed in 0..episodes {
-        sim.reset(seed);
+        sim.reset(seed).unwrap();
         policy.reset();
         while !sim.step(&policy.act(sim.observation())).unwrap().is_done() {}
         for (total, c) in totals.iter_mut().zip(sim.counters()) {

@@ -121,10 +121,16 @@ impl Block {
     }
 }
 
-/// Starts the run's next planned rollout in `slot`, if one is left.
+/// Starts the run's next planned rollout in `slot`, if one is left. A sim that cannot reset
+/// stops the run; the rollout is then closed as aborted with the others in play.
 fn start_next(run: &BatchRun, slot: &mut Slot) {
     slot.rollout = run.next_rollout().map(|next| {
-        slot.sim.reset(next.seed.reveal());
+        if let Err(e) = slot.sim.reset(next.seed.reveal()) {
+            run.stop(Stop::Failed(format!(
+                "the simulator could not start rollout {}: {e}",
+                next.record.index
+            )));
+        }
         next.record
     });
 }
