@@ -225,7 +225,16 @@ impl Task {
         })?;
         let entry = task.validate(file, catalog)?;
         task.entry = SimHandle(Some(entry));
-        Ok(task)
+        // The sim's own check of `[sim_config]`. A backend that cannot run here (its library
+        // missing) leaves the task listed; creating an env of it then says what is missing.
+        match task.build_sim() {
+            Ok(_) | Err(SimError::Backend(_)) => Ok(task),
+            Err(problem) => Err(TaskError::Invalid {
+                file: file.to_string(),
+                key: "sim_config",
+                problem: problem.to_string(),
+            }),
+        }
     }
 
     /// A fresh sim for this task: its catalog entry built with the task's step limit and
