@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Record what `np.random.default_rng(seed)` draws, for sims/src/numpy_rng.rs to match bit for bit.
+"""Record what `np.random.default_rng(seed)` draws, for sim/src/numpy_rng.rs to match bit for bit.
 
 Gymnasium seeds `env.np_random` with exactly `np.random.default_rng(seed)`, so a sim that draws
 its initial state the same way starts where Gymnasium's env does. One line of JSON per seed:
@@ -20,7 +20,7 @@ its initial state the same way starts where Gymnasium's env does. One line of JS
 Floats are written as the hex of their IEEE-754 bits, so the comparison is exact.
 
     python3 -m venv venv && venv/bin/pip install numpy==2.4.6
-    venv/bin/python scripts/numpy_rng_fixtures.py sims/tests/fixtures/numpy_rng/default_rng.jsonl
+    venv/bin/python scripts/numpy_rng_fixtures.py sim/tests/fixtures/numpy_rng/default_rng.jsonl
 
 The seeds and calls are fixed, so every run writes the same file; the NumPy version is pinned
 below. Where Gymnasium is installed too, each seed is also checked to give the generator its

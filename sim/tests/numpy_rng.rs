@@ -1,4 +1,4 @@
-//! Replays sims/tests/fixtures/numpy_rng/default_rng.jsonl (made by
+//! Replays sim/tests/fixtures/numpy_rng/default_rng.jsonl (made by
 //! scripts/numpy_rng_fixtures.py from NumPy itself) against `ale_sim::numpy_rng`: every seed
 //! word, state and draw must match bit for bit.
 
