@@ -637,7 +637,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("`sim` \"CartPole-v9\" is not a bundled simulator"),
+            err.contains("`sim` \"CartPole-v9\" is not in this evaluator's simulator catalog"),
             "{err}"
         );
     }
