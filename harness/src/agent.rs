@@ -76,11 +76,23 @@ pub struct Agent {
     limits: AgentLimits,
     /// The limit that stopped the agent, once known.
     stopped_by: Option<LimitHit>,
-    /// Fires when the log copier has drained the agent's output.
+    /// Fires when the log copier has drained the agent's output (it gives back the log's
+    /// unused reservation then).
     log_done: Option<tokio::sync::oneshot::Receiver<()>>,
-    /// The log (a second descriptor), whose unused reservation goes back if the copier is
-    /// still waiting on escaped processes when the agent is done.
-    log: Option<std::fs::File>,
+}
+
+/// `agent.log` with its room reserved: what is unused goes back when this is dropped (by the
+/// copier once the agent's output ends, or by a launch that failed before it started).
+struct ReservedLog(Option<std::fs::File>);
+
+impl Drop for ReservedLog {
+    fn drop(&mut self) {
+        if let Some(file) = self.0.take()
+            && let Err(e) = ale_proto::trajectory::release_unused_space(&file)
+        {
+            tracing::warn!(error = %e, "cannot give back the disk reserved for the agent's log");
+        }
+    }
 }
 
 fn kill_group(pgid: Option<i32>) {
@@ -339,11 +351,12 @@ impl Agent {
             path: start.log.to_path_buf(),
             cause,
         };
-        let mut log = create_log(start.log).map_err(log_err)?;
+        let log = create_log(start.log).map_err(log_err)?;
         // Its whole cap is set aside before the agent starts: another run filling the disk
         // cannot cut this agent's log short, and this agent's log cannot fill it for others.
         crate::run::reserve_space(&log, start.log, AGENT_LOG_RESERVE)?;
-        let log_again = log.try_clone().map_err(log_err)?;
+        // Given back if the launch fails before the copier takes the log over.
+        let mut log = ReservedLog(Some(log));
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
         let sandboxed = launch.sandbox.mode == SandboxMode::Namespaces;
         let mut spec = sandboxed.then(|| launch_spec(launch)).transpose()?;
@@ -449,8 +462,11 @@ impl Agent {
         std::thread::Builder::new()
             .name("agent-log".into())
             .spawn(move || {
-                copy_log(reader, &mut log, std::io::stderr());
-                let _ = ale_proto::trajectory::release_unused_space(&log);
+                if let Some(file) = log.0.as_mut() {
+                    copy_log(reader, file, std::io::stderr());
+                }
+                // The unused room goes back when the output ends (the guard's drop).
+                drop(log);
                 let _ = done.send(());
             })
             .map_err(launch_err)?;
@@ -464,7 +480,6 @@ impl Agent {
             limits: launch.limits,
             stopped_by: None,
             log_done: Some(log_done),
-            log: Some(log_again),
         })
     }
 
@@ -562,13 +577,6 @@ impl Agent {
             // forever (the copier thread is left to end with them).
             let _ = tokio::time::timeout(Duration::from_secs(2), done).await;
         }
-        // Done with either way: what the log did not use goes back to the disk (what escaped
-        // processes print later is still capped, and dropped if the disk is full).
-        if let Some(log) = self.log.take()
-            && let Err(e) = ale_proto::trajectory::release_unused_space(&log)
-        {
-            tracing::warn!(error = %e, "cannot give back the disk reserved for the agent's log");
-        }
     }
 }
 
@@ -640,6 +648,23 @@ mod tests {
             )
         );
         assert_eq!(terminal.len(), AGENT_LOG_LIMIT as usize);
+    }
+
+    #[test]
+    fn a_logs_reservation_goes_back_when_it_is_dropped() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("agent.log");
+        let file = create_log(&path).unwrap();
+        crate::run::reserve_space(&file, &path, AGENT_LOG_RESERVE).unwrap();
+        let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
+        if allocated() < AGENT_LOG_RESERVE {
+            eprintln!("skipped: this filesystem reserved no space");
+            return;
+        }
+        // As a launch that fails before the copier starts drops it.
+        drop(ReservedLog(Some(file)));
+        assert_eq!(allocated(), 0);
     }
 
     #[test]

@@ -602,16 +602,21 @@ async fn run_official_env(
     let result = loop {
         tokio::time::sleep(options.poll_interval).await;
         agent.enforce_limits();
-        let exited = agent.try_exit();
-        // Once a batch run is submitted its budget is the evaluator's to keep: it counts from
-        // when the run gets its place among the runs that play at once, which may be later.
-        let overdue = deadline.is_some_and(|d| Instant::now() >= d) && !(batch && submitted);
-        if batch && !submitted && exited.is_some() && !overdue {
+        let mut exited = agent.try_exit();
+        let deadline_passed = deadline.is_some_and(|d| Instant::now() >= d);
+        if batch && !submitted && (exited.is_some() || deadline_passed) {
             // The agent may have submitted in its last moments: look before ending anything.
             if let Ok(Some(_)) = prologue.channel.eval_result(&session_id, false).await {
                 submitted = true;
             }
         }
+        if batch && submitted && deadline_passed && exited.is_none() {
+            // The agent's time is over; its run plays on in the evaluator, whose budget counts
+            // from when the run gets its place among the runs that play at once.
+            exited = agent.kill().await.or_else(|| agent.try_exit());
+        }
+        // A submitted batch run's budget is the evaluator's to keep.
+        let overdue = deadline_passed && !(batch && submitted);
         let end_session = overdue || (exited.is_some() && !(batch && submitted));
         let answer = read_progress(&mut prologue.channel, &followed, end_session, progress).await;
         let record = match answer {
@@ -888,7 +893,11 @@ async fn run_batch_env(
             break record;
         }
     };
-    let status = prologue.channel.batch_status(&batch_id).await?;
+    // Only for the report's words: the run's result is already read.
+    let status = match prologue.channel.batch_status(&batch_id).await {
+        Ok(status) => status.to_string(),
+        Err(e) => format!("(its final status could not be read: {e})"),
+    };
     let read = ResultRead {
         evaluator_head: result.trajectory_head.clone(),
         status: result.status,
@@ -930,12 +939,27 @@ mod tests {
             std::os::unix::fs::MetadataExt::blocks(&meta) * 512 >= LOG_EVENTS_RESERVE,
             "nothing was reserved"
         );
-        let free = nix::sys::statvfs::statvfs(tmp.path()).unwrap();
-        let more = (free.blocks_available() as u64)
-            .saturating_mul(free.fragment_size() as u64)
-            .saturating_mul(2)
-            .max(1 << 30);
-        let refused = reserve_space(&file, &path, more).unwrap_err();
+        // A disk without the room refuses: a 1 MiB tmpfs of the test's own, not the machine's
+        // disk (reserving past its free space would fill it for everyone meanwhile).
+        if !nix::unistd::Uid::effective().is_root() {
+            eprintln!("skipped the refusal: a tmpfs of the test's own needs root");
+            return;
+        }
+        let small = tempfile::tempdir().unwrap();
+        nix::mount::mount(
+            Some("tmpfs"),
+            small.path(),
+            Some("tmpfs"),
+            nix::mount::MsFlags::empty(),
+            Some("size=1m"),
+        )
+        .unwrap();
+        let path = small.path().join(HARNESS_LOG_FILE);
+        let file = std::fs::File::create(&path).unwrap();
+        let refused = reserve_space(&file, &path, 2 << 20);
+        drop(file);
+        nix::mount::umount2(small.path(), nix::mount::MntFlags::MNT_DETACH).unwrap();
+        let refused = refused.unwrap_err();
         assert!(
             matches!(refused, HarnessError::NoRoom { .. })
                 && refused.to_string().contains("refusing to start the run"),

@@ -271,7 +271,6 @@ impl Env {
         matches!(self.kind, Kind::Official(_))
     }
 
-    /// An official env whose session has finished: its record is complete on disk.
     /// Whether this official env may be dropped at `now` to make room for another: at rest
     /// and unused for `idle`, or its final result read by the harness `after_read` ago (the
     /// harness is done with it; its record is on disk).

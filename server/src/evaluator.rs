@@ -468,6 +468,7 @@ impl Evaluator {
         // go, with no env's lock held.
         let batch_run = lock(&env).batch_run();
         if let Some(run) = batch_run {
+            self.batches.withdraw(&run);
             run.release_if_finished();
         }
         record
@@ -532,6 +533,12 @@ impl Evaluator {
         Ok(batch_id)
     }
 
+    /// Batch runs waiting in line for a place.
+    #[cfg(test)]
+    pub(crate) fn batch_runs_waiting(&self) -> usize {
+        self.batches.waiting()
+    }
+
     /// A batch run's state and progress; the result too, once finished, on the harness
     /// channel only.
     pub fn batch_status(&self, channel: Channel, batch_id: &BatchId) -> Result<BatchStatus, Error> {
@@ -565,6 +572,7 @@ impl Evaluator {
     pub fn begin_shutdown(&self) {
         for run in self.batch_runs() {
             run.cancel(SHUT_DOWN);
+            self.batches.withdraw(&run);
             run.release_if_finished();
         }
     }

@@ -65,18 +65,28 @@ impl Default for BatchOptions {
 /// A place among the runs that play at once; given back when its run finishes (or is dropped),
 /// which starts the run first in line.
 #[derive(Debug)]
-pub struct Admission(Arc<Gate>);
+pub struct Admission(Option<Arc<Gate>>);
+
+impl Admission {
+    /// The place, not taken after all: the gate counts it back itself, without a wake-up.
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        self.0.leave();
+        if let Some(gate) = self.0.take() {
+            gate.leave();
+        }
     }
 }
 
 /// Where a submitted run waits for a place: at most `max_runs` play at once, the rest wait in
-/// submission order. Nothing is refused here: every official env submits once, so the line
-/// is no longer than the official envs (`--max-official-envs`), and a run waiting holds only
-/// its snapshot (at most `--max-submission-bytes`).
+/// submission order. Nothing is refused here: every official env submits once, and a run
+/// ended while it waits leaves the line, so the line is no longer than the official envs
+/// (`--max-official-envs`); a waiting run holds its snapshot (at most
+/// `--max-submission-bytes`).
 struct Gate {
     max_runs: usize,
     starter: Starter,
@@ -108,30 +118,61 @@ impl std::fmt::Debug for Gate {
 }
 
 impl Gate {
-    /// Starts `waiting` now if a place is free, else puts it at the end of the line. Locks no
-    /// run while the line is held (a finishing run gives its place back under its own lock).
+    /// Puts `waiting` at the end of the line and fills the free places. No run's lock is
+    /// taken while the line is held, and nothing here recurses.
     fn enter(self: &Arc<Self>, waiting: Waiting) {
         let mut line = lock(&self.line);
-        if line.playing < self.max_runs {
-            line.playing += 1;
-            drop(line);
-            self.starter.start(Admission(self.clone()), waiting);
-        } else {
+        if line.playing >= self.max_runs {
             tracing::info!(batch = %waiting.run.id(), ahead = line.waiting.len(), "batch run waiting for a place");
-            line.waiting.push_back(waiting);
         }
+        line.waiting.push_back(waiting);
+        self.fill(line);
     }
 
-    /// A place is given back: the run first in line takes it.
+    /// A place is given back: the runs first in line take the free places.
     fn leave(self: &Arc<Self>) {
         let mut line = lock(&self.line);
         line.playing = line.playing.saturating_sub(1);
-        let Some(next) = line.waiting.pop_front() else {
-            return;
-        };
-        line.playing += 1;
+        self.fill(line);
+    }
+
+    /// Starts runs from the front of the line while places are free; a run that ended while
+    /// it waited is passed over.
+    fn fill<'a>(self: &'a Arc<Self>, mut line: std::sync::MutexGuard<'a, Line>) {
+        let mut passed_over = Vec::new();
+        while line.playing < self.max_runs {
+            let Some(next) = line.waiting.pop_front() else {
+                break;
+            };
+            if next.run.has_finished() {
+                passed_over.push(next);
+                continue;
+            }
+            line.playing += 1;
+            drop(line);
+            let refused = self.starter.start(Admission(Some(self.clone())), next);
+            line = lock(&self.line);
+            if let Some(refused) = refused {
+                refused.disarm();
+                line.playing -= 1;
+            }
+        }
         drop(line);
-        self.starter.start(Admission(self.clone()), next);
+        // Dropped with no lock held: a run's last reference may release its folder.
+        drop(passed_over);
+    }
+
+    /// Takes `run` out of the line (it ended while it waited).
+    fn withdraw(&self, run: &Arc<BatchRun>) {
+        let withdrawn: VecDeque<Waiting> = {
+            let mut line = lock(&self.line);
+            let (gone, kept) = std::mem::take(&mut line.waiting)
+                .into_iter()
+                .partition(|w| Arc::ptr_eq(&w.run, run));
+            line.waiting = kept;
+            gone
+        };
+        drop(withdrawn);
     }
 }
 
@@ -204,6 +245,19 @@ impl Batches {
             .ok_or_else(|| Error::UnknownBatch(id.clone()))
     }
 
+    /// Runs waiting in line.
+    #[cfg(test)]
+    pub fn waiting(&self) -> usize {
+        lock(&self.gate.line).waiting.len()
+    }
+
+    /// Takes `run` out of the line if it ended while it waited there (its snapshot goes).
+    pub fn withdraw(&self, run: &Arc<BatchRun>) {
+        if run.has_finished() {
+            self.gate.withdraw(run);
+        }
+    }
+
     /// Plays `run` with the policy in `bytes` once it has a place: at once if fewer than
     /// `--max-batch-runs` runs are playing, else after the runs ahead of it in line. Its time
     /// budget counts from then.
@@ -215,20 +269,21 @@ impl Batches {
 impl Starter {
     /// Gives `waiting` its place (its time budget starts now), loads its policy on a pool
     /// thread and queues its blocks; a policy that cannot be loaded fails the run with the
-    /// loader's message.
-    fn start(&self, admission: Admission, waiting: Waiting) {
+    /// loader's message. A run that has already ended hands the place back.
+    #[must_use]
+    fn start(&self, admission: Admission, waiting: Waiting) -> Option<Admission> {
         let Waiting { run, format, bytes } = waiting;
-        run.begin(admission, std::time::Instant::now());
+        if let Err(refused) = run.begin(admission, std::time::Instant::now()) {
+            return Some(refused);
+        }
         let pool = self.pool.clone();
         let loader = self.loader;
         let block_size = self.block_size;
         let abandoned = run.clone();
         self.pool.spawn_or(
             move || {
-                if let Some(run::Stop::Failed(why)) = run.check_stop(std::time::Instant::now()) {
-                    let why = why.clone();
-                    run.fail_before_start(why);
-                    return;
+                if run.check_stop(std::time::Instant::now()).is_some() {
+                    return run.end_before_start();
                 }
                 let task = run.task().clone();
                 let (obs, act) = match crate::env::build_sim(&task) {
@@ -244,10 +299,8 @@ impl Starter {
                 for _ in 0..blocks {
                     // A large model takes a while to load: a cancelled run (the evaluator
                     // shutting down) stops between loads rather than after all of them.
-                    if let Some(run::Stop::Failed(why)) = run.check_stop(std::time::Instant::now())
-                    {
-                        let why = why.clone();
-                        return run.fail_before_start(why);
+                    if run.check_stop(std::time::Instant::now()).is_some() {
+                        return run.end_before_start();
                     }
                     match loader(&format, &bytes, &obs, &act) {
                         Ok(policy) => policies.push(policy),
@@ -277,6 +330,7 @@ impl Starter {
                 )
             },
         );
+        None
     }
 }
 

@@ -7,7 +7,7 @@
 //! run closes the session (`session_finished`, signed) and settles its state.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -117,6 +117,8 @@ pub struct BatchRun {
     finished: Condvar,
     /// The run's folder and channel, released as soon as the run has finished.
     resources: Mutex<Option<RunResources>>,
+    /// Set once the run has finished, readable without its lock (by the line it may wait in).
+    finished_flag: AtomicBool,
 }
 
 impl BatchRun {
@@ -147,24 +149,28 @@ impl BatchRun {
             }),
             finished: Condvar::new(),
             resources: Mutex::new(resources),
+            finished_flag: AtomicBool::new(false),
         }
     }
 
     /// The run has its place: it holds `admission` until it finishes, and its time budget
-    /// counts from `now`.
-    pub fn begin(&self, admission: Admission, now: Instant) {
+    /// counts from `now`. A run that ended while it waited hands the place back.
+    pub fn begin(&self, admission: Admission, now: Instant) -> Result<(), Admission> {
+        let mut inner = lock(&self.inner);
+        if matches!(inner.phase, Phase::Finished(_)) {
+            return Err(admission);
+        }
         let _ = self.deadline.set(crate::session::deadline(
             now,
             self.task.eval.time_budget_seconds,
         ));
-        let mut inner = lock(&self.inner);
-        if matches!(inner.phase, Phase::Finished(_)) {
-            // Cancelled while it waited: the place goes to the next run at once.
-            drop(inner);
-            drop(admission);
-            return;
-        }
         inner.admission = Some(admission);
+        Ok(())
+    }
+
+    /// Whether the run has finished, without taking its lock.
+    pub fn has_finished(&self) -> bool {
+        self.finished_flag.load(Ordering::SeqCst)
     }
 
     /// Releases the run's folder and channel once it has finished; called with no lock held
@@ -314,6 +320,11 @@ impl BatchRun {
     /// Finishes a run that cannot start (its submission or policy is refused) with `message`.
     pub fn fail_before_start(&self, message: String) {
         self.stop(Stop::Failed(message));
+        self.end_before_start();
+    }
+
+    /// Finishes a run that stopped (a budget, a cancel) before it started playing.
+    pub fn end_before_start(&self) {
         let mut inner = lock(&self.inner);
         let admission = self.finish(&mut inner);
         drop(inner);
@@ -370,6 +381,7 @@ impl BatchRun {
         };
         tracing::info!(batch = %self.id, ?state, "batch run finished");
         inner.phase = Phase::Finished(state);
+        self.finished_flag.store(true, Ordering::SeqCst);
         self.finished.notify_all();
         inner.admission.take()
     }

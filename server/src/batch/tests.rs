@@ -329,6 +329,8 @@ fn runs_past_the_cap_wait_in_line_with_their_budget_whole_and_misuse_changes_not
         "{status:?}"
     );
     assert!(!e.run_submission_dir(&third_run.run_id).exists());
+    // It left the line with its snapshot: only the second waits.
+    assert_eq!(e.batch_runs_waiting(), 1);
     ale_harness::verify::verify_trajectory(&setup.trajectory(&third_run)).unwrap();
     // The slow run spends its whole budget; only then does the second play, and its own
     // budget counts from then, not from its submission (more than 2 s ago by then).
