@@ -1,7 +1,7 @@
 //! The vocabulary every simulator behind the ALE evaluator speaks, and nothing of any one sim:
 //! [`Tensor`] and [`Space`], the [`Sim`] trait and its episode bookkeeping, the seeded
 //! generators ([`Rng`], and [`numpy_rng`], NumPy's `default_rng(seed)` bit for bit, which
-//! Gymnasium seeds its envs with), drawing descriptions ([`draw`]), action decoding
+//! Gymnasium seeds its envs with), NumPy's float32 `sin`/`cos` ([`numpy_trig`]), drawing descriptions ([`draw`]), action decoding
 //! ([`action`]), bounded echoes of client input ([`Echo`]), Gymnasium parity fixtures
 //! ([`parity`]), and the [`SimCatalog`] the binary fills from the crates of sims it links.
 //! Pure computation: no I/O, no async, no gRPC.
@@ -11,6 +11,7 @@ pub mod catalog;
 pub mod draw;
 pub mod echo;
 pub mod numpy_rng;
+pub mod numpy_trig;
 pub mod parity;
 pub mod rng;
 pub mod sim;
