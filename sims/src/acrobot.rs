@@ -1,11 +1,13 @@
 //! Gymnasium's `Acrobot-v1`: swing a two-link chain's tip above a line by torquing the middle
 //! joint. The "book" dynamics integrated with Gymnasium's RK4 over one 0.2 s step, in float64,
-//! operation for operation.
+//! operation for operation. `reset(seed)` draws the initial state as Gymnasium's
+//! `reset(seed=seed)` does.
 
 use std::f64::consts::PI;
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::rng::Rng;
+use crate::numpy_rng::default_rng;
+use crate::numpy_trig::{cos_f32, sin_f32};
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, DiscreteSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -143,16 +145,28 @@ impl Acrobot {
             ]);
         }
     }
+
+    /// The observation of a float32 state, as Gymnasium's `_get_ob` computes it right after
+    /// `reset`: NumPy's float32 `cos` and `sin`.
+    fn write_observation_f32(&mut self, [t1, t2, d1, d2]: [f32; 4]) {
+        if let Some(o) = self.observation.as_f32_mut() {
+            o.copy_from_slice(&[cos_f32(t1), sin_f32(t1), cos_f32(t2), sin_f32(t2), d1, d2]);
+        }
+    }
 }
 
 impl Sim for Acrobot {
     crate::sim_accessors!(ID);
 
-    /// Like Gymnasium, the initial state is drawn in [-0.1, 0.1) and rounded to float32.
+    /// Gymnasium's `np_random.uniform(low=-0.1, high=0.1, size=(4,)).astype(np.float32)`.
+    /// The first step widens that float32 state to float64 exactly (`np.append` with the
+    /// torque), but the first observation takes NumPy's float32 `cos` and `sin` of it.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = Rng::new(seed);
-        let state = std::array::from_fn(|_| f64::from(rng.uniform(-0.1, 0.1) as f32));
-        self.begin(state);
+        let mut drawn = [0.0; 4];
+        default_rng(seed).fill_uniform(-0.1, 0.1, &mut drawn);
+        let state = drawn.map(|x| x as f32);
+        self.begin(state.map(f64::from));
+        self.write_observation_f32(state);
         Ok(())
     }
 

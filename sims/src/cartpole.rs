@@ -1,8 +1,9 @@
 //! Gymnasium's `CartPole-v1`, step for step: the same constants, Euler integration in f64,
-//! float32 observations, termination thresholds and the 500-step time limit.
+//! float32 observations, termination thresholds and the 500-step time limit; `reset(seed)`
+//! draws the initial state as Gymnasium's `reset(seed=seed)` does.
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::rng::Rng;
+use crate::numpy_rng::default_rng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, DiscreteSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -142,16 +143,17 @@ impl CartPole {
 impl Sim for CartPole {
     crate::sim_accessors!(ID);
 
+    /// Gymnasium's `np_random.uniform(low=-0.05, high=0.05, size=(4,))`.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = Rng::new(seed);
-        let mut draw = || rng.uniform(-0.05, 0.05);
-        let state = CartPoleState {
-            x: draw(),
-            x_dot: draw(),
-            theta: draw(),
-            theta_dot: draw(),
-        };
-        self.reset_to(state);
+        let mut s = [0.0; 4];
+        default_rng(seed).fill_uniform(-0.05, 0.05, &mut s);
+        let [x, x_dot, theta, theta_dot] = s;
+        self.reset_to(CartPoleState {
+            x,
+            x_dot,
+            theta,
+            theta_dot,
+        });
         Ok(())
     }
 

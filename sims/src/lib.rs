@@ -23,6 +23,6 @@ pub mod swarm2d;
 
 // The vocabulary, at the paths the sims name it by.
 pub(crate) use ale_sim::{Sim, SimCatalog, sim_accessors};
-pub(crate) use ale_sim::{action, draw, rng, sim, space, tensor};
+pub(crate) use ale_sim::{action, draw, numpy_rng, numpy_trig, rng, sim, space, tensor};
 
 pub use registry::{add_to, catalog};

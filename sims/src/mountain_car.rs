@@ -1,8 +1,9 @@
 //! Gymnasium's `MountainCar-v0`: drive an underpowered car up the right hill (Discrete(3):
-//! push left, no push, push right). All arithmetic in float64, as in Gymnasium.
+//! push left, no push, push right). All arithmetic in float64, as in Gymnasium; `reset(seed)`
+//! draws the initial position as Gymnasium's `reset(seed=seed)` does.
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::rng::Rng;
+use crate::numpy_rng::default_rng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, DiscreteSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -73,9 +74,9 @@ impl MountainCar {
 impl Sim for MountainCar {
     crate::sim_accessors!(ID);
 
+    /// Gymnasium's `[np_random.uniform(low=-0.6, high=-0.4), 0]`.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = Rng::new(seed);
-        self.begin([rng.uniform(-0.6, -0.4), 0.0]);
+        self.begin([default_rng(seed).uniform(-0.6, -0.4), 0.0]);
         Ok(())
     }
 

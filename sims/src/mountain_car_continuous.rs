@@ -4,11 +4,12 @@
 //! Gymnasium stores this env's state as a float32 array after every step, and under NumPy 2
 //! every later operation on it is float32 arithmetic whenever the other operand is a Python
 //! float, including the comparisons. A small NumPy-scalar type reproduces those promotion rules so the episode
-//! matches step for step.
+//! matches step for step. `reset(seed)` draws the initial position as Gymnasium's
+//! `reset(seed=seed)` does, into a float64 state.
 
 use crate::draw::Drawing;
 use crate::mountain_car::{MAX_POSITION, MAX_SPEED, MIN_POSITION, draw_hill, observation_space};
-use crate::rng::Rng;
+use crate::numpy_rng::default_rng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -123,9 +124,9 @@ impl MountainCarContinuous {
 impl Sim for MountainCarContinuous {
     crate::sim_accessors!(ID);
 
+    /// Gymnasium's `[np_random.uniform(low=-0.6, high=-0.4), 0]`.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = Rng::new(seed);
-        self.begin(rng.uniform(-0.6, -0.4), 0.0);
+        self.begin(default_rng(seed).uniform(-0.6, -0.4), 0.0);
         Ok(())
     }
 

@@ -1,11 +1,12 @@
 //! Gymnasium's `Pendulum-v1`: swing a pendulum up and hold it. The arithmetic follows
 //! Gymnasium under NumPy 2's promotion rules: the torque stays float32 (so `0.001 * u**2` and
-//! `3 * u` are float32 operations), the state is float64.
+//! `3 * u` are float32 operations), the state is float64. `reset(seed)` draws the initial
+//! state as Gymnasium's `reset(seed=seed)` does.
 
 use std::f64::consts::PI;
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::rng::Rng;
+use crate::numpy_rng::default_rng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -73,9 +74,13 @@ impl Pendulum {
 impl Sim for Pendulum {
     crate::sim_accessors!(ID);
 
+    /// Gymnasium's `np_random.uniform(low=-high, high=high)` with `high = [pi, 1]`: one
+    /// draw per element, in order.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = Rng::new(seed);
-        self.begin([rng.uniform(-PI, PI), rng.uniform(-1.0, 1.0)]);
+        let mut rng = default_rng(seed);
+        let theta = rng.uniform(-PI, PI);
+        let theta_dot = rng.uniform(-1.0, 1.0);
+        self.begin([theta, theta_dot]);
         Ok(())
     }
 
