@@ -1,25 +1,39 @@
 #!/usr/bin/env python3
-"""Record parity fixtures from an installed Gymnasium.
+"""Record parity fixtures from Gymnasium (the pinned versions below).
 
-Each fixture is one episode: the exact state set on the unwrapped env right after reset, the
-actions taken, and what Gymnasium answered to each (observation, reward, terminated, truncated,
-with the registered TimeLimit applied). The Rust sims must replay them step for step; see
-docs/sims.md for the format and `ale sims replay` to check files made anywhere.
+Each fixture is one episode: how it starts, the actions taken, and what Gymnasium answered to
+each (observation, reward, terminated, truncated, with the registered TimeLimit applied). A
+state fixture, `NN.json`, starts from an exact state set on the unwrapped env right after
+reset; a seeded fixture, `sNN.json`, starts from `env.reset(seed=seed)` and records the
+observation it returned. The Rust sims must replay both step for step; see docs/sims.md for
+the format and `ale sims replay` to check files made anywhere.
 
-    pip install gymnasium numpy
-    python3 scripts/gymnasium_fixtures.py sims/tests/fixtures
+Besides the episodes, `resets.jsonl` holds the observation `env.reset(seed=seed)` returns for
+every classic-control env and each of some thousand seeds, floats as the hex of their float32
+bits (sims/tests/resets.rs checks the sims' `reset(seed)` against it bit for bit).
 
-The episodes are deterministic (fixed seeds), so re-running reproduces the same files for the
-same Gymnasium and NumPy versions, which are recorded in each fixture.
+    python3 -m venv venv && venv/bin/pip install gymnasium==1.4.0 numpy==2.4.6
+    venv/bin/python scripts/gymnasium_fixtures.py sims/tests/fixtures
+
+Everything is deterministic (fixed seeds), so re-running reproduces the same files for the same
+Gymnasium and NumPy versions, which are recorded in each fixture.
 """
 
 import json
 import math
+import struct
 import sys
 from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+
+GYMNASIUM_VERSION = "1.4.0"
+NUMPY_VERSION = "2.4.6"
+assert gym.__version__ == GYMNASIUM_VERSION, f"wants gymnasium {GYMNASIUM_VERSION}, found {gym.__version__}"
+assert np.__version__ == NUMPY_VERSION, f"wants numpy {NUMPY_VERSION}, found {np.__version__}"
+
+CLASSIC_CONTROL = ["CartPole-v1", "Pendulum-v1", "MountainCar-v0", "MountainCarContinuous-v0", "Acrobot-v1"]
 
 
 def record(env_id, initial_state, policy, rng, note):
@@ -29,12 +43,25 @@ def record(env_id, initial_state, policy, rng, note):
     env.unwrapped.state = np.array(initial_state, dtype=np.float64)
     # The observation right after setting the state, as the env would compute it.
     obs = _observe(env)
+    start = {"initial_state": [float(x) for x in env.unwrapped.state]}
+    return _play(env, env_id, start, obs, policy, rng, note)
+
+
+def record_seeded(env_id, seed, policy, rng, note):
+    """Play one episode from `env.reset(seed=seed)` with `policy(obs, rng) -> action`."""
+    env = gym.make(env_id)
+    obs, _ = env.reset(seed=seed)
+    start = {"seed": seed, "initial_observation": [float(x) for x in obs]}
+    return _play(env, env_id, start, obs, policy, rng, note)
+
+
+def _play(env, env_id, start, obs, policy, rng, note):
     fixture = {
         "env": env_id,
         "note": note,
         "gymnasium": gym.__version__,
         "numpy": np.__version__,
-        "initial_state": [float(x) for x in env.unwrapped.state],
+        **start,
         "actions": [],
         "observations": [],
         "rewards": [],
@@ -187,19 +214,100 @@ def cases(rng):
     return c
 
 
+# ---- seeded episodes: (env id, seed, policy, note) ----
+
+# Seeds across the range Gymnasium's seeding takes for a u64, the sims' seed type.
+EPISODE_SEEDS = [0, 1, 42, 2**31 - 1, 2**32 + 5, 2**63 + 7, 2**64 - 1]
+
+
+def seeded_cases():
+    policies = {
+        "CartPole-v1": [(random_discrete(2), "random actions"), (cartpole_pd, "balanced")],
+        "Pendulum-v1": [(uniform_box(-2.0, 2.0), "random torques inside the Box"),
+                        (pendulum_pump, "energy pumping and catch")],
+        "MountainCar-v0": [(random_discrete(3), "random actions"), (mountaincar_pump, "pumping to the flag")],
+        "MountainCarContinuous-v0": [(uniform_box(-1.0, 1.0), "random forces"),
+                                     (mountaincar_pump_continuous(1.0), "pumping with force 1.0")],
+        "Acrobot-v1": [(random_discrete(3), "random torques"), (acrobot_pump, "energy pumping swing-up")],
+    }
+    c = []
+    for env_id in CLASSIC_CONTROL:
+        for i, seed in enumerate(EPISODE_SEEDS):
+            policy, note = policies[env_id][i % 2]
+            c.append((env_id, seed, policy, f"from reset(seed={seed}): {note}"))
+    return c
+
+
+# ---- reset observations for many seeds ----
+
+RESET_SEEDS = list(range(1000)) + [
+    2**31 - 1,
+    2**31,
+    2**32 - 1,
+    2**32,
+    2**32 + 5,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    2**63 + 7,
+    2**64 - 2,
+    2**64 - 1,
+]
+# And some drawn across the whole u64 range.
+RANDOM_RESET_SEEDS = 64
+
+
+def f32_hex(x):
+    return "%08x" % struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+def reset_lines(rng):
+    seeds = RESET_SEEDS + [int(s) for s in rng.integers(0, 2**64, size=RANDOM_RESET_SEEDS, dtype=np.uint64)]
+    envs = {env_id: gym.make(env_id) for env_id in CLASSIC_CONTROL}
+    yield {"gymnasium": gym.__version__, "numpy": np.__version__, "envs": CLASSIC_CONTROL, "seeds": len(seeds)}
+    for seed in seeds:
+        line = {"seed": seed}
+        for env_id, env in envs.items():
+            obs, _ = env.reset(seed=seed)
+            assert obs.dtype == np.float32, (env_id, obs.dtype)
+            line[env_id] = [f32_hex(x) for x in obs]
+        yield line
+
+
+def write_fixture(path, fixture):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(fixture, separators=(",", ":")) + "\n")
+
+
 def main():
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "sims/tests/fixtures")
+    # The state fixtures draw from this generator alone, in this order, so that adding seeded
+    # fixtures after them leaves their files as they were.
     rng = np.random.default_rng(20261129)
     counts = {}
     for env_id, state, policy, note in cases(rng):
         fixture = record(env_id, state, policy, rng, note)
         n = counts.get(env_id, 0)
         counts[env_id] = n + 1
-        path = out / env_id / f"{n:02d}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(fixture, separators=(",", ":")) + "\n")
+        write_fixture(out / env_id / f"{n:02d}.json", fixture)
     for env_id, n in counts.items():
-        print(f"{env_id}: {n} fixtures")
+        print(f"{env_id}: {n} state fixtures")
+
+    rng = np.random.default_rng(20261201)
+    counts = {}
+    for env_id, seed, policy, note in seeded_cases():
+        fixture = record_seeded(env_id, seed, policy, rng, note)
+        n = counts.get(env_id, 0)
+        counts[env_id] = n + 1
+        write_fixture(out / env_id / f"s{n:02d}.json", fixture)
+    for env_id, n in counts.items():
+        print(f"{env_id}: {n} seeded fixtures")
+
+    lines = list(reset_lines(np.random.default_rng(20261202)))
+    with open(out / "resets.jsonl", "w") as f:
+        for line in lines:
+            f.write(json.dumps(line, separators=(",", ":")) + "\n")
+    print(f"resets.jsonl: {lines[0]['seeds']} seeds x {len(CLASSIC_CONTROL)} envs")
 
 
 if __name__ == "__main__":

@@ -40,13 +40,26 @@ fn sims_replay_reports_each_file_and_the_totals_last() {
     assert!(lines[2].contains("missing.json: cannot read"), "{stdout}");
     assert_eq!(*lines.last().unwrap(), "1 passed, 2 failed");
 
+    // A seeded fixture says how its reset observation compared.
+    let seeded = fixtures().join("Acrobot-v1/s05.json");
     let out = Command::new(ALE)
         .args(["sims", "replay"])
         .arg(&good)
+        .arg(&seeded)
         .output()
         .unwrap();
     assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).ends_with("1 passed, 0 failed\n"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].ends_with("steps)") && !lines[0].contains("reset"),
+        "{stdout}"
+    );
+    assert!(
+        lines[1].ends_with("steps, reset observation bit for bit)"),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("2 passed, 0 failed\n"), "{stdout}");
 }
 
 #[test]

@@ -45,13 +45,22 @@ fn replay(files: &[PathBuf]) -> ExitCode {
             .and_then(|text| Fixture::parse(&text).map_err(|e| e.to_string()))
             .and_then(|f| {
                 f.replay(crate::sim_catalog())
-                    .map(|steps| (f.env, steps))
+                    .map(|replayed| (f.env, replayed))
                     .map_err(|e| e.to_string())
             });
         match outcome {
-            Ok((env, steps)) => {
+            Ok((env, replayed)) => {
                 passed += 1;
-                println!("ok    {} ({env}, {steps} steps)", file.display());
+                let start = match replayed.initial_observation_exact {
+                    Some(true) => ", reset observation bit for bit",
+                    Some(false) => ", reset observation within tolerance, not bit for bit",
+                    None => "",
+                };
+                println!(
+                    "ok    {} ({env}, {} steps{start})",
+                    file.display(),
+                    replayed.steps
+                );
             }
             Err(e) => {
                 failed += 1;
