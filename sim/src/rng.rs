@@ -1,4 +1,6 @@
-//! The seeded random source every sim draws its initial state from.
+//! The seeded random source of the sims without a Gymnasium original, of space sampling and
+//! of the tools. The classic-control sims draw their initial states from
+//! [`numpy_rng`](crate::numpy_rng) instead, as Gymnasium does.
 //!
 //! xoshiro256++ seeded through SplitMix64: small, fast, and fully determined by one `u64`, so an
 //! episode is reproducible from its seed on any machine. It does not mimic NumPy's generator.
