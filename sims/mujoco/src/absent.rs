@@ -42,6 +42,22 @@ impl Model {
     pub fn timestep(&self) -> f64 {
         match self.0 {}
     }
+
+    pub fn qpos0(&self) -> &[f64] {
+        match self.0 {}
+    }
+
+    pub fn ctrl_range(&self) -> &[[f64; 2]] {
+        match self.0 {}
+    }
+
+    pub fn body_id(&self, _name: &str) -> Option<usize> {
+        match self.0 {}
+    }
+
+    pub fn site_id(&self, _name: &str) -> Option<usize> {
+        match self.0 {}
+    }
 }
 
 /// The simulation state of one [`Model`]; none can be made without the `mujoco` feature.
@@ -54,6 +70,10 @@ impl Data {
     }
 
     pub fn step(&mut self) {
+        match self.0 {}
+    }
+
+    pub fn rne_post_constraint(&mut self) {
         match self.0 {}
     }
 
@@ -86,6 +106,22 @@ impl Data {
     }
 
     pub fn ctrl_mut(&mut self) -> &mut [f64] {
+        match self.0 {}
+    }
+
+    pub fn body_xpos(&self, _id: usize) -> [f64; 3] {
+        match self.0 {}
+    }
+
+    pub fn site_xpos(&self, _id: usize) -> [f64; 3] {
+        match self.0 {}
+    }
+
+    pub fn cfrc_ext(&self, _id: usize) -> [f64; 6] {
+        match self.0 {}
+    }
+
+    pub fn qfrc_constraint(&self) -> &[f64] {
         match self.0 {}
     }
 }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::{Arc, Once};
 
-use mujoco_rs::prelude::{MjData, MjModel};
+use mujoco_rs::prelude::{MjData, MjModel, MjtObjBase};
 
 use crate::Error;
 
@@ -70,6 +70,34 @@ impl Model {
     pub fn timestep(&self) -> f64 {
         self.inner.ffi().opt.timestep
     }
+
+    /// The default pose (`qpos0`), where [`Data::new`] and [`Data::reset`] put the model.
+    pub fn qpos0(&self) -> &[f64] {
+        self.inner.qpos0()
+    }
+
+    /// Each actuator's `[low, high]` control range (`actuator_ctrlrange`).
+    pub fn ctrl_range(&self) -> &[[f64; 2]] {
+        self.inner.actuator_ctrlrange()
+    }
+
+    /// The id of the body named `name`, if the model has one.
+    pub fn body_id(&self, name: &str) -> Option<usize> {
+        self.id_of(MjtObjBase::mjOBJ_BODY, name)
+    }
+
+    /// The id of the site named `name`, if the model has one.
+    pub fn site_id(&self, name: &str) -> Option<usize> {
+        self.id_of(MjtObjBase::mjOBJ_SITE, name)
+    }
+
+    fn id_of(&self, kind: MjtObjBase, name: &str) -> Option<usize> {
+        // mujoco-rs panics on a NUL inside the name; no object is named so.
+        if name.contains('\0') {
+            return None;
+        }
+        self.inner.name_to_id(kind, name)
+    }
 }
 
 /// The simulation state of one [`Model`] (`mjData`).
@@ -89,6 +117,13 @@ impl Data {
     /// Advances the simulation by one timestep (`mj_step`).
     pub fn step(&mut self) {
         self.inner.step();
+    }
+
+    /// Computes the constraint and external forces on each body of the current state
+    /// (`mj_rnePostConstraint`: `cacc`, `cfrc_int`, `cfrc_ext`), which `mj_step` leaves stale
+    /// unless the model has a force sensor.
+    pub fn rne_post_constraint(&mut self) {
+        self.inner.rne_post_constraint();
     }
 
     /// Computes the derived quantities of the current state without advancing (`mj_forward`).
@@ -124,5 +159,26 @@ impl Data {
 
     pub fn ctrl_mut(&mut self) -> &mut [f64] {
         self.inner.ctrl_mut()
+    }
+
+    /// The world position of body `id`'s frame (`xpos`). Panics if there is no such body.
+    pub fn body_xpos(&self, id: usize) -> [f64; 3] {
+        self.inner.xpos()[id]
+    }
+
+    /// The world position of site `id` (`site_xpos`). Panics if there is no such site.
+    pub fn site_xpos(&self, id: usize) -> [f64; 3] {
+        self.inner.site_xpos()[id]
+    }
+
+    /// The external force on body `id`, as a com-based (torque, force) pair (`cfrc_ext`);
+    /// current after [`Data::rne_post_constraint`]. Panics if there is no such body.
+    pub fn cfrc_ext(&self, id: usize) -> [f64; 6] {
+        self.inner.cfrc_ext()[id]
+    }
+
+    /// The generalized constraint force (`qfrc_constraint`), one per degree of freedom.
+    pub fn qfrc_constraint(&self) -> &[f64] {
+        self.inner.qfrc_constraint()
     }
 }

@@ -83,6 +83,51 @@ mod linked {
         );
     }
 
+    /// A 2 kg block on a vertical slide, resting on the floor, with a site on its top face
+    /// and a limited motor along the slide.
+    const BLOCK: &str = r#"
+<mujoco model="block">
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="block" pos="0 0 0.1">
+      <joint name="z" type="slide" axis="0 0 1"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2"/>
+      <site name="top" pos="0 0 0.1"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <motor joint="z" ctrllimited="true" ctrlrange="-5 5"/>
+  </actuator>
+</mujoco>
+"#;
+
+    #[test]
+    fn names_ranges_positions_and_contact_forces_of_a_resting_block() {
+        let model = Model::from_xml(BLOCK).unwrap();
+        assert_eq!(model.body_id("block"), Some(1));
+        assert_eq!(model.site_id("top"), Some(0));
+        assert_eq!(model.body_id("nope"), None);
+        assert_eq!(model.body_id("blo\0ck"), None);
+        assert_eq!(model.qpos0(), &[0.0]);
+        assert_eq!(model.ctrl_range(), &[[-5.0, 5.0]]);
+
+        let mut data = Data::new(&model);
+        for _ in 0..500 {
+            data.step();
+        }
+        let weight = 2.0 * 9.81;
+        assert!((data.body_xpos(1)[2] - 0.1).abs() < 1e-2);
+        assert!((data.site_xpos(0)[2] - 0.2).abs() < 1e-2);
+        assert!((data.qfrc_constraint()[0] - weight).abs() < 1e-2 * weight);
+        // mj_step leaves the bodies' external forces alone; mj_rnePostConstraint computes
+        // them: the floor holds the block up with its weight, as a (torque, force) pair.
+        assert_eq!(data.cfrc_ext(1), [0.0; 6]);
+        data.rne_post_constraint();
+        let force = data.cfrc_ext(1);
+        assert!((force[5] - weight).abs() < 1e-2 * weight, "{force:?}");
+    }
+
     #[test]
     fn a_bad_model_is_an_error_not_a_crash() {
         let err = Model::from_xml(
