@@ -1,0 +1,79 @@
+//! Gymnasium's control cost, `weight * np.sum(np.square(action))`, in the dtype NumPy 2
+//! computes it in for a float32 action: every operation is a float32 one (the Python float
+//! weight is a "weak" scalar that takes the array's dtype), and the sum is NumPy's pairwise
+//! summation. The caller widens the result to float64 where Gymnasium subtracts it from a
+//! float64 reward.
+
+/// `weight * np.sum(np.square(action))` on a float32 `action`, as a float32.
+pub(crate) fn control_cost(weight: f64, action: &[f32]) -> f32 {
+    (weight as f32) * pairwise_sum(action, |x| x * x)
+}
+
+/// NumPy's `FLOAT_pairwise_sum` of `f(a[i])` (which `np.add.reduce` adds to its identity,
+/// 0): a plain loop below 8 elements, 8 interleaved accumulators up to 128, halves (at a
+/// multiple of 8) above.
+fn pairwise_sum(a: &[f32], f: impl Fn(f32) -> f32 + Copy) -> f32 {
+    const BLOCK: usize = 128;
+    let n = a.len();
+    if n < 8 {
+        let mut res = 0.0f32;
+        for &x in a {
+            res += f(x);
+        }
+        res
+    } else if n <= BLOCK {
+        let mut r = [0.0f32; 8];
+        for (r, &x) in r.iter_mut().zip(&a[..8]) {
+            *r = f(x);
+        }
+        let whole = n - n % 8;
+        for chunk in a[8..whole].chunks_exact(8) {
+            for (r, &x) in r.iter_mut().zip(chunk) {
+                *r += f(x);
+            }
+        }
+        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for &x in &a[whole..] {
+            res += f(x);
+        }
+        res
+    } else {
+        let mut half = n / 2;
+        half -= half % 8;
+        pairwise_sum(&a[..half], f) + pairwise_sum(&a[half..], f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIG: f32 = 16_777_216.0; // 2^24: float32 steps by 2 from here, so a lone 1 is lost.
+
+    #[test]
+    fn short_sums_run_left_to_right_from_zero() {
+        // Each 1 is lost against 2^24 in turn; 1 + 1 first would have made 2^24 + 2.
+        assert_eq!(pairwise_sum(&[BIG, 1.0, 1.0], |x| x), BIG);
+    }
+
+    #[test]
+    fn eight_to_128_elements_use_eight_accumulators_then_the_rest() {
+        // Accumulators [2^24, 1, ..., 1] combine as ((2^24 + 1) + 2) + (2 + 2) = 2^24 + 6;
+        // the two 1s left over then round up to 2^24 + 8 and stay there. Left to right,
+        // every 1 would be lost.
+        let mut a = [1.0f32; 10];
+        a[0] = BIG;
+        assert_eq!(pairwise_sum(&a, |x| x), BIG + 8.0);
+        assert_eq!(a.iter().fold(0.0f32, |s, x| s + x), BIG);
+    }
+
+    #[test]
+    fn the_cost_is_a_float32_product_of_float32_squares() {
+        let a = [0.3f32, -0.7];
+        let cost = control_cost(0.1, &a);
+        assert_eq!(cost, 0.1f32 * (a[0] * a[0] + a[1] * a[1]));
+        let in_float64 = 0.1 * (f64::from(a[0]).powi(2) + f64::from(a[1]).powi(2));
+        assert_ne!(f64::from(cost), in_float64);
+        assert_eq!(control_cost(1.0, &[3.0e20]), f32::INFINITY);
+    }
+}

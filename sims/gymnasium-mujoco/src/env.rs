@@ -1,0 +1,153 @@
+//! What every env shares, Gymnasium's `MujocoEnv` ([`Physics`], [`EnvSpec`]), and what each
+//! adds to it ([`Rules`]).
+
+use std::sync::OnceLock;
+
+use ale_mujoco::{Data, Model};
+use ale_sim::SimError;
+use ale_sim::numpy_rng::Generator;
+
+/// One of Gymnasium's MuJoCo envs as `gymnasium.make(id)` makes it with default arguments.
+pub(crate) struct EnvSpec {
+    pub id: &'static str,
+    /// The model file, as Gymnasium ships it.
+    pub xml: &'static str,
+    /// MuJoCo steps per env step.
+    pub frame_skip: u32,
+    /// The `max_episode_steps` of Gymnasium's registration (its `TimeLimit`).
+    pub max_episode_steps: u32,
+    /// `reset_model`'s noise on the default pose and the zero velocities.
+    pub noise: Noise,
+    /// The env's rules.
+    pub rules: fn() -> Box<dyn Rules>,
+    /// The model compiled from `xml` on first use, shared by every sim of this env.
+    pub model: OnceLock<Result<Model, ale_mujoco::Error>>,
+}
+
+impl EnvSpec {
+    /// The shared compiled model, or why there is none.
+    pub fn model(&self) -> Result<&Model, SimError> {
+        match self.model.get_or_init(|| Model::from_xml(self.xml)) {
+            Ok(model) => Ok(model),
+            Err(ale_mujoco::Error::NotBuilt) => Err(SimError::Backend(format!(
+                "{} runs on MuJoCo, which this build lacks: run scripts/fetch-mujoco, then \
+                 build with `--features mujoco` (e.g. `cargo run --release --features mujoco`)",
+                self.id
+            ))),
+            Err(e) => Err(SimError::Backend(format!("{}: {e}", self.id))),
+        }
+    }
+}
+
+/// What one step of an env's rules produced, before the time limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Scored {
+    pub reward: f64,
+    pub terminated: bool,
+}
+
+/// One draw of noise per element, added to it: `x + np_random.uniform(low=-s, high=s,
+/// size=len(x))` or `x + s * np_random.standard_normal(len(x))`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Draw {
+    Uniform(f64),
+    Normal(f64),
+}
+
+impl Draw {
+    fn add_to(self, rng: &mut Generator, values: &mut [f64]) {
+        match self {
+            Draw::Uniform(scale) => {
+                for v in values {
+                    *v += rng.uniform(-scale, scale);
+                }
+            }
+            Draw::Normal(scale) => {
+                for v in values {
+                    *v += scale * rng.standard_normal();
+                }
+            }
+        }
+    }
+}
+
+/// `reset_model`'s noise: drawn for the positions first, then for the velocities.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Noise {
+    pub qpos: Draw,
+    pub qvel: Draw,
+}
+
+/// What a Gymnasium env class adds to `MujocoEnv` beside its constants: its observation and
+/// how it scores a step. Methods mirror the class's, in its arithmetic.
+pub(crate) trait Rules: Send + Sync {
+    /// The observation's length for a model with `nq` positions and `nv` velocities.
+    fn observation_len(&self, nq: usize, nv: usize) -> usize;
+    /// `_get_obs`.
+    fn observe(&self, data: &Data, out: &mut [f64]);
+    /// `step` but for the observation: runs the simulation and scores it.
+    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored;
+}
+
+/// `MujocoEnv` around one state of a shared model.
+#[derive(Debug)]
+pub(crate) struct Physics {
+    data: Data,
+    frame_skip: u32,
+    dt: f64,
+}
+
+impl Physics {
+    pub fn new(model: &Model, frame_skip: u32) -> Physics {
+        Physics {
+            data: Data::new(model),
+            frame_skip,
+            // `model.opt.timestep * self.frame_skip`, a float64 product.
+            dt: model.timestep() * f64::from(frame_skip),
+        }
+    }
+
+    pub fn data(&self) -> &Data {
+        &self.data
+    }
+
+    /// Seconds of simulated time per env step (`dt`).
+    pub fn dt(&self) -> f64 {
+        self.dt
+    }
+
+    /// `do_simulation(action, frame_skip)`: the action becomes the controls as it is (MuJoCo
+    /// clamps a limited actuator's control itself), `frame_skip` calls of `mj_step`, then
+    /// `mj_rnePostConstraint` so that body forces are current.
+    pub fn do_simulation(&mut self, action: &[f32]) {
+        for (ctrl, a) in self.data.ctrl_mut().iter_mut().zip(action) {
+            *ctrl = f64::from(*a);
+        }
+        for _ in 0..self.frame_skip {
+            self.data.step();
+        }
+        self.data.rne_post_constraint();
+    }
+
+    /// `reset`: `mj_resetData`, then `reset_model`'s `set_state(init_qpos + noise, init_qvel
+    /// + noise)`, which ends with `mj_forward`.
+    pub fn reset_noisy(&mut self, noise: Noise, rng: &mut Generator) {
+        self.data.reset();
+        noise.qpos.add_to(rng, self.data.qpos_mut());
+        noise.qvel.add_to(rng, self.data.qvel_mut());
+        self.data.forward();
+    }
+
+    /// `mj_resetData`, then `set_state(qpos, qvel)`. The lengths are the model's.
+    pub fn reset_to(&mut self, qpos: &[f64], qvel: &[f64]) {
+        self.data.reset();
+        self.data.qpos_mut().copy_from_slice(qpos);
+        self.data.qvel_mut().copy_from_slice(qvel);
+        self.data.forward();
+    }
+}
+
+/// `np.clip(x, -limit, limit)`; NaN stays NaN.
+pub(crate) fn clip(x: f64, limit: f64) -> f64 {
+    x.clamp(-limit, limit)
+}

@@ -1,0 +1,57 @@
+//! `HalfCheetah-v5`: a planar two-legged runner (9 positions: root x, z, pitch and six leg
+//! joints; six motors in [-1, 1]). Reward: forward velocity − 0.1·|a|². It never terminates;
+//! episodes end at the 1000-step limit.
+//!
+//! Observation (17): `qpos[1..]` (root z and pitch, the six joint angles), then all nine of
+//! `qvel`. The x position is left out (`exclude_current_positions_from_observation`).
+
+use std::sync::OnceLock;
+
+use ale_mujoco::Data;
+
+use crate::cost::control_cost;
+use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
+
+pub(crate) const ID: &str = "HalfCheetah-v5";
+
+const FORWARD_REWARD_WEIGHT: f64 = 1.0;
+const CTRL_COST_WEIGHT: f64 = 0.1;
+
+pub(crate) static SPEC: EnvSpec = EnvSpec {
+    id: ID,
+    xml: include_str!("../../assets/half_cheetah.xml"),
+    frame_skip: 5,
+    max_episode_steps: 1000,
+    noise: Noise {
+        qpos: Draw::Uniform(0.1),
+        qvel: Draw::Normal(0.1),
+    },
+    rules: || Box::new(HalfCheetah),
+    model: OnceLock::new(),
+};
+
+struct HalfCheetah;
+
+impl Rules for HalfCheetah {
+    fn observation_len(&self, nq: usize, nv: usize) -> usize {
+        nq - 1 + nv
+    }
+
+    fn observe(&self, data: &Data, out: &mut [f64]) {
+        let position = &data.qpos()[1..];
+        out[..position.len()].copy_from_slice(position);
+        out[position.len()..].copy_from_slice(data.qvel());
+    }
+
+    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored {
+        let x_before = physics.data().qpos()[0];
+        physics.do_simulation(action);
+        let x_velocity = (physics.data().qpos()[0] - x_before) / physics.dt();
+        let forward_reward = FORWARD_REWARD_WEIGHT * x_velocity;
+        let ctrl_cost = control_cost(CTRL_COST_WEIGHT, action);
+        Scored {
+            reward: forward_reward - f64::from(ctrl_cost),
+            terminated: false,
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `Hopper-v5`: a planar one-legged hopper (6 positions: root x, z, pitch, thigh, leg, foot;
+//! three motors in [-1, 1]). Reward: forward velocity + 1 while healthy − 0.001·|a|². It
+//! terminates once unhealthy: healthy is every element of the state past x and z
+//! (`state_vector()[2:]`) within (−100, 100), z above 0.7 and the pitch within (−0.2, 0.2).
+//!
+//! Observation (11): `qpos[1..]` (z, pitch, the three joint angles), then `qvel` clipped to
+//! ±10.
+
+use std::sync::OnceLock;
+
+use ale_mujoco::Data;
+
+use crate::cost::control_cost;
+use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
+
+pub(crate) const ID: &str = "Hopper-v5";
+
+const FORWARD_REWARD_WEIGHT: f64 = 1.0;
+const CTRL_COST_WEIGHT: f64 = 1e-3;
+const HEALTHY_REWARD: f64 = 1.0;
+const HEALTHY_STATE_RANGE: (f64, f64) = (-100.0, 100.0);
+const HEALTHY_Z_RANGE: (f64, f64) = (0.7, f64::INFINITY);
+const HEALTHY_ANGLE_RANGE: (f64, f64) = (-0.2, 0.2);
+const VELOCITY_CLIP: f64 = 10.0;
+
+pub(crate) static SPEC: EnvSpec = EnvSpec {
+    id: ID,
+    xml: include_str!("../../assets/hopper.xml"),
+    frame_skip: 4,
+    max_episode_steps: 1000,
+    noise: Noise {
+        qpos: Draw::Uniform(5e-3),
+        qvel: Draw::Uniform(5e-3),
+    },
+    rules: || Box::new(Hopper),
+    model: OnceLock::new(),
+};
+
+struct Hopper;
+
+/// Strictly inside `(low, high)`, as Gymnasium's `low < x < high`; NaN is outside.
+fn within(x: f64, (low, high): (f64, f64)) -> bool {
+    low < x && x < high
+}
+
+fn is_healthy(data: &Data) -> bool {
+    let qpos = data.qpos();
+    let (z, angle) = (qpos[1], qpos[2]);
+    let state = qpos[2..].iter().chain(data.qvel());
+    state.into_iter().all(|&x| within(x, HEALTHY_STATE_RANGE))
+        && within(z, HEALTHY_Z_RANGE)
+        && within(angle, HEALTHY_ANGLE_RANGE)
+}
+
+impl Rules for Hopper {
+    fn observation_len(&self, nq: usize, nv: usize) -> usize {
+        nq - 1 + nv
+    }
+
+    fn observe(&self, data: &Data, out: &mut [f64]) {
+        let position = &data.qpos()[1..];
+        out[..position.len()].copy_from_slice(position);
+        for (o, v) in out[position.len()..].iter_mut().zip(data.qvel()) {
+            *o = clip(*v, VELOCITY_CLIP);
+        }
+    }
+
+    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored {
+        let x_before = physics.data().qpos()[0];
+        physics.do_simulation(action);
+        let x_velocity = (physics.data().qpos()[0] - x_before) / physics.dt();
+        let healthy = is_healthy(physics.data());
+        let forward_reward = FORWARD_REWARD_WEIGHT * x_velocity;
+        let healthy_reward = if healthy { HEALTHY_REWARD } else { 0.0 };
+        let ctrl_cost = control_cost(CTRL_COST_WEIGHT, action);
+        Scored {
+            reward: (forward_reward + healthy_reward) - f64::from(ctrl_cost),
+            terminated: !healthy,
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! `InvertedPendulum-v5`: a pole hinged on a cart that slides along a rail; the force on the
+//! cart (±3, gear 100) keeps the pole up. Reward 1 per step while the pole is within 0.2 rad
+//! of upright; past that, or on any non-finite value, the episode terminates with reward 0.
+//!
+//! Observation (4): cart position, pole angle, cart velocity, pole angular velocity.
+
+use std::sync::OnceLock;
+
+use ale_mujoco::Data;
+
+use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
+
+pub(crate) const ID: &str = "InvertedPendulum-v5";
+
+pub(crate) static SPEC: EnvSpec = EnvSpec {
+    id: ID,
+    xml: include_str!("../../assets/inverted_pendulum.xml"),
+    frame_skip: 2,
+    max_episode_steps: 1000,
+    noise: Noise {
+        qpos: Draw::Uniform(0.01),
+        qvel: Draw::Uniform(0.01),
+    },
+    rules: || Box::new(InvertedPendulum),
+    model: OnceLock::new(),
+};
+
+struct InvertedPendulum;
+
+impl Rules for InvertedPendulum {
+    fn observation_len(&self, nq: usize, nv: usize) -> usize {
+        nq + nv
+    }
+
+    fn observe(&self, data: &Data, out: &mut [f64]) {
+        let (qpos, qvel) = (data.qpos(), data.qvel());
+        out[..qpos.len()].copy_from_slice(qpos);
+        out[qpos.len()..].copy_from_slice(qvel);
+    }
+
+    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored {
+        physics.do_simulation(action);
+        let data = physics.data();
+        let finite = data.qpos().iter().chain(data.qvel()).all(|v| v.is_finite());
+        let terminated = !finite || data.qpos()[1].abs() > 0.2;
+        Scored {
+            reward: if terminated { 0.0 } else { 1.0 },
+            terminated,
+        }
+    }
+}

@@ -1,0 +1,9 @@
+//! One module per Gymnasium env: its constants (the class's default arguments and
+//! registration) and its [`crate::env::Rules`].
+
+pub(crate) mod half_cheetah;
+pub(crate) mod hopper;
+pub(crate) mod inverted_double_pendulum;
+pub(crate) mod inverted_pendulum;
+pub(crate) mod swimmer;
+pub(crate) mod walker2d;
