@@ -39,6 +39,10 @@ impl Model {
         match self.0 {}
     }
 
+    pub fn nbody(&self) -> usize {
+        match self.0 {}
+    }
+
     pub fn timestep(&self) -> f64 {
         match self.0 {}
     }
@@ -117,7 +121,7 @@ impl Data {
         match self.0 {}
     }
 
-    pub fn cfrc_ext(&self, _id: usize) -> [f64; 6] {
+    pub fn cfrc_ext(&self) -> &[[f64; 6]] {
         match self.0 {}
     }
 

@@ -66,6 +66,11 @@ impl Model {
         self.inner.nu() as usize
     }
 
+    /// Number of bodies, the world (body 0) included.
+    pub fn nbody(&self) -> usize {
+        self.inner.ffi().nbody as usize
+    }
+
     /// Seconds of simulated time per [`Data::step`].
     pub fn timestep(&self) -> f64 {
         self.inner.ffi().opt.timestep
@@ -171,10 +176,10 @@ impl Data {
         self.inner.site_xpos()[id]
     }
 
-    /// The external force on body `id`, as a com-based (torque, force) pair (`cfrc_ext`);
-    /// current after [`Data::rne_post_constraint`]. Panics if there is no such body.
-    pub fn cfrc_ext(&self, id: usize) -> [f64; 6] {
-        self.inner.cfrc_ext()[id]
+    /// The external force on each body, as a com-based (torque, force) pair (`cfrc_ext`),
+    /// indexed by body id; current after [`Data::rne_post_constraint`].
+    pub fn cfrc_ext(&self) -> &[[f64; 6]] {
+        self.inner.cfrc_ext()
     }
 
     /// The generalized constraint force (`qfrc_constraint`), one per degree of freedom.

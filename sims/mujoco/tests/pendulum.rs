@@ -109,6 +109,7 @@ mod linked {
         assert_eq!(model.site_id("top"), Some(0));
         assert_eq!(model.body_id("nope"), None);
         assert_eq!(model.body_id("blo\0ck"), None);
+        assert_eq!(model.nbody(), 2);
         assert_eq!(model.qpos0(), &[0.0]);
         assert_eq!(model.ctrl_range(), &[[-5.0, 5.0]]);
 
@@ -122,9 +123,9 @@ mod linked {
         assert!((data.qfrc_constraint()[0] - weight).abs() < 1e-2 * weight);
         // mj_step leaves the bodies' external forces alone; mj_rnePostConstraint computes
         // them: the floor holds the block up with its weight, as a (torque, force) pair.
-        assert_eq!(data.cfrc_ext(1), [0.0; 6]);
+        assert_eq!(data.cfrc_ext(), &[[0.0; 6]; 2]);
         data.rne_post_constraint();
-        let force = data.cfrc_ext(1);
+        let force = data.cfrc_ext()[1];
         assert!((force[5] - weight).abs() < 1e-2 * weight, "{force:?}");
     }
 
