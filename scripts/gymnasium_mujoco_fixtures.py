@@ -37,6 +37,10 @@ if INSTALLED != VERSIONS:
 
 RESET_SEEDS = [0, 1, 7, 12345, 2**32 + 5, 2**64 - 1]
 
+# MuJoCo's warnings (Swimmer's model uses a deprecated attribute) to stderr, rather than to a
+# MUJOCO_LOG.TXT in the working directory.
+mujoco.set_mju_user_warning(lambda message: print(f"MuJoCo: {message}", file=sys.stderr))
+
 
 def state_of(env):
     data = env.unwrapped.data
@@ -100,6 +104,17 @@ def shaken(pos_scale, vel_scale):
     return start
 
 
+def lifted(z):
+    """The reset state with the free body's height (qpos[2]) set to `z`."""
+
+    def start(env, rng):
+        s = state_of(env)
+        s[2] = z
+        return s
+
+    return start
+
+
 # ---- policies (float32 actions) ----
 
 
@@ -137,6 +152,7 @@ def cases():
     """(env, reset seed, initial state, policy, note, step cap) for every fixture."""
     ip, idp = "InvertedPendulum-v5", "InvertedDoublePendulum-v5"
     hc, hop, walk, swim = "HalfCheetah-v5", "Hopper-v5", "Walker2d-v5", "Swimmer-v5"
+    ant, reach = "Ant-v5", "Reacher-v5"
     out = []
     out += [
         (ip, 1, as_reset, balance_pendulum, "feedback law, truncated at 1000 steps", None),
@@ -165,6 +181,18 @@ def cases():
             (env, 4, as_reset, corners(env, 3.0), "actions at three times the bounds", None),
             (env, 5, as_reset, zero(env), "no torque until it falls", 400),
         ]
+    out += [
+        (ant, 1, as_reset, uniform(ant), "random actions", 60),
+        (ant, 2, shaken(0.2, 1.0), uniform(ant, 3.0), "actions up to three times the bounds", 60),
+        (ant, 3, lifted(0.95), corners(ant, 1.0), "dropped from near the top of the range, full torques", 80),
+        (ant, 4, lifted(1.5), zero(ant), "dropped from above the range, no torque", 80),
+    ]
+    out += [
+        (reach, 1, as_reset, uniform(reach), "random actions, truncated at 50 steps", None),
+        (reach, 2, as_reset, uniform(reach, 3.0), "actions up to three times the bounds", None),
+        (reach, 3, shaken(0.5, 2.0), zero(reach), "no torque", None),
+        (reach, 4, as_reset, corners(reach, 10.0), "actions at ten times the bounds", None),
+    ]
     out += [
         (swim, 1, as_reset, uniform(swim), "random actions, truncated at 1000 steps", None),
         (swim, 2, shaken(0.3, 0.5), uniform(swim, 2.0), "actions up to twice the bounds", 200),

@@ -6,35 +6,39 @@
 
 /// `weight * np.sum(np.square(action))` on a float32 `action`, as a float32.
 pub(crate) fn control_cost(weight: f64, action: &[f32]) -> f32 {
-    (weight as f32) * pairwise_sum(action, |x| x * x)
+    (weight as f32) * pairwise_sum(action, |x: f32| x * x)
 }
 
-/// NumPy's `FLOAT_pairwise_sum` of `f(a[i])` (which `np.add.reduce` adds to its identity,
-/// 0): a plain loop below 8 elements, 8 interleaved accumulators up to 128, halves (at a
-/// multiple of 8) above.
-fn pairwise_sum(a: &[f32], f: impl Fn(f32) -> f32 + Copy) -> f32 {
+/// NumPy's pairwise summation (`FLOAT_pairwise_sum`, `DOUBLE_pairwise_sum`) of `f(a[i])`,
+/// which `np.add.reduce` adds to its identity, 0: a plain loop below 8 elements, 8 interleaved
+/// accumulators up to 128, halves (at a multiple of 8) above. Each addition rounds to `T`.
+pub(crate) fn pairwise_sum<T, U>(a: &[U], f: impl Fn(U) -> T + Copy) -> T
+where
+    T: Copy + Default + std::ops::Add<Output = T>,
+    U: Copy,
+{
     const BLOCK: usize = 128;
     let n = a.len();
     if n < 8 {
-        let mut res = 0.0f32;
+        let mut res = T::default();
         for &x in a {
-            res += f(x);
+            res = res + f(x);
         }
         res
     } else if n <= BLOCK {
-        let mut r = [0.0f32; 8];
+        let mut r = [T::default(); 8];
         for (r, &x) in r.iter_mut().zip(&a[..8]) {
             *r = f(x);
         }
         let whole = n - n % 8;
         for chunk in a[8..whole].chunks_exact(8) {
             for (r, &x) in r.iter_mut().zip(chunk) {
-                *r += f(x);
+                *r = *r + f(x);
             }
         }
         let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
         for &x in &a[whole..] {
-            res += f(x);
+            res = res + f(x);
         }
         res
     } else {
@@ -53,7 +57,7 @@ mod tests {
     #[test]
     fn short_sums_run_left_to_right_from_zero() {
         // Each 1 is lost against 2^24 in turn; 1 + 1 first would have made 2^24 + 2.
-        assert_eq!(pairwise_sum(&[BIG, 1.0, 1.0], |x| x), BIG);
+        assert_eq!(pairwise_sum(&[BIG, 1.0, 1.0], |x: f32| x), BIG);
     }
 
     #[test]
@@ -63,8 +67,20 @@ mod tests {
         // every 1 would be lost.
         let mut a = [1.0f32; 10];
         a[0] = BIG;
-        assert_eq!(pairwise_sum(&a, |x| x), BIG + 8.0);
+        assert_eq!(pairwise_sum(&a, |x: f32| x), BIG + 8.0);
         assert_eq!(a.iter().fold(0.0f32, |s, x| s + x), BIG);
+    }
+
+    #[test]
+    fn above_128_elements_the_halves_split_at_a_multiple_of_8() {
+        // 2^53 then 199 ones in float64, where a lone 1 beside 2^53 is lost. 200 splits at 96
+        // (100 less 100 % 8): the first half's accumulators hold 2^53 and seven 12s, 2^53 + 84;
+        // the second half sums exactly to 104. Split at 100, the first half's 4 leftover ones
+        // would be lost one by one against 2^53 + 84, for 2^53 + 184 in all.
+        let big = 9_007_199_254_740_992.0f64;
+        let mut a = vec![1.0f64; 200];
+        a[0] = big;
+        assert_eq!(pairwise_sum(&a, |x: f64| x), big + 188.0);
     }
 
     #[test]

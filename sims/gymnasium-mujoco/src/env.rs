@@ -16,10 +16,8 @@ pub(crate) struct EnvSpec {
     pub frame_skip: u32,
     /// The `max_episode_steps` of Gymnasium's registration (its `TimeLimit`).
     pub max_episode_steps: u32,
-    /// `reset_model`'s noise on the default pose and the zero velocities.
-    pub noise: Noise,
-    /// The env's rules.
-    pub rules: fn() -> Box<dyn Rules>,
+    /// The env's rules for its compiled model.
+    pub rules: fn(&Model) -> Box<dyn Rules>,
     /// The model compiled from `xml` on first use, shared by every sim of this env.
     pub model: OnceLock<Result<Model, ale_mujoco::Error>>,
 }
@@ -55,7 +53,7 @@ pub(crate) enum Draw {
 }
 
 impl Draw {
-    fn add_to(self, rng: &mut Generator, values: &mut [f64]) {
+    pub fn add_to(self, rng: &mut Generator, values: &mut [f64]) {
         match self {
             Draw::Uniform(scale) => {
                 for v in values {
@@ -71,18 +69,28 @@ impl Draw {
     }
 }
 
-/// `reset_model`'s noise: drawn for the positions first, then for the velocities.
+/// The usual `reset_model`: noise drawn for the positions first, then for the velocities.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Noise {
     pub qpos: Draw,
     pub qvel: Draw,
 }
 
+impl Noise {
+    pub fn add_to(self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
+        self.qpos.add_to(rng, qpos);
+        self.qvel.add_to(rng, qvel);
+    }
+}
+
 /// What a Gymnasium env class adds to `MujocoEnv` beside its constants: its observation and
 /// how it scores a step. Methods mirror the class's, in its arithmetic.
 pub(crate) trait Rules: Send + Sync {
-    /// The observation's length for a model with `nq` positions and `nv` velocities.
-    fn observation_len(&self, nq: usize, nv: usize) -> usize;
+    /// The observation's length on `model`.
+    fn observation_len(&self, model: &Model) -> usize;
+    /// `reset_model`'s draws from `rng`, in Gymnasium's order, which turn the default pose
+    /// `qpos` and the zero velocities `qvel` into the episode's initial state.
+    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]);
     /// `_get_obs`.
     fn observe(&self, data: &Data, out: &mut [f64]);
     /// `step` but for the observation: runs the simulation and scores it.
@@ -95,6 +103,9 @@ pub(crate) struct Physics {
     data: Data,
     frame_skip: u32,
     dt: f64,
+    /// Where a reset builds its initial state.
+    qpos: Vec<f64>,
+    qvel: Vec<f64>,
 }
 
 impl Physics {
@@ -104,6 +115,8 @@ impl Physics {
             frame_skip,
             // `model.opt.timestep * self.frame_skip`, a float64 product.
             dt: model.timestep() * f64::from(frame_skip),
+            qpos: vec![0.0; model.nq()],
+            qvel: vec![0.0; model.nv()],
         }
     }
 
@@ -129,12 +142,15 @@ impl Physics {
         self.data.rne_post_constraint();
     }
 
-    /// `reset`: `mj_resetData`, then `reset_model`'s `set_state(init_qpos + noise, init_qvel
-    /// + noise)`, which ends with `mj_forward`.
-    pub fn reset_noisy(&mut self, noise: Noise, rng: &mut Generator) {
+    /// `reset`: `mj_resetData`, then `reset_model`: `set_state` (which ends with
+    /// `mj_forward`) of the default state as `rules` perturb it with draws from `rng`.
+    pub fn reset_perturbed(&mut self, rules: &dyn Rules, rng: &mut Generator) {
         self.data.reset();
-        noise.qpos.add_to(rng, self.data.qpos_mut());
-        noise.qvel.add_to(rng, self.data.qvel_mut());
+        self.qpos.copy_from_slice(self.data.qpos());
+        self.qvel.copy_from_slice(self.data.qvel());
+        rules.perturb(rng, &mut self.qpos, &mut self.qvel);
+        self.data.qpos_mut().copy_from_slice(&self.qpos);
+        self.data.qvel_mut().copy_from_slice(&self.qvel);
         self.data.forward();
     }
 

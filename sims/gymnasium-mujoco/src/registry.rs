@@ -4,27 +4,32 @@ use ale_sim::{DuplicateSim, Sim, SimCatalog, SimConfig, SimEntry};
 
 use crate::env::EnvSpec;
 use crate::envs::{
-    half_cheetah, hopper, inverted_double_pendulum, inverted_pendulum, swimmer, walker2d,
+    ant, half_cheetah, hopper, inverted_double_pendulum, inverted_pendulum, reacher, swimmer,
+    walker2d,
 };
 use crate::sim::GymnasiumMujoco;
 
-static ENVS: [&EnvSpec; 6] = [
+static ENVS: [&EnvSpec; 8] = [
     &inverted_pendulum::SPEC,
     &inverted_double_pendulum::SPEC,
+    &reacher::SPEC,
     &half_cheetah::SPEC,
     &hopper::SPEC,
     &walker2d::SPEC,
     &swimmer::SPEC,
+    &ant::SPEC,
 ];
 
 /// The Gymnasium ids of this crate's envs, in catalog order.
-pub const ENV_IDS: [&str; 6] = [
+pub const ENV_IDS: [&str; 8] = [
     inverted_pendulum::ID,
     inverted_double_pendulum::ID,
+    reacher::ID,
     half_cheetah::ID,
     hopper::ID,
     walker2d::ID,
     swimmer::ID,
+    ant::ID,
 ];
 
 pub(crate) fn spec(id: &str) -> Option<&'static EnvSpec> {
@@ -71,7 +76,8 @@ mod tests {
         let catalog = catalog();
         for id in ENV_IDS {
             let entry = catalog.find(id).unwrap();
-            assert_eq!(entry.default_max_steps(), 1000, "{id}");
+            let limit = if id == "Reacher-v5" { 50 } else { 1000 };
+            assert_eq!(entry.default_max_steps(), limit, "{id}");
             assert!(
                 entry.has_gymnasium_parity() && entry.is_batch_capable(),
                 "{id}"

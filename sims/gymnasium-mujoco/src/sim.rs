@@ -46,9 +46,9 @@ impl GymnasiumMujoco {
 
     pub(crate) fn of(spec: &'static EnvSpec, max_steps: u32) -> Result<GymnasiumMujoco, SimError> {
         let model = spec.model()?;
-        let rules = (spec.rules)();
+        let rules = (spec.rules)(model);
         let (nq, nv, nu) = (model.nq(), model.nv(), model.nu());
-        let n = rules.observation_len(nq, nv);
+        let n = rules.observation_len(model);
         let observation_space = Space::Box(BoxSpace::uniform(
             vec![n],
             DType::F64,
@@ -147,7 +147,7 @@ impl Sim for GymnasiumMujoco {
     /// Gymnasium's `np_random` after a seeded reset.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
         let mut rng = default_rng(seed);
-        self.physics.reset_noisy(self.spec.noise, &mut rng);
+        self.physics.reset_perturbed(self.rules.as_ref(), &mut rng);
         self.observe();
         self.clock.reset();
         Ok(())

@@ -8,7 +8,8 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::Data;
+use ale_mujoco::{Data, Model};
+use ale_sim::numpy_rng::Generator;
 
 use crate::cost::control_cost;
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
@@ -23,16 +24,18 @@ const HEALTHY_Z_RANGE: (f64, f64) = (0.7, f64::INFINITY);
 const HEALTHY_ANGLE_RANGE: (f64, f64) = (-0.2, 0.2);
 const VELOCITY_CLIP: f64 = 10.0;
 
+/// `reset_model`'s noise.
+const NOISE: Noise = Noise {
+    qpos: Draw::Uniform(5e-3),
+    qvel: Draw::Uniform(5e-3),
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/hopper.xml"),
     frame_skip: 4,
     max_episode_steps: 1000,
-    noise: Noise {
-        qpos: Draw::Uniform(5e-3),
-        qvel: Draw::Uniform(5e-3),
-    },
-    rules: || Box::new(Hopper),
+    rules: |_| Box::new(Hopper),
     model: OnceLock::new(),
 };
 
@@ -53,8 +56,12 @@ fn is_healthy(data: &Data) -> bool {
 }
 
 impl Rules for Hopper {
-    fn observation_len(&self, nq: usize, nv: usize) -> usize {
-        nq - 1 + nv
+    fn observation_len(&self, model: &Model) -> usize {
+        model.nq() - 1 + model.nv()
+    }
+
+    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
+        NOISE.add_to(rng, qpos, qvel);
     }
 
     fn observe(&self, data: &Data, out: &mut [f64]) {

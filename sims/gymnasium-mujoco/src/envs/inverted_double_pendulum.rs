@@ -8,7 +8,8 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::Data;
+use ale_mujoco::{Data, Model};
+use ale_sim::numpy_rng::Generator;
 
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
 
@@ -17,24 +18,30 @@ pub(crate) const ID: &str = "InvertedDoublePendulum-v5";
 const HEALTHY_REWARD: f64 = 10.0;
 const CLIP: f64 = 10.0;
 
+/// `reset_model`'s noise.
+const NOISE: Noise = Noise {
+    qpos: Draw::Uniform(0.1),
+    qvel: Draw::Normal(0.1),
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/inverted_double_pendulum.xml"),
     frame_skip: 5,
     max_episode_steps: 1000,
-    noise: Noise {
-        qpos: Draw::Uniform(0.1),
-        qvel: Draw::Normal(0.1),
-    },
-    rules: || Box::new(InvertedDoublePendulum),
+    rules: |_| Box::new(InvertedDoublePendulum),
     model: OnceLock::new(),
 };
 
 struct InvertedDoublePendulum;
 
 impl Rules for InvertedDoublePendulum {
-    fn observation_len(&self, nq: usize, nv: usize) -> usize {
-        1 + 2 * (nq - 1) + nv + 1
+    fn observation_len(&self, model: &Model) -> usize {
+        1 + 2 * (model.nq() - 1) + model.nv() + 1
+    }
+
+    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
+        NOISE.add_to(rng, qpos, qvel);
     }
 
     fn observe(&self, data: &Data, out: &mut [f64]) {

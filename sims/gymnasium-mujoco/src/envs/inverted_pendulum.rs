@@ -6,30 +6,37 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::Data;
+use ale_mujoco::{Data, Model};
+use ale_sim::numpy_rng::Generator;
 
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
 
 pub(crate) const ID: &str = "InvertedPendulum-v5";
+
+/// `reset_model`'s noise.
+const NOISE: Noise = Noise {
+    qpos: Draw::Uniform(0.01),
+    qvel: Draw::Uniform(0.01),
+};
 
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/inverted_pendulum.xml"),
     frame_skip: 2,
     max_episode_steps: 1000,
-    noise: Noise {
-        qpos: Draw::Uniform(0.01),
-        qvel: Draw::Uniform(0.01),
-    },
-    rules: || Box::new(InvertedPendulum),
+    rules: |_| Box::new(InvertedPendulum),
     model: OnceLock::new(),
 };
 
 struct InvertedPendulum;
 
 impl Rules for InvertedPendulum {
-    fn observation_len(&self, nq: usize, nv: usize) -> usize {
-        nq + nv
+    fn observation_len(&self, model: &Model) -> usize {
+        model.nq() + model.nv()
+    }
+
+    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
+        NOISE.add_to(rng, qpos, qvel);
     }
 
     fn observe(&self, data: &Data, out: &mut [f64]) {

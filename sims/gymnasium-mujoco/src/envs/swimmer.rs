@@ -7,7 +7,8 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::Data;
+use ale_mujoco::{Data, Model};
+use ale_sim::numpy_rng::Generator;
 
 use crate::cost::control_cost;
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
@@ -17,24 +18,30 @@ pub(crate) const ID: &str = "Swimmer-v5";
 const FORWARD_REWARD_WEIGHT: f64 = 1.0;
 const CTRL_COST_WEIGHT: f64 = 1e-4;
 
+/// `reset_model`'s noise.
+const NOISE: Noise = Noise {
+    qpos: Draw::Uniform(0.1),
+    qvel: Draw::Uniform(0.1),
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/swimmer.xml"),
     frame_skip: 4,
     max_episode_steps: 1000,
-    noise: Noise {
-        qpos: Draw::Uniform(0.1),
-        qvel: Draw::Uniform(0.1),
-    },
-    rules: || Box::new(Swimmer),
+    rules: |_| Box::new(Swimmer),
     model: OnceLock::new(),
 };
 
 struct Swimmer;
 
 impl Rules for Swimmer {
-    fn observation_len(&self, nq: usize, nv: usize) -> usize {
-        nq - 2 + nv
+    fn observation_len(&self, model: &Model) -> usize {
+        model.nq() - 2 + model.nv()
+    }
+
+    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
+        NOISE.add_to(rng, qpos, qvel);
     }
 
     fn observe(&self, data: &Data, out: &mut [f64]) {

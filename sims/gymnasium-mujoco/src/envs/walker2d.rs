@@ -7,7 +7,8 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::Data;
+use ale_mujoco::{Data, Model};
+use ale_sim::numpy_rng::Generator;
 
 use crate::cost::control_cost;
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
@@ -21,16 +22,18 @@ const HEALTHY_Z_RANGE: (f64, f64) = (0.8, 2.0);
 const HEALTHY_ANGLE_RANGE: (f64, f64) = (-1.0, 1.0);
 const VELOCITY_CLIP: f64 = 10.0;
 
+/// `reset_model`'s noise.
+const NOISE: Noise = Noise {
+    qpos: Draw::Uniform(5e-3),
+    qvel: Draw::Uniform(5e-3),
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/walker2d_v5.xml"),
     frame_skip: 4,
     max_episode_steps: 1000,
-    noise: Noise {
-        qpos: Draw::Uniform(5e-3),
-        qvel: Draw::Uniform(5e-3),
-    },
-    rules: || Box::new(Walker2d),
+    rules: |_| Box::new(Walker2d),
     model: OnceLock::new(),
 };
 
@@ -42,8 +45,12 @@ fn within(x: f64, (low, high): (f64, f64)) -> bool {
 }
 
 impl Rules for Walker2d {
-    fn observation_len(&self, nq: usize, nv: usize) -> usize {
-        nq - 1 + nv
+    fn observation_len(&self, model: &Model) -> usize {
+        model.nq() - 1 + model.nv()
+    }
+
+    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
+        NOISE.add_to(rng, qpos, qvel);
     }
 
     fn observe(&self, data: &Data, out: &mut [f64]) {
