@@ -77,6 +77,15 @@ fn tasks_lists_every_bundled_task() {
         "nav2d-barn",
         "mountaincar-sarsa-reproduction",
         "swarm-goals",
+        // Listed with or without MuJoCo built in.
+        "inverted-pendulum",
+        "inverted-double-pendulum",
+        "halfcheetah-run",
+        "hopper-hop",
+        "walker2d-walk",
+        "swimmer-swim",
+        "ant-walk",
+        "reacher-mujoco",
     ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(&format!("{id} "))),
@@ -89,9 +98,57 @@ fn tasks_lists_every_bundled_task() {
 fn sims_list_names_every_sim() {
     let out = Command::new(ALE).args(["sims", "list"]).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    for sim in ale_sims::catalog().iter() {
+    for sim in ale_tui::sim_catalog().iter() {
         assert!(stdout.contains(sim.id()), "{}", sim.id());
     }
+    assert!(stdout.contains("HalfCheetah-v5"), "{stdout}");
+}
+
+/// Gymnasium's MuJoCo fixtures (docs/sims.md), one per env.
+fn mujoco_fixtures() -> Vec<std::path::PathBuf> {
+    let root =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../sims/gymnasium-mujoco/tests/fixtures");
+    ale_sims_mujoco::ENV_IDS
+        .iter()
+        .map(|id| root.join(id).join("00.json"))
+        .collect()
+}
+
+/// The binary finds libmujoco through its run path: the replay runs with no LD_LIBRARY_PATH
+/// (which `cargo test` sets, and a child would inherit).
+#[cfg(feature = "mujoco")]
+#[test]
+fn sims_replay_runs_gymnasiums_mujoco_envs_with_no_library_path() {
+    let out = Command::new(ALE)
+        .args(["sims", "replay"])
+        .args(mujoco_fixtures())
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    let n = ale_sims_mujoco::ENV_IDS.len();
+    assert!(
+        stdout.ends_with(&format!("{n} passed, 0 failed\n")),
+        "{stdout}"
+    );
+}
+
+#[cfg(not(feature = "mujoco"))]
+#[test]
+fn without_mujoco_a_replay_says_how_to_get_it() {
+    let out = Command::new(ALE)
+        .args(["sims", "replay"])
+        .args(mujoco_fixtures())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(
+        stdout.contains("scripts/fetch-mujoco") && stdout.contains("--features mujoco"),
+        "{stdout}"
+    );
 }
 
 /// `--help` texts are part of the interface: reviewed like code when they change.

@@ -7,7 +7,7 @@ use ale_sim::parity::Fixture;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum SimsCommand {
-    /// List the bundled simulators.
+    /// List the simulators of this binary.
     List,
     /// Replay Gymnasium parity fixtures (docs/sims.md) and report each; exits non-zero on any failure.
     ///
