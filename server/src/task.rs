@@ -443,13 +443,20 @@ impl Task {
 
     /// The task's metadata as the wire carries it.
     pub fn metadata(&self) -> pb::TaskMetadata {
-        // Its spaces do not depend on the episode; a sim whose backend cannot run has none.
-        let spaces = self.build_sim().ok().map(|sim| {
-            (
+        // Its spaces do not depend on the episode. A sim whose backend cannot run here has
+        // those its entry declares, or none.
+        let spaces = match self.build_sim() {
+            Ok(sim) => Some((
                 pb::Space::from(sim.observation_space()),
                 pb::Space::from(sim.action_space()),
-            )
-        });
+            )),
+            Err(_) => self
+                .entry
+                .0
+                .as_ref()
+                .and_then(|entry| entry.declared_spaces())
+                .map(|s| (pb::Space::from(&s.observation), pb::Space::from(&s.action))),
+        };
         let (observation_space, action_space) = spaces.unzip();
         pb::TaskMetadata {
             observation_space,

@@ -51,6 +51,21 @@ fn catalog() -> SimCatalog {
             ))
         }))
         .unwrap();
+    let cartpole = ale_sims::catalog().find("CartPole-v1").unwrap().clone();
+    let cartpole = cartpole.build_plain(10).unwrap();
+    catalog
+        .add(
+            SimEntry::new("Declared-v0", 100, |_| {
+                Err(SimError::Backend(
+                    "libdeclared is not in this build: run scripts/fetch-declared".into(),
+                ))
+            })
+            .spaces(
+                cartpole.observation_space().clone(),
+                cartpole.action_space().clone(),
+            ),
+        )
+        .unwrap();
     catalog
         .add(SimEntry::new("FailsOnThirteen-v0", 500, |config| {
             let cartpole = ale_sims::catalog().find("CartPole-v1").unwrap().clone();
@@ -87,6 +102,11 @@ fn a_sim_whose_backend_is_missing_is_listed_and_refused_with_its_own_message() {
     // Listed, without spaces (none can be known without the backend).
     let metadata = missing.metadata();
     assert!(metadata.observation_space.is_none() && metadata.action_space.is_none());
+    // An entry that declares its spaces is listed with them, whole as a client decodes it.
+    let declared = registry(&[("declared.toml", task("declared", "Declared-v0", ""))]).unwrap();
+    let spec = declared.get("declared").unwrap().spec().unwrap();
+    assert_eq!(spec.observation_space.shape(), vec![4]);
+    assert!(matches!(spec.action_space, Space::Discrete(_)));
 
     let state = tempfile::tempdir().unwrap();
     let evaluator = Evaluator::new(tasks, &state.path().join("state")).unwrap();

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::draw::Drawing;
 use crate::sim::{Sim, SimError};
+use crate::space::Space;
 use crate::tensor::Tensor;
 
 /// What a task file gives its sim: the step limit, and the sim's own options (the task's
@@ -46,6 +47,14 @@ pub struct SimEntry {
     batch: bool,
     build: Box<Build>,
     draw: Option<fn(&Tensor) -> Drawing>,
+    spaces: Option<DeclaredSpaces>,
+}
+
+/// The observation and action spaces an entry's sim has, known without building it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclaredSpaces {
+    pub observation: Space,
+    pub action: Space,
 }
 
 impl fmt::Debug for SimEntry {
@@ -76,6 +85,7 @@ impl SimEntry {
             batch: false,
             build: Box::new(build),
             draw: None,
+            spaces: None,
         }
     }
 
@@ -95,6 +105,16 @@ impl SimEntry {
     /// no blocking I/O, bounded memory per env).
     pub fn batch(mut self) -> SimEntry {
         self.batch = true;
+        self
+    }
+
+    /// The sim's spaces, for listing its tasks with them where it cannot be built (its
+    /// backend missing from this build). They must be the built sim's own.
+    pub fn spaces(mut self, observation: Space, action: Space) -> SimEntry {
+        self.spaces = Some(DeclaredSpaces {
+            observation,
+            action,
+        });
         self
     }
 
@@ -124,6 +144,11 @@ impl SimEntry {
     /// Whether batch tasks may run this sim in the evaluator's batch pool.
     pub fn is_batch_capable(&self) -> bool {
         self.batch
+    }
+
+    /// The spaces declared with [`SimEntry::spaces`].
+    pub fn declared_spaces(&self) -> Option<&DeclaredSpaces> {
+        self.spaces.as_ref()
     }
 
     /// A fresh sim for `config`.
@@ -203,10 +228,21 @@ mod tests {
         );
         let entry = catalog.find("Missing-v0").unwrap();
         assert_eq!(entry.default_max_steps(), 10);
+        assert_eq!(entry.declared_spaces(), None);
         assert!(!entry.is_batch_capable());
         let err = entry.build_plain(10).err().unwrap();
         assert_eq!(err.to_string(), "libexample is not here");
         assert!(catalog.find("Other-v0").is_none());
+        let two = Space::Discrete(crate::DiscreteSpace::new(2));
+        let declared = SimEntry::new("Declared-v0", 10, |_| Err(SimError::NotReset))
+            .spaces(two.clone(), two.clone());
+        assert_eq!(
+            declared.declared_spaces(),
+            Some(&DeclaredSpaces {
+                observation: two.clone(),
+                action: two
+            })
+        );
         assert_eq!(catalog.ids(), vec!["Missing-v0"]);
     }
 

@@ -18,7 +18,7 @@ pub mod sim;
 pub mod space;
 pub mod tensor;
 
-pub use catalog::{DuplicateSim, SimCatalog, SimConfig, SimEntry};
+pub use catalog::{DeclaredSpaces, DuplicateSim, SimCatalog, SimConfig, SimEntry};
 pub use draw::{Drawing, Role, Shape, Viewport};
 pub use echo::{ECHO_LIMIT, Echo};
 pub use rng::Rng;

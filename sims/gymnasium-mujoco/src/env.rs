@@ -4,8 +4,8 @@
 use std::sync::OnceLock;
 
 use ale_mujoco::{Data, Model};
-use ale_sim::SimError;
 use ale_sim::numpy_rng::Generator;
+use ale_sim::{BoxSpace, DType, SimError, Space};
 
 /// One of Gymnasium's MuJoCo envs as `gymnasium.make(id)` makes it with default arguments.
 pub(crate) struct EnvSpec {
@@ -16,6 +16,12 @@ pub(crate) struct EnvSpec {
     pub frame_skip: u32,
     /// The `max_episode_steps` of Gymnasium's registration (its `TimeLimit`).
     pub max_episode_steps: u32,
+    /// The observation's length and the action's, with the action's bound (every actuator's
+    /// control range is `[-bound, bound]` in these models): the spaces as listed where MuJoCo
+    /// is not built in. Tests check them against the compiled model.
+    pub observation_len: usize,
+    pub action_len: usize,
+    pub action_bound: f32,
     /// The env's rules for its compiled model.
     pub rules: fn(&Model) -> Box<dyn Rules>,
     /// The model compiled from `xml` on first use, shared by every sim of this env.
@@ -23,6 +29,19 @@ pub(crate) struct EnvSpec {
 }
 
 impl EnvSpec {
+    /// The spaces declared by `observation_len`, `action_len` and `action_bound`.
+    pub fn declared_spaces(&self) -> (Space, Space) {
+        let observation = BoxSpace::uniform(
+            vec![self.observation_len],
+            DType::F64,
+            f64::NEG_INFINITY,
+            f64::INFINITY,
+        );
+        let bound = f64::from(self.action_bound);
+        let action = BoxSpace::uniform(vec![self.action_len], DType::F32, -bound, bound);
+        (Space::Box(observation), Space::Box(action))
+    }
+
     /// The shared compiled model, or why there is none.
     pub fn model(&self) -> Result<&Model, SimError> {
         match self.model.get_or_init(|| Model::from_xml(self.xml)) {

@@ -49,7 +49,8 @@ pub fn add_to(catalog: &mut SimCatalog) -> Result<(), DuplicateSim> {
                 Ok(Box::new(GymnasiumMujoco::of(spec, config.max_steps)?) as Box<dyn Sim>)
             },
         );
-        catalog.add(entry.gymnasium_parity().batch())?;
+        let (observation, action) = spec.declared_spaces();
+        catalog.add(entry.spaces(observation, action).gymnasium_parity().batch())?;
     }
     Ok(())
 }
@@ -90,6 +91,22 @@ mod tests {
             };
             let err = entry.build(&config).err().unwrap();
             assert!(err.to_string().contains("frame_skip"), "{id}: {err}");
+        }
+    }
+
+    #[cfg(feature = "mujoco")]
+    #[test]
+    fn the_declared_spaces_are_the_built_sims_own() {
+        for entry in catalog().iter() {
+            let sim = entry.build_plain(10).unwrap();
+            let declared = entry.declared_spaces().unwrap();
+            assert_eq!(
+                &declared.observation,
+                sim.observation_space(),
+                "{}",
+                entry.id()
+            );
+            assert_eq!(&declared.action, sim.action_space(), "{}", entry.id());
         }
     }
 

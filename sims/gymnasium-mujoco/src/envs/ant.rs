@@ -38,6 +38,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/ant.xml"),
     frame_skip: 5,
     max_episode_steps: 1000,
+    observation_len: 105,
+    action_len: 8,
+    action_bound: 1.0,
     rules: |_| Box::new(Ant),
     model: OnceLock::new(),
 };

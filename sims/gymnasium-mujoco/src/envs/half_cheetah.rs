@@ -29,6 +29,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/half_cheetah.xml"),
     frame_skip: 5,
     max_episode_steps: 1000,
+    observation_len: 17,
+    action_len: 6,
+    action_bound: 1.0,
     rules: |_| Box::new(HalfCheetah),
     model: OnceLock::new(),
 };

@@ -35,6 +35,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/hopper.xml"),
     frame_skip: 4,
     max_episode_steps: 1000,
+    observation_len: 11,
+    action_len: 3,
+    action_bound: 1.0,
     rules: |_| Box::new(Hopper),
     model: OnceLock::new(),
 };

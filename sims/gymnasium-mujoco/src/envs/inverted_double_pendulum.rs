@@ -29,6 +29,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/inverted_double_pendulum.xml"),
     frame_skip: 5,
     max_episode_steps: 1000,
+    observation_len: 9,
+    action_len: 1,
+    action_bound: 1.0,
     rules: |_| Box::new(InvertedDoublePendulum),
     model: OnceLock::new(),
 };

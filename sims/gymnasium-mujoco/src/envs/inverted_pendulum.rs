@@ -24,6 +24,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/inverted_pendulum.xml"),
     frame_skip: 2,
     max_episode_steps: 1000,
+    observation_len: 4,
+    action_len: 1,
+    action_bound: 3.0,
     rules: |_| Box::new(InvertedPendulum),
     model: OnceLock::new(),
 };

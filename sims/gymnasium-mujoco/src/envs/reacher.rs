@@ -24,6 +24,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/reacher.xml"),
     frame_skip: 2,
     max_episode_steps: 50,
+    observation_len: 10,
+    action_len: 2,
+    action_bound: 1.0,
     rules: |model| {
         let body = |name| {
             model

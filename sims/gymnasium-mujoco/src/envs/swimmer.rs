@@ -29,6 +29,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/swimmer.xml"),
     frame_skip: 4,
     max_episode_steps: 1000,
+    observation_len: 8,
+    action_len: 2,
+    action_bound: 1.0,
     rules: |_| Box::new(Swimmer),
     model: OnceLock::new(),
 };

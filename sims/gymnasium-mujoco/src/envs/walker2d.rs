@@ -33,6 +33,9 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     xml: include_str!("../../assets/walker2d_v5.xml"),
     frame_skip: 4,
     max_episode_steps: 1000,
+    observation_len: 17,
+    action_len: 6,
+    action_bound: 1.0,
     rules: |_| Box::new(Walker2d),
     model: OnceLock::new(),
 };
