@@ -27,6 +27,26 @@ SPACE_REMARKS = {
     "reacher-reach": INFINITE_BOUNDS,
     "pendulum-swingup": UNNORMALISED_ACTIONS,
     "nav2d-barn": UNNORMALISED_ACTIONS,
+    # Gymnasium's MuJoCo envs observe in (-inf, inf); InvertedPendulum pushes in [-3, 3].
+    "inverted-pendulum": INFINITE_BOUNDS | UNNORMALISED_ACTIONS,
+    "inverted-double-pendulum": INFINITE_BOUNDS,
+    "reacher-mujoco": INFINITE_BOUNDS,
+    "halfcheetah-run": INFINITE_BOUNDS,
+    "hopper-hop": INFINITE_BOUNDS,
+    "walker2d-walk": INFINITE_BOUNDS,
+    "swimmer-swim": INFINITE_BOUNDS,
+    "ant-walk": INFINITE_BOUNDS,
+}
+# The tasks on sims with no drawing (render.py): their envs render in no mode.
+UNDRAWN = {
+    "inverted-pendulum",
+    "inverted-double-pendulum",
+    "reacher-mujoco",
+    "halfcheetah-run",
+    "hopper-hop",
+    "walker2d-walk",
+    "swimmer-swim",
+    "ant-walk",
 }
 
 
@@ -41,12 +61,24 @@ def checker_warnings(env, skip_render_check=False) -> set[str]:
 @pytest.mark.parametrize("task_id", ale_client.BUILTIN_TASKS)
 def test_gymnasiums_env_checker_passes_on_every_tasks_practice_env(evaluator, task_id):
     # Made through Gymnasium, so the checker can also try the render modes from the spec.
-    env = gymnasium.make(f"ale/{task_id}", endpoint=evaluator.endpoint, render_mode="rgb_array").unwrapped
+    render_mode = None if task_id in UNDRAWN else "rgb_array"
+    env = gymnasium.make(f"ale/{task_id}", endpoint=evaluator.endpoint, render_mode=render_mode).unwrapped
     try:
         remarks = checker_warnings(env)
     finally:
         env.close()
     assert remarks <= SPACE_REMARKS.get(task_id, set()), remarks
+
+
+def test_a_sim_with_no_drawing_renders_in_no_mode(evaluator):
+    env = ale_client.make("hopper-hop", endpoint=evaluator.endpoint)
+    try:
+        assert env.metadata["render_modes"] == []
+    finally:
+        env.close()
+    assert ale_client.AleEnv.metadata["render_modes"] == ["rgb_array"]
+    with pytest.raises(ValueError, match="Hopper-v5 has no drawing"):
+        ale_client.make("hopper-hop", endpoint=evaluator.endpoint, render_mode="rgb_array")
 
 
 @pytest.mark.parametrize("task_id, gymnasium_id", [("cartpole-balance", "CartPole-v1"), ("pendulum-swingup", "Pendulum-v1")])

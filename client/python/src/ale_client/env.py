@@ -52,7 +52,8 @@ class AleEnv(gymnasium.Env):
     the action space (a float64 array for a float32 Box is sent as float32) and checked by the
     server, which refuses a wrong shape, a value out of bounds or NaN with `InvalidArgument`.
     `render_mode="rgb_array"` makes `render()` return a picture drawn from the last observation,
-    as the console draws it.
+    as the console draws it, for the sims that have a drawing (`metadata["render_modes"]` is
+    empty for the others, such as the MuJoCo envs).
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 30}
@@ -82,6 +83,15 @@ class AleEnv(gymnasium.Env):
         if not spec.HasField("task"):
             raise AleError(f"GetSpec of {handle}: no task metadata")
         self.task = Task.from_wire(spec.task)
+        from . import render
+
+        if self.task.sim not in render.SIM_IDS:
+            # No drawing of this sim to render (render.py ports the console's drawings).
+            self.metadata = {**self.metadata, "render_modes": []}
+            if render_mode is not None:
+                raise ValueError(
+                    f"render_mode {render_mode!r}: {self.task.sim} has no drawing, so it renders in no mode"
+                )
         self.official = spec.official
         self.observation_space = wire.space_from_wire(spec.observation_space)
         self.action_space = wire.space_from_wire(spec.action_space)

@@ -26,14 +26,22 @@ NAMESPACE = "ale"
 #: a running evaluator's.
 BUILTIN_TASKS = (
     "acrobot-swingup",
+    "ant-walk",
     "cartpole-balance",
+    "halfcheetah-run",
+    "hopper-hop",
+    "inverted-double-pendulum",
+    "inverted-pendulum",
     "mountaincar",
     "mountaincar-continuous",
     "mountaincar-sarsa-reproduction",
     "nav2d-barn",
     "pendulum-swingup",
+    "reacher-mujoco",
     "reacher-reach",
     "swarm-goals",
+    "swimmer-swim",
+    "walker2d-walk",
 )
 
 
