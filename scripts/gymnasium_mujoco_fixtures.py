@@ -10,7 +10,8 @@ Needs exactly the versions the crate mirrors (checked below), in a venv of their
 It writes, under OUT (default sims/gymnasium-mujoco/tests/fixtures):
 
 * OUT/<env>/NN.json, one episode each, in the format of docs/sims.md ("Parity fixtures"):
-  `initial_state` is qpos followed by qvel, set with `set_state` right after a seeded reset;
+  `initial_state` is qpos followed by qvel, set with `set_state` right after a seeded reset
+  (or, for one episode per env, `seed` and the `initial_observation` that reset returned);
   the actions are float32 (random within the Box, beyond it on both sides, zero, or a simple
   feedback law); the answers are `gymnasium.make(env)`'s, with its TimeLimit. An episode
   runs to its termination or truncation, or stops after a few hundred steps with neither
@@ -48,27 +49,28 @@ def state_of(env):
 
 
 def record(env_id, seed, start, policy, rng, note, max_steps=None):
-    """One episode of `env_id` from the state `start(env, rng)` (qpos then qvel), after
-    `reset(seed=seed)`, with `policy(obs, rng) -> float32 action`; at most `max_steps`."""
+    """One episode of `env_id` with `policy(obs, rng) -> float32 action`, at most `max_steps`
+    long: from `reset(seed=seed)` itself when `start` is `SEEDED`, else from the state
+    `start(env, rng)` (qpos then qvel) set right after that reset."""
     env = gym.make(env_id)
-    env.reset(seed=seed)
+    obs, _ = env.reset(seed=seed)
     u = env.unwrapped
-    state = np.asarray(start(env, rng), dtype=np.float64)
-    u.set_state(state[: u.model.nq], state[u.model.nq :])
-    obs = u._get_obs()
     fixture = {
         "env": env_id,
         "note": note,
         "gymnasium": gym.__version__,
         "mujoco": mujoco.__version__,
         "numpy": np.__version__,
-        "initial_state": [float(x) for x in state_of(env)],
-        "actions": [],
-        "observations": [],
-        "rewards": [],
-        "terminated": [],
-        "truncated": [],
     }
+    if start is SEEDED:
+        fixture["seed"] = seed
+        fixture["initial_observation"] = [float(x) for x in obs]
+    else:
+        state = np.asarray(start(env, rng), dtype=np.float64)
+        u.set_state(state[: u.model.nq], state[u.model.nq :])
+        obs = u._get_obs()
+        fixture["initial_state"] = [float(x) for x in state_of(env)]
+    fixture.update(actions=[], observations=[], rewards=[], terminated=[], truncated=[])
     while max_steps is None or len(fixture["actions"]) < max_steps:
         action = np.asarray(policy(obs, rng), dtype=np.float32).reshape(env.action_space.shape)
         fixture["actions"].append([float(x) for x in action])
@@ -84,6 +86,10 @@ def record(env_id, seed, start, policy, rng, note, max_steps=None):
 
 
 # ---- initial states ----
+
+
+SEEDED = "seeded"
+"""The start of a fixture that begins at `reset(seed=seed)` (`seed` and `initial_observation`)."""
 
 
 def as_reset(env, rng):
@@ -198,6 +204,9 @@ def cases():
         (swim, 2, shaken(0.3, 0.5), uniform(swim, 2.0), "actions up to twice the bounds", 200),
         (swim, 3, as_reset, corners(swim, 3.0), "actions at three times the bounds", 200),
     ]
+    # One episode per env from the seeded reset itself, in the seeded fixture format.
+    for env in (ip, idp, reach, hc, hop, walk, swim, ant):
+        out.append((env, 2**32 + 9, SEEDED, uniform(env), "random actions from reset(seed)", 40))
     return out
 
 

@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ale_sim::Tensor;
-use ale_sim::parity::Fixture;
+use ale_sim::parity::{Fixture, Start};
+use ale_sim::{Sim, Tensor};
 use ale_sims_mujoco::{ENV_IDS, GymnasiumMujoco};
 
 fn fixtures() -> Vec<(PathBuf, Fixture)> {
@@ -37,9 +37,16 @@ fn every_fixture_replays_within_the_parity_tolerance() {
     let catalog = ale_sims_mujoco::catalog();
     let mut steps = 0;
     for (path, fixture) in fixtures() {
-        steps += fixture
+        let replayed = fixture
             .replay(&catalog)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_ne!(
+            replayed.initial_observation_exact,
+            Some(false),
+            "{}",
+            path.display()
+        );
+        steps += replayed.steps;
     }
     assert!(steps > 3000, "only {steps} steps replayed");
 }
@@ -60,9 +67,19 @@ fn every_fixture_replays_bit_for_bit() {
     for (path, fixture) in fixtures() {
         let id = ENV_IDS.iter().find(|id| **id == fixture.env).unwrap();
         let mut sim = GymnasiumMujoco::new(id, 1000).unwrap();
-        use ale_sim::Sim;
-        sim.reset_to_state(&fixture.initial_state).unwrap();
         let entry = worst.entry(id).or_insert((0.0, String::new()));
+        match &fixture.start {
+            Start::State(state) => sim.reset_to_state(state).unwrap(),
+            Start::Seed { seed, observation } => {
+                sim.reset(*seed).unwrap();
+                assert_eq!(
+                    &sim.observation().to_f64_vec(),
+                    observation,
+                    "{}",
+                    path.display()
+                );
+            }
+        }
         for (step, action) in fixture.actions.iter().enumerate() {
             let action: Vec<f32> = action
                 .as_array()
