@@ -126,7 +126,9 @@ pub async fn connect_unix(path: &Path) -> Result<Channel, tonic::transport::Erro
         .connect_with_connector(tower::service_fn(move |_: Uri| {
             let path = path.clone();
             async move {
-                let stream = UnixStream::connect(path).await?;
+                // Held while connecting: a path past `sun_path` is reached through it.
+                let address = ale_proto::socket_path::SocketPath::new(&path)?;
+                let stream = UnixStream::connect(address.as_path()).await?;
                 Ok::<_, io::Error>(TokioIo::new(Coalescing::new(stream)))
             }
         }))

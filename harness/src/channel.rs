@@ -20,7 +20,9 @@ pub async fn connect(path: &Path) -> Result<AleEnvClient<Channel>, HarnessError>
         .connect_with_connector(tower::service_fn(move |_| {
             let socket = socket.clone();
             async move {
-                let stream = tokio::net::UnixStream::connect(socket).await?;
+                // Held while connecting: a path past `sun_path` is reached through it.
+                let address = ale_proto::socket_path::SocketPath::new(&socket)?;
+                let stream = tokio::net::UnixStream::connect(address.as_path()).await?;
                 Ok::<_, std::io::Error>(TokioIo::new(stream))
             }
         }))

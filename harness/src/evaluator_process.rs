@@ -95,7 +95,7 @@ impl EvaluatorHandle {
 }
 
 fn socket_is_live(socket: &Path) -> bool {
-    std::os::unix::net::UnixStream::connect(socket).is_ok()
+    ale_proto::socket_path::connect(socket).is_ok()
 }
 
 /// The agent channel's endpoints as the evaluator serving `state_dir` recorded them.

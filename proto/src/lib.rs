@@ -7,7 +7,8 @@
 //! - [`records`]: the `EvalResult` record and trajectory event data.
 //! - [`signature`]: the Ed25519 signatures that close a finished record.
 //! - [`seed_commitment`]: how a hidden seed is recorded.
-//! - [`layout`]: the names in an evaluator's state dir; [`private_files`]: the rules every
+//! - [`layout`]: the names in an evaluator's state dir; [`socket_path`]: its sockets at any
+//!   depth; [`private_files`]: the rules every
 //!   file and folder there is created and read under; [`keys`]: the Ed25519 keys kept there.
 
 pub mod commitment;
@@ -18,6 +19,7 @@ pub mod layout;
 pub mod private_files;
 pub mod records;
 pub mod signature;
+pub mod socket_path;
 pub mod task_spec;
 pub mod trajectory;
 

@@ -237,7 +237,7 @@ pub fn bind_private_socket(path: &Path, mode: u32) -> Result<UnixListener, Serve
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(socket_err(e)),
         Ok(metadata) if metadata.file_type().is_socket() => {
-            match std::os::unix::net::UnixStream::connect(path) {
+            match ale_proto::socket_path::connect(path) {
                 Ok(_) => return Err(ServeError::SocketInUse(path.to_path_buf())),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {
                     tracing::info!(socket = %path.display(), "removing a stale socket nobody answers on");
@@ -264,7 +264,12 @@ pub fn bind_private_socket(path: &Path, mode: u32) -> Result<UnixListener, Serve
             });
         }
     }
-    let listener = UnixListener::bind(path).map_err(socket_err)?;
+    let listener = ale_proto::socket_path::bind(path)
+        .and_then(|listener| {
+            listener.set_nonblocking(true)?;
+            UnixListener::from_std(listener)
+        })
+        .map_err(socket_err)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).map_err(socket_err)?;
     Ok(listener)
 }

@@ -84,7 +84,7 @@ impl Drop for OpenChannel {
 /// Binds `socket` (nothing may be there: run ids are never reused) and gives it mode 0666.
 fn bind(socket: &Path) -> std::io::Result<std::os::unix::net::UnixListener> {
     use std::os::unix::fs::PermissionsExt;
-    let listener = std::os::unix::net::UnixListener::bind(socket)?;
+    let listener = ale_proto::socket_path::bind(socket)?;
     let ready = std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o666))
         .and_then(|()| listener.set_nonblocking(true));
     if let Err(e) = ready {
