@@ -37,6 +37,7 @@ impl SimConfig<'_> {
 }
 
 type Build = dyn Fn(&SimConfig<'_>) -> Result<Box<dyn Sim>, SimError> + Send + Sync;
+type Draw = dyn Fn(&Tensor) -> Drawing + Send + Sync;
 
 /// One sim the catalog can build.
 pub struct SimEntry {
@@ -46,7 +47,7 @@ pub struct SimEntry {
     counters: &'static [&'static str],
     batch: bool,
     build: Box<Build>,
-    draw: Option<fn(&Tensor) -> Drawing>,
+    draw: Option<Box<Draw>>,
     spaces: Option<DeclaredSpaces>,
 }
 
@@ -119,8 +120,11 @@ impl SimEntry {
     }
 
     /// How the console draws the scene from an observation.
-    pub fn draw_with(mut self, draw: fn(&Tensor) -> Drawing) -> SimEntry {
-        self.draw = Some(draw);
+    pub fn draw_with(
+        mut self,
+        draw: impl Fn(&Tensor) -> Drawing + Send + Sync + 'static,
+    ) -> SimEntry {
+        self.draw = Some(Box::new(draw));
         self
     }
 
@@ -166,7 +170,7 @@ impl SimEntry {
 
     /// A picture of the scene as far as `observation` shows it, if the sim draws one.
     pub fn draw(&self, observation: &Tensor) -> Option<Drawing> {
-        self.draw.map(|draw| draw(observation))
+        self.draw.as_ref().map(|draw| draw(observation))
     }
 }
 

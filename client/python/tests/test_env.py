@@ -37,17 +37,9 @@ SPACE_REMARKS = {
     "swimmer-swim": INFINITE_BOUNDS,
     "ant-walk": INFINITE_BOUNDS,
 }
-# The tasks on sims with no drawing (render.py): their envs render in no mode.
-UNDRAWN = {
-    "inverted-pendulum",
-    "inverted-double-pendulum",
-    "reacher-mujoco",
-    "halfcheetah-run",
-    "hopper-hop",
-    "walker2d-walk",
-    "swimmer-swim",
-    "ant-walk",
-}
+# The tasks on sims with no drawing (render.py): their envs render in no mode. Every bundled
+# sim draws now (the MuJoCo ones with the mujoco package, which the dev extra installs).
+UNDRAWN: set[str] = set()
 
 
 def checker_warnings(env, skip_render_check=False) -> set[str]:
@@ -70,15 +62,33 @@ def test_gymnasiums_env_checker_passes_on_every_tasks_practice_env(evaluator, ta
     assert remarks <= SPACE_REMARKS.get(task_id, set()), remarks
 
 
-def test_a_sim_with_no_drawing_renders_in_no_mode(evaluator):
+def test_a_mujoco_sim_without_the_mujoco_package_renders_in_no_mode(evaluator, monkeypatch):
+    from ale_client import mujoco_view
+
+    monkeypatch.setattr(mujoco_view, "available", lambda: False)
     env = ale_client.make("hopper-hop", endpoint=evaluator.endpoint)
     try:
         assert env.metadata["render_modes"] == []
     finally:
         env.close()
     assert ale_client.AleEnv.metadata["render_modes"] == ["rgb_array"]
-    with pytest.raises(ValueError, match="Hopper-v5 has no drawing"):
+    with pytest.raises(ValueError, match=r"Hopper-v5 is drawn with MuJoCo.*pip install 'ale-client\[mujoco\]'"):
         ale_client.make("hopper-hop", endpoint=evaluator.endpoint, render_mode="rgb_array")
+
+
+def test_a_mujoco_task_renders_the_robot_it_steps(evaluator):
+    env = ale_client.make("hopper-hop", endpoint=evaluator.endpoint, render_mode="rgb_array")
+    try:
+        env.reset(seed=0)
+        first = env.render()
+        for _ in range(20):
+            env.step(np.ones(3, dtype=np.float32))
+        later = env.render()
+    finally:
+        env.close()
+    assert first.shape == later.shape and first.dtype == np.uint8 and first.shape[2] == 3
+    assert not np.array_equal(first, later), "the picture follows the robot"
+    assert len(np.unique(first.reshape(-1, 3), axis=0)) >= 3, "background, ground and robot"
 
 
 @pytest.mark.parametrize("task_id, gymnasium_id", [("cartpole-balance", "CartPole-v1"), ("pendulum-swingup", "Pendulum-v1")])

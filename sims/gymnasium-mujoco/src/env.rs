@@ -7,6 +7,8 @@ use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 use ale_sim::{BoxSpace, DType, SimError, Space};
 
+use crate::view::View;
+
 /// One of Gymnasium's MuJoCo envs as `gymnasium.make(id)` makes it with default arguments.
 pub(crate) struct EnvSpec {
     pub id: &'static str,
@@ -24,6 +26,8 @@ pub(crate) struct EnvSpec {
     pub action_bound: f32,
     /// The env's rules for its compiled model.
     pub rules: fn(&Model) -> Box<dyn Rules>,
+    /// How the env is drawn and its values labelled.
+    pub view: View,
     /// The model compiled from `xml` on first use, shared by every sim of this env.
     pub model: OnceLock<Result<Model, ale_mujoco::Error>>,
 }

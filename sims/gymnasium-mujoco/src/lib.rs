@@ -29,6 +29,7 @@ mod env;
 mod envs;
 mod registry;
 mod sim;
+mod view;
 
 pub use registry::{ENV_IDS, add_to, catalog};
 pub use sim::GymnasiumMujoco;

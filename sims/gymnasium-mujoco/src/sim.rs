@@ -49,11 +49,9 @@ impl GymnasiumMujoco {
         let rules = (spec.rules)(model);
         let (nq, nv, nu) = (model.nq(), model.nv(), model.nu());
         let n = rules.observation_len(model);
-        let observation_space = Space::Box(BoxSpace::uniform(
-            vec![n],
-            DType::F64,
-            f64::NEG_INFINITY,
-            f64::INFINITY,
+        let observation_space = Space::Box(labelled(
+            BoxSpace::uniform(vec![n], DType::F64, f64::NEG_INFINITY, f64::INFINITY),
+            (spec.view.labels)(model),
         ));
         // `actuator_ctrlrange.astype(np.float32)`.
         let (low, high) = model
@@ -61,7 +59,10 @@ impl GymnasiumMujoco {
             .iter()
             .map(|[lo, hi]| (f64::from(*lo as f32), f64::from(*hi as f32)))
             .unzip();
-        let action_space = Space::Box(BoxSpace::vector(DType::F32, low, high));
+        let action_space = Space::Box(labelled(
+            BoxSpace::vector(DType::F32, low, high),
+            crate::view::action_labels(model),
+        ));
         Ok(GymnasiumMujoco {
             spec,
             rules,
@@ -120,6 +121,14 @@ impl GymnasiumMujoco {
         }
         Ok(values)
     }
+}
+
+/// `space` with `labels` if they name each of its elements (tests check that they do).
+fn labelled(mut space: BoxSpace, labels: Vec<String>) -> BoxSpace {
+    if labels.len() == space.low.len() {
+        space.labels = labels;
+    }
+    space
 }
 
 impl Sim for GymnasiumMujoco {

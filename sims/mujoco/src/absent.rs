@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::Error;
+use crate::{Error, Geom, Joint};
 
 pub(crate) fn library_version() -> Option<&'static str> {
     None
@@ -126,6 +126,38 @@ impl Data {
     }
 
     pub fn qfrc_constraint(&self) -> &[f64] {
+        match self.0 {}
+    }
+}
+
+impl Model {
+    pub fn geoms(&self) -> Vec<Geom> {
+        match self.0 {}
+    }
+
+    pub fn joints(&self) -> Vec<Joint> {
+        match self.0 {}
+    }
+
+    pub fn actuator_names(&self) -> Vec<String> {
+        match self.0 {}
+    }
+
+    pub fn body_name(&self, _id: usize) -> Option<&str> {
+        match self.0 {}
+    }
+}
+
+impl Data {
+    pub fn kinematics(&mut self) {
+        match self.0 {}
+    }
+
+    pub fn geom_xpos(&self, _id: usize) -> [f64; 3] {
+        match self.0 {}
+    }
+
+    pub fn geom_xmat(&self, _id: usize) -> [f64; 9] {
         match self.0 {}
     }
 }

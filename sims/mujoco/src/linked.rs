@@ -3,9 +3,9 @@
 use std::path::Path;
 use std::sync::{Arc, Once};
 
-use mujoco_rs::prelude::{MjData, MjModel, MjtObjBase};
+use mujoco_rs::prelude::{MjData, MjModel, MjtGeomBase, MjtJoint, MjtObjBase, MjtTrn};
 
-use crate::Error;
+use crate::{Error, Geom, GeomShape, Joint, JointKind};
 
 /// Sends MuJoCo's messages to the `log` crate (target `mujoco`), once per process, before the
 /// first model compiles. MuJoCo's own default prints warnings to stdout and appends them to a
@@ -185,5 +185,98 @@ impl Data {
     /// The generalized constraint force (`qfrc_constraint`), one per degree of freedom.
     pub fn qfrc_constraint(&self) -> &[f64] {
         self.inner.qfrc_constraint()
+    }
+}
+
+impl Model {
+    /// Every geom of the model, in id order.
+    pub fn geoms(&self) -> Vec<Geom> {
+        let m = &self.inner;
+        (0..m.ffi().ngeom as usize)
+            .map(|i| Geom {
+                name: m.id_to_name(MjtObjBase::mjOBJ_GEOM, i).map(str::to_owned),
+                shape: match m.geom_type()[i] {
+                    MjtGeomBase::mjGEOM_PLANE => GeomShape::Plane,
+                    MjtGeomBase::mjGEOM_HFIELD => GeomShape::HeightField,
+                    MjtGeomBase::mjGEOM_SPHERE => GeomShape::Sphere,
+                    MjtGeomBase::mjGEOM_CAPSULE => GeomShape::Capsule,
+                    MjtGeomBase::mjGEOM_ELLIPSOID => GeomShape::Ellipsoid,
+                    MjtGeomBase::mjGEOM_CYLINDER => GeomShape::Cylinder,
+                    MjtGeomBase::mjGEOM_BOX => GeomShape::Box,
+                    MjtGeomBase::mjGEOM_MESH => GeomShape::Mesh,
+                    _ => GeomShape::Other,
+                },
+                size: m.geom_size()[i],
+                body: m.geom_bodyid()[i] as usize,
+                group: m.geom_group()[i],
+                rgba: m.geom_rgba()[i],
+                aabb: m.geom_aabb()[i],
+            })
+            .collect()
+    }
+
+    /// Every joint of the model, in id order.
+    pub fn joints(&self) -> Vec<Joint> {
+        let m = &self.inner;
+        (0..m.ffi().njnt as usize)
+            .map(|i| Joint {
+                name: m
+                    .id_to_name(MjtObjBase::mjOBJ_JOINT, i)
+                    .map_or_else(|| format!("joint{i}"), str::to_owned),
+                kind: match m.jnt_type()[i] {
+                    MjtJoint::mjJNT_FREE => JointKind::Free,
+                    MjtJoint::mjJNT_BALL => JointKind::Ball,
+                    MjtJoint::mjJNT_SLIDE => JointKind::Slide,
+                    _ => JointKind::Hinge,
+                },
+                qpos_adr: m.jnt_qposadr()[i] as usize,
+                dof_adr: m.jnt_dofadr()[i] as usize,
+            })
+            .collect()
+    }
+
+    /// Each actuator's name, in id order; an unnamed one is called after the joint it drives,
+    /// else `actuator<i>`.
+    pub fn actuator_names(&self) -> Vec<String> {
+        let m = &self.inner;
+        (0..self.nu())
+            .map(|i| {
+                if let Some(name) = m.id_to_name(MjtObjBase::mjOBJ_ACTUATOR, i) {
+                    return name.to_owned();
+                }
+                let joint = (m.actuator_trntype()[i] == MjtTrn::mjTRN_JOINT)
+                    .then(|| usize::try_from(m.actuator_trnid()[i][0]).ok())
+                    .flatten()
+                    .and_then(|j| m.id_to_name(MjtObjBase::mjOBJ_JOINT, j));
+                joint.map_or_else(|| format!("actuator{i}"), str::to_owned)
+            })
+            .collect()
+    }
+
+    /// The name of body `id`, if it has one.
+    pub fn body_name(&self, id: usize) -> Option<&str> {
+        if id >= self.nbody() {
+            return None;
+        }
+        self.inner.id_to_name(MjtObjBase::mjOBJ_BODY, id)
+    }
+}
+
+impl Data {
+    /// Places every body, geom and site for the current positions (`mj_kinematics`), with
+    /// nothing else computed: enough to draw a pose.
+    pub fn kinematics(&mut self) {
+        self.inner.kinematics();
+    }
+
+    /// The world position of geom `id` (`geom_xpos`). Panics if there is no such geom.
+    pub fn geom_xpos(&self, id: usize) -> [f64; 3] {
+        self.inner.geom_xpos()[id]
+    }
+
+    /// The world orientation of geom `id`, a row-major 3×3 rotation (`geom_xmat`): its
+    /// columns are the geom's axes. Panics if there is no such geom.
+    pub fn geom_xmat(&self, id: usize) -> [f64; 9] {
+        self.inner.geom_xmat()[id]
     }
 }

@@ -85,12 +85,13 @@ class AleEnv(gymnasium.Env):
         self.task = Task.from_wire(spec.task)
         from . import render
 
-        if self.task.sim not in render.SIM_IDS:
+        not_drawn = render.why_not_drawn(self.task.sim)
+        if not_drawn is not None:
             # No drawing of this sim to render (render.py ports the console's drawings).
             self.metadata = {**self.metadata, "render_modes": []}
             if render_mode is not None:
                 raise ValueError(
-                    f"render_mode {render_mode!r}: {self.task.sim} has no drawing, so it renders in no mode"
+                    f"render_mode {render_mode!r}: {not_drawn}, so it renders in no mode"
                 )
         self.official = spec.official
         self.observation_space = wire.space_from_wire(spec.observation_space)

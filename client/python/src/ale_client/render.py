@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Tuple, Union
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -360,16 +360,38 @@ def draw(sim_id: str, observation) -> Drawing:
 
     ``observation`` is anything :func:`numpy.asarray` accepts, of any numeric or boolean dtype
     and any shape; it is read flattened in row-major order, as the Rust sims index their
-    tensors, and an element past its end reads as 0. Raises :class:`ValueError` for a sim id
-    this module does not know.
+    tensors, and an element past its end reads as 0. The MuJoCo sims are drawn by
+    :mod:`ale_client.mujoco_view`, which needs the ``mujoco`` package. Raises
+    :class:`ValueError` for a sim id this module does not know.
     """
+    from . import mujoco_view
+
+    if sim_id in mujoco_view.VIEWS:
+        return mujoco_view.draw(sim_id, observation)
     try:
         drawer = _DRAWERS[sim_id]
     except (KeyError, TypeError):
         raise ValueError(
-            f"no drawing for sim {sim_id!r}; the known sims are: {', '.join(SIM_IDS)}"
+            f"no drawing for sim {sim_id!r}; the known sims are: "
+            f"{', '.join(SIM_IDS + mujoco_view.SIM_IDS)}"
         ) from None
     return drawer(_Obs(observation))
+
+
+def why_not_drawn(sim_id: str) -> Optional[str]:
+    """``None`` if :func:`draw` can draw sim ``sim_id`` here, else why not."""
+    from . import mujoco_view
+
+    if sim_id in _DRAWERS:
+        return None
+    if sim_id in mujoco_view.VIEWS:
+        if mujoco_view.available():
+            return None
+        return (
+            f"{sim_id} is drawn with MuJoCo's kinematics, which needs the mujoco package: "
+            "pip install 'ale-client[mujoco]'"
+        )
+    return f"{sim_id} has no drawing"
 
 
 # --------------------------------------------------------------------------------------------
@@ -612,6 +634,7 @@ __all__ = [
     "OTHER_COLOUR",
     "LINE_WIDTH",
     "draw",
+    "why_not_drawn",
     "rasterize",
     "rgb_array",
 ]

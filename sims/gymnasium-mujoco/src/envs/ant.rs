@@ -13,7 +13,10 @@ use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
 use crate::cost::{control_cost, pairwise_sum};
+use ale_mujoco::draw::{Camera, Height};
+
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
+use crate::view::{self, View};
 
 pub(crate) const ID: &str = "Ant-v5";
 
@@ -42,6 +45,15 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     action_len: 8,
     action_bound: 1.0,
     rules: |_| Box::new(Ant),
+    view: View {
+        camera: Camera::elevated(1, 2.5, Height::Tracked(1.5)),
+        pose: |observation, qpos| view::positions_after(2, observation, qpos),
+        labels: |model| {
+            let mut labels = view::positions_then_velocities(model, 2);
+            labels.extend(view::body_force_labels(model, 1));
+            labels
+        },
+    },
     model: OnceLock::new(),
 };
 

@@ -11,7 +11,10 @@ use std::sync::OnceLock;
 use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
+use ale_mujoco::draw::{Camera, Height};
+
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
+use crate::view::View;
 
 pub(crate) const ID: &str = "InvertedDoublePendulum-v5";
 
@@ -33,6 +36,25 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     action_len: 1,
     action_bound: 1.0,
     rules: |_| Box::new(InvertedDoublePendulum),
+    view: View {
+        camera: Camera::side(0, 1.2, Height::Fixed(-0.3, 1.5)),
+        // Cart x, the sines of the two angles, then their cosines.
+        pose: |o, qpos| {
+            qpos[0] = o[0];
+            qpos[1] = o[1].atan2(o[3]);
+            qpos[2] = o[2].atan2(o[4]);
+        },
+        labels: |model| {
+            let (qpos, qvel) =
+                ale_mujoco::coordinate_labels(model.nq(), model.nv(), &model.joints());
+            let mut labels = vec![qpos[0].clone()];
+            labels.extend(qpos[1..].iter().map(|n| format!("sin {n}")));
+            labels.extend(qpos[1..].iter().map(|n| format!("cos {n}")));
+            labels.extend(qvel.iter().map(|n| format!("vel {n}")));
+            labels.push(format!("constraint force {}", qpos[0]));
+            labels
+        },
+    },
     model: OnceLock::new(),
 };
 

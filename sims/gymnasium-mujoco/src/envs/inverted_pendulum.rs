@@ -9,7 +9,10 @@ use std::sync::OnceLock;
 use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
+use ale_mujoco::draw::{Camera, Height};
+
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
+use crate::view::{self, View};
 
 pub(crate) const ID: &str = "InvertedPendulum-v5";
 
@@ -28,6 +31,11 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     action_len: 1,
     action_bound: 3.0,
     rules: |_| Box::new(InvertedPendulum),
+    view: View {
+        camera: Camera::side(0, 1.2, Height::Fixed(-0.4, 0.9)),
+        pose: |observation, qpos| view::positions_after(0, observation, qpos),
+        labels: |model| view::positions_then_velocities(model, 0),
+    },
     model: OnceLock::new(),
 };
 

@@ -12,7 +12,10 @@ use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
 use crate::cost::pairwise_sum;
+use ale_mujoco::draw::{Camera, Height};
+
 use crate::env::{Draw, EnvSpec, Physics, Rules, Scored};
+use crate::view::View;
 
 pub(crate) const ID: &str = "Reacher-v5";
 
@@ -37,6 +40,32 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
             fingertip: body("fingertip"),
             target: body("target"),
         })
+    },
+    view: View {
+        camera: Camera::top(0, 0.25, Height::Fixed(-0.25, 0.25)),
+        // cos and sin of the two joint angles, then the target's two positions.
+        pose: |o, qpos| {
+            qpos[0] = o[2].atan2(o[0]);
+            qpos[1] = o[3].atan2(o[1]);
+            qpos[2] = o[4];
+            qpos[3] = o[5];
+        },
+        labels: |model| {
+            let (qpos, qvel) =
+                ale_mujoco::coordinate_labels(model.nq(), model.nv(), &model.joints());
+            let mut labels = vec![
+                format!("cos {}", qpos[0]),
+                format!("cos {}", qpos[1]),
+                format!("sin {}", qpos[0]),
+                format!("sin {}", qpos[1]),
+                qpos[2].clone(),
+                qpos[3].clone(),
+                format!("vel {}", qvel[0]),
+                format!("vel {}", qvel[1]),
+            ];
+            labels.extend(["fingertip-target x", "fingertip-target y"].map(String::from));
+            labels
+        },
     },
     model: OnceLock::new(),
 };

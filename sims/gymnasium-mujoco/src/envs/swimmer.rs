@@ -11,7 +11,10 @@ use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
 use crate::cost::control_cost;
+use ale_mujoco::draw::{Camera, Height};
+
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
+use crate::view::{self, View};
 
 pub(crate) const ID: &str = "Swimmer-v5";
 
@@ -33,6 +36,11 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     action_len: 2,
     action_bound: 1.0,
     rules: |_| Box::new(Swimmer),
+    view: View {
+        camera: Camera::top(1, 2.5, Height::Tracked(1.5)),
+        pose: |observation, qpos| view::positions_after(2, observation, qpos),
+        labels: |model| view::positions_then_velocities(model, 2),
+    },
     model: OnceLock::new(),
 };
 

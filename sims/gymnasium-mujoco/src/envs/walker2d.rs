@@ -11,7 +11,10 @@ use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
 use crate::cost::control_cost;
+use ale_mujoco::draw::{Camera, Height};
+
 use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
+use crate::view::{self, View};
 
 pub(crate) const ID: &str = "Walker2d-v5";
 
@@ -37,6 +40,11 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     action_len: 6,
     action_bound: 1.0,
     rules: |_| Box::new(Walker2d),
+    view: View {
+        camera: Camera::side(1, 2.0, Height::Fixed(-0.3, 1.9)),
+        pose: |observation, qpos| view::positions_after(1, observation, qpos),
+        labels: |model| view::positions_then_velocities(model, 1),
+    },
     model: OnceLock::new(),
 };
 

@@ -1,0 +1,205 @@
+//! Every env draws the pose its observation shows and labels its values with the model's
+//! names; the Python client's port of the drawing (`client/python/src/ale_client/render.py`)
+//! replays `client/python/tests/fixtures/mujoco_drawings.json`, which this test keeps current
+//! (`ALE_UPDATE_FIXTURES=1` rewrites it after a deliberate change to a drawing; commit it with
+//! the matching change to the port).
+#![cfg(feature = "mujoco")]
+
+use std::path::{Path, PathBuf};
+
+use ale_sim::{Drawing, Rng, Role, Shape, Space, Tensor, TensorData};
+use serde::Serialize;
+
+/// (seed, steps) per env: reset on the seed, then that many sampled actions.
+const CASES: [(u64, usize); 2] = [(0, 0), (1, 8)];
+
+fn points(drawing: &Drawing) -> Vec<(f64, f64)> {
+    drawing
+        .shapes
+        .iter()
+        .flat_map(|shape| match shape {
+            Shape::Line { from, to, .. } => vec![*from, *to],
+            Shape::Circle { center, .. } => vec![*center],
+            Shape::Polygon { points, .. } => points.clone(),
+            Shape::Label { at, .. } => vec![*at],
+        })
+        .collect()
+}
+
+fn roles(drawing: &Drawing) -> Vec<Role> {
+    drawing
+        .shapes
+        .iter()
+        .map(|shape| match shape {
+            Shape::Line { role, .. }
+            | Shape::Circle { role, .. }
+            | Shape::Polygon { role, .. }
+            | Shape::Label { role, .. } => *role,
+        })
+        .collect()
+}
+
+#[test]
+fn every_env_draws_its_robot_in_view_and_the_pose_moves_it() {
+    let catalog = ale_sims_mujoco::catalog();
+    for entry in catalog.iter() {
+        let id = entry.id();
+        let mut sim = entry.build_plain(entry.default_max_steps()).unwrap();
+        sim.reset(3).unwrap();
+        let first = entry.draw(sim.observation()).expect("every env draws");
+        let v = first.viewport;
+        assert!(v.x_min < v.x_max && v.y_min < v.y_max, "{id}: {v:?}");
+        let roles = roles(&first);
+        assert!(roles.contains(&Role::Limb), "{id}: {roles:?}");
+        assert!(
+            points(&first)
+                .iter()
+                .all(|(x, y)| x.is_finite() && y.is_finite()),
+            "{id}"
+        );
+        // Somewhere in view: a limb's point inside the viewport.
+        assert!(
+            points(&first)
+                .iter()
+                .any(|&(x, y)| v.x_min <= x && x <= v.x_max && v.y_min <= y && y <= v.y_max),
+            "{id}: nothing in view"
+        );
+        let mut rng = Rng::new(3);
+        for _ in 0..10 {
+            let action = sim.action_space().sample(&mut rng);
+            if sim.step(&action).unwrap().is_done() {
+                break;
+            }
+        }
+        let later = entry.draw(sim.observation()).unwrap();
+        assert_ne!(first, later, "{id}: the drawing follows the pose");
+        // Drawing again from the same observation gives the same picture.
+        assert_eq!(later, entry.draw(sim.observation()).unwrap(), "{id}");
+    }
+}
+
+#[test]
+fn a_short_empty_or_non_finite_observation_still_draws() {
+    let catalog = ale_sims_mujoco::catalog();
+    for entry in catalog.iter() {
+        let id = entry.id();
+        for observation in [
+            Tensor::zeros(vec![0], ale_sim::DType::F64),
+            Tensor::new(vec![2], TensorData::F64(vec![f64::NAN, f64::INFINITY])).unwrap(),
+            Tensor::new(vec![200], TensorData::F64(vec![1e300; 200])).unwrap(),
+        ] {
+            let drawing = entry.draw(&observation).expect("every env draws");
+            assert!(!drawing.shapes.is_empty(), "{id}");
+        }
+    }
+}
+
+#[test]
+fn observations_and_actions_are_labelled_with_the_models_names() {
+    let catalog = ale_sims_mujoco::catalog();
+    for entry in catalog.iter() {
+        let id = entry.id();
+        let sim = entry.build_plain(10).unwrap();
+        let (Space::Box(observation), Space::Box(action)) =
+            (sim.observation_space(), sim.action_space())
+        else {
+            panic!("{id}: Box spaces");
+        };
+        assert_eq!(observation.labels.len(), observation.low.len(), "{id}");
+        assert_eq!(action.labels.len(), action.low.len(), "{id}");
+        assert!(
+            observation
+                .labels
+                .iter()
+                .chain(&action.labels)
+                .all(|l| !l.is_empty()),
+            "{id}: {:?}",
+            observation.labels
+        );
+    }
+    let hopper = catalog.find("Hopper-v5").unwrap().build_plain(10).unwrap();
+    let Space::Box(observation) = hopper.observation_space() else {
+        unreachable!()
+    };
+    assert_eq!(observation.labels[..2], ["rootz", "rooty"]);
+    assert_eq!(observation.labels[5], "vel rootx");
+    let ant = catalog.find("Ant-v5").unwrap().build_plain(10).unwrap();
+    let (Space::Box(observation), Space::Box(action)) =
+        (ant.observation_space(), ant.action_space())
+    else {
+        unreachable!()
+    };
+    assert_eq!(observation.labels[..2], ["root.z", "root.qw"]);
+    assert_eq!(observation.labels[27], "cfrc torso.tx");
+    assert_eq!(action.labels[0], "hip_4");
+}
+
+#[derive(Serialize)]
+struct Case {
+    sim_id: &'static str,
+    seed: u64,
+    steps: usize,
+    observation: Vec<f64>,
+    drawing: Drawing,
+}
+
+fn fixture_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../client/python/tests/fixtures/mujoco_drawings.json")
+}
+
+fn render() -> String {
+    let catalog = ale_sims_mujoco::catalog();
+    let mut lines = Vec::new();
+    for entry in catalog.iter() {
+        let mut sim = entry.build_plain(entry.default_max_steps()).unwrap();
+        for (seed, wanted) in CASES {
+            sim.reset(seed).unwrap();
+            let mut rng = Rng::new(seed);
+            let mut steps = 0;
+            while steps < wanted {
+                let action = sim.action_space().sample(&mut rng);
+                steps += 1;
+                if sim.step(&action).unwrap().is_done() {
+                    break;
+                }
+            }
+            let case = Case {
+                sim_id: entry.id(),
+                seed,
+                steps,
+                observation: sim.observation().to_f64_vec(),
+                drawing: entry.draw(sim.observation()).unwrap(),
+            };
+            lines.push(serde_json::to_string(&case).unwrap());
+        }
+    }
+    format!(
+        "{{\"about\":{},\"cases\":[\n{}\n]}}\n",
+        serde_json::to_string(
+            "Made by sims/gymnasium-mujoco/tests/drawing.rs (ALE_UPDATE_FIXTURES=1 rewrites \
+             it); replayed by client/python/tests/test_render_mujoco.py."
+        )
+        .unwrap(),
+        lines.join(",\n")
+    )
+}
+
+#[test]
+fn python_drawing_fixture_is_up_to_date() {
+    let path = fixture_path();
+    let fresh = render();
+    if std::env::var_os("ALE_UPDATE_FIXTURES").is_some() {
+        std::fs::write(&path, &fresh).unwrap();
+        eprintln!("wrote {} ({} bytes)", path.display(), fresh.len());
+        return;
+    }
+    let stored = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        stored == fresh,
+        "{} is not what the drawings now give: rerun with ALE_UPDATE_FIXTURES=1 \
+         (`ALE_UPDATE_FIXTURES=1 cargo test -p ale-sims-mujoco --features mujoco --test \
+         drawing`), and port the change to client/python/src/ale_client/render.py",
+        path.display()
+    );
+}
