@@ -156,13 +156,19 @@ impl Physics {
     /// clamps a limited actuator's control itself), `frame_skip` calls of `mj_step`, then
     /// `mj_rnePostConstraint` so that body forces are current.
     pub fn do_simulation(&mut self, action: &[f32]) {
+        self.step_only(action);
+        self.data.rne_post_constraint();
+    }
+
+    /// The controls, then `frame_skip` calls of `mj_step`: `do_simulation` without the body
+    /// forces.
+    pub fn step_only(&mut self, action: &[f32]) {
         for (ctrl, a) in self.data.ctrl_mut().iter_mut().zip(action) {
             *ctrl = f64::from(*a);
         }
         for _ in 0..self.frame_skip {
             self.data.step();
         }
-        self.data.rne_post_constraint();
     }
 
     /// `reset`: `mj_resetData`, then `reset_model`: `set_state` (which ends with

@@ -87,6 +87,13 @@ impl GymnasiumMujoco {
         self.physics.data().qvel()
     }
 
+    /// MuJoCo's own part of one env step, for benchmarks: `action` as the controls, then the
+    /// env's `frame_skip` calls of `mj_step`, and nothing else (no `mj_rnePostConstraint`,
+    /// observation, reward, termination or time limit).
+    pub fn step_physics_only(&mut self, action: &[f32]) {
+        self.physics.step_only(action);
+    }
+
     fn observe(&mut self) {
         let out = self
             .observation

@@ -36,6 +36,10 @@ pub struct BatchArgs {
     /// Measured Step round trips of the interactive path.
     #[arg(long, default_value_t = 20_000)]
     pub interactive_steps: usize,
+    /// A Python interpreter that imports `envpool`: its Ant-v5 (64 envs, a thread per core,
+    /// random actions) is measured in the same run, beside the batch pipeline's Ant.
+    #[arg(long, value_name = "PYTHON")]
+    pub envpool: Option<PathBuf>,
 }
 
 /// The submitted bytes that the bench's loader plays as a uniform-random policy.
@@ -58,38 +62,59 @@ struct Case {
     submitted: Submitted,
     /// Robots per env, for robot-steps/s.
     robots: Option<u64>,
+    /// The Gymnasium MuJoCo env the task runs, whose own stepping is measured beside it.
+    mujoco: Option<&'static str>,
 }
 
-const CASES: [Case; 5] = [
+const CASES: [Case; 7] = [
     Case {
         name: "CartPole, uniform-random policy",
         task: "bench-cartpole",
         submitted: Submitted::Random,
         robots: None,
+        mujoco: None,
     },
     Case {
         name: "CartPole, MLP 4-64-64-2 tanh, random weights",
         task: "bench-cartpole",
         submitted: Submitted::Mlp(&[4, 64, 64, 2]),
         robots: None,
+        mujoco: None,
     },
     Case {
         name: "CartPole, MLP 4-64-64-2 tanh, balancing",
         task: "bench-cartpole",
         submitted: Submitted::BalancingMlp,
         robots: None,
+        mujoco: None,
     },
     Case {
         name: "nav2d-barn, MLP 36-64-64-2 tanh",
         task: "bench-nav2d",
         submitted: Submitted::Mlp(&[36, 64, 64, 2]),
         robots: None,
+        mujoco: None,
     },
     Case {
         name: "swarm-goals, per-robot MLP 26-64-64-2 tanh",
         task: "bench-swarm",
         submitted: Submitted::Mlp(&[26, 64, 64, 2]),
         robots: Some(16),
+        mujoco: None,
+    },
+    Case {
+        name: "Ant-v5 (MuJoCo), MLP 105-64-64-8 tanh, random weights",
+        task: "bench-ant",
+        submitted: Submitted::Mlp(&[105, 64, 64, 8]),
+        robots: None,
+        mujoco: Some("Ant-v5"),
+    },
+    Case {
+        name: "Hopper-v5 (MuJoCo), MLP 11-64-64-3 tanh, random weights",
+        task: "bench-hopper",
+        submitted: Submitted::Mlp(&[11, 64, 64, 3]),
+        robots: None,
+        mujoco: Some("Hopper-v5"),
     },
 ];
 
@@ -141,6 +166,32 @@ fn task_files(cartpole_episodes: u32) -> Vec<(String, String)> {
                 other_episodes,
                 500,
                 "[[safety]]\nname = \"collisions\"\ncounter = \"collisions\"\npenalty_factor = 0.5\ndescription = \"bench\"\n\n",
+            ),
+        ),
+        (
+            "bench-ant.toml".into(),
+            task(
+                "bench-ant",
+                "Ant-v5",
+                "\"return\"",
+                "higher_is_better",
+                0.0,
+                (cartpole_episodes / 80).max(1),
+                1000,
+                "",
+            ),
+        ),
+        (
+            "bench-hopper.toml".into(),
+            task(
+                "bench-hopper",
+                "Hopper-v5",
+                "\"return\"",
+                "higher_is_better",
+                0.0,
+                (cartpole_episodes / 8).max(1),
+                1000,
+                "",
             ),
         ),
         (
@@ -378,6 +429,103 @@ fn play_case(evaluator: &Evaluator, case: &Case, seconds: f64) -> anyhow::Result
     Ok(total)
 }
 
+/// MuJoCo's own stepping of Gymnasium env `id` on every core: per thread, 64 envs, each env
+/// step `frame_skip` calls of `mj_step` (with uniform-random controls drawn beforehand), and
+/// nothing else — no body forces, observation, reward, resets or policy. Env-steps/s.
+fn mujoco_steps_per_second(id: &str, cores: usize, seconds: f64) -> anyhow::Result<f64> {
+    const ENVS: usize = 64;
+    const ACTIONS: usize = 1024;
+    let steps = std::sync::atomic::AtomicU64::new(0);
+    let failed = std::sync::Mutex::new(None);
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for thread in 0..cores {
+            let (steps, failed) = (&steps, &failed);
+            scope.spawn(move || {
+                let built: Result<Vec<_>, _> = (0..ENVS)
+                    .map(|_| ale_sims_mujoco::GymnasiumMujoco::new(id, u32::MAX))
+                    .collect();
+                let mut envs = match built {
+                    Ok(envs) => envs,
+                    Err(e) => {
+                        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+                        return;
+                    }
+                };
+                let Space::Box(space) = ale_sim::Sim::action_space(&envs[0]).clone() else {
+                    return;
+                };
+                let mut rng = ale_sim::Rng::new(thread as u64 + 1);
+                let actions: Vec<Vec<f32>> = (0..ACTIONS)
+                    .map(|_| {
+                        space
+                            .low
+                            .iter()
+                            .zip(&space.high)
+                            .map(|(lo, hi)| rng.uniform(*lo, *hi) as f32)
+                            .collect()
+                    })
+                    .collect();
+                for (k, env) in envs.iter_mut().enumerate() {
+                    let _ = ale_sim::Sim::reset(env, (thread * ENVS + k) as u64);
+                }
+                let mut done = 0u64;
+                let mut round = 0usize;
+                while started.elapsed().as_secs_f64() < seconds {
+                    for (k, env) in envs.iter_mut().enumerate() {
+                        env.step_physics_only(&actions[(round + k) % ACTIONS]);
+                    }
+                    round += 1;
+                    done += ENVS as u64;
+                }
+                steps.fetch_add(done, Ordering::Relaxed);
+            });
+        }
+    });
+    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        bail!("{id}: {e}");
+    }
+    Ok(steps.into_inner() as f64 / started.elapsed().as_secs_f64())
+}
+
+/// EnvPool's Ant-v5, 64 envs on `cores` threads, stepped with uniform-random actions for
+/// `seconds` by `python` (which must import `envpool`): env-steps/s.
+fn envpool_ant_steps_per_second(python: &Path, cores: usize, seconds: f64) -> anyhow::Result<f64> {
+    const SCRIPT: &str = r#"
+import sys, time
+import numpy as np
+import envpool
+cores, seconds = int(sys.argv[1]), float(sys.argv[2])
+env = envpool.make_gymnasium("Ant-v5", num_envs=64, batch_size=64, num_threads=cores, seed=0)
+env.reset()
+rng = np.random.default_rng(0)
+actions = rng.uniform(-1, 1, (1024, 64, 8)).astype(np.float32)
+for k in range(20):
+    env.step(actions[k])
+steps, k, start = 0, 0, time.perf_counter()
+while time.perf_counter() - start < seconds:
+    env.step(actions[k % 1024])
+    steps += 64
+    k += 1
+print(steps / (time.perf_counter() - start))
+"#;
+    let output = std::process::Command::new(python)
+        .args(["-c", SCRIPT, &cores.to_string(), &seconds.to_string()])
+        .output()
+        .with_context(|| format!("cannot run {}", python.display()))?;
+    if !output.status.success() {
+        bail!(
+            "EnvPool's Ant-v5 through {} failed: {}",
+            python.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        );
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.trim()
+        .parse()
+        .with_context(|| format!("EnvPool's bench printed {text:?}"))
+}
+
 /// Step round trips on CartPole through the client over loopback to a child `ale serve`, as
 /// `ale bench step` measures them unpinned.
 fn interactive_steps_per_second(state: &Path, steps: usize) -> anyhow::Result<f64> {
@@ -432,6 +580,10 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
         BatchOptions::default().block_size,
         args.seconds
     );
+    let mujoco = ale_sims_mujoco::GymnasiumMujoco::new("Hopper-v5", 1).is_ok();
+    if !mujoco {
+        println!("MuJoCo is not built in (build with --features mujoco): no MuJoCo cases");
+    }
     let mut rows = Vec::new();
     let cases: Vec<&Case> = CASES
         .iter()
@@ -439,11 +591,22 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
             args.only
                 .as_ref()
                 .is_none_or(|o| c.name.contains(o.as_str()))
+                && (mujoco || c.mujoco.is_none())
         })
         .collect();
     for case in &cases {
         rows.push(play_case(&evaluator, case, args.seconds)?);
     }
+    let mut own_stepping = Vec::new();
+    for case in &cases {
+        if let Some(id) = case.mujoco {
+            own_stepping.push((case, id, mujoco_steps_per_second(id, cores, args.seconds)?));
+        }
+    }
+    let envpool = match &args.envpool {
+        Some(python) if mujoco => Some(envpool_ant_steps_per_second(python, cores, args.seconds)?),
+        _ => None,
+    };
     evaluator.shutdown(std::time::Instant::now() + std::time::Duration::from_secs(5));
     drop(evaluator);
     let interactive =
@@ -479,6 +642,51 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
         args.interactive_steps,
         thousands(interactive)
     );
+    if !own_stepping.is_empty() {
+        println!();
+        println!(
+            "| MuJoCo env | batch env-steps/s | MuJoCo's own stepping (mj_step × frame_skip), env-steps/s | batch cost per step above it |"
+        );
+        println!("|---|---:|---:|---:|");
+        for (case, id, raw) in &own_stepping {
+            let Some(played) = cases
+                .iter()
+                .zip(&rows)
+                .find(|(c, _)| std::ptr::eq(**c, **case))
+                .map(|(_, p)| p)
+            else {
+                continue;
+            };
+            let batch = played.steps_per_second();
+            println!(
+                "| {id} | {} | {} | {:+.1}% |",
+                thousands(batch),
+                thousands(*raw),
+                (raw / batch - 1.0) * 100.0
+            );
+        }
+    }
+    if let Some(envpool) = envpool {
+        let ant = cases
+            .iter()
+            .zip(&rows)
+            .find(|(c, _)| c.task == "bench-ant")
+            .map(|(_, p)| p.steps_per_second());
+        println!();
+        println!("| Ant-v5 | env-steps/s | batch ÷ EnvPool |");
+        println!("|---|---:|---:|");
+        if let Some(ant) = ant {
+            println!(
+                "| ale batch, MLP 105-64-64-8 | {} | {:.2}× |",
+                thousands(ant),
+                ant / envpool
+            );
+        }
+        println!(
+            "| EnvPool {cores} threads, 64 envs, random actions (no policy) | {} | 1× |",
+            thousands(envpool)
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 
