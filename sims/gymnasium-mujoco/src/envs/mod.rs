@@ -8,6 +8,7 @@ pub(crate) mod humanoid;
 pub(crate) mod humanoid_standup;
 pub(crate) mod inverted_double_pendulum;
 pub(crate) mod inverted_pendulum;
+pub(crate) mod locomotion;
 pub(crate) mod pusher;
 pub(crate) mod reacher;
 pub(crate) mod swimmer;
