@@ -7,7 +7,8 @@ Needs exactly the versions the crate mirrors (checked below), in a venv of their
     target/gymnasium-mujoco-venv/bin/pip install "gymnasium[mujoco]==1.4.0" mujoco==3.17.0 numpy==2.4.6
     target/gymnasium-mujoco-venv/bin/python scripts/gymnasium_mujoco_fixtures.py
 
-It writes, under OUT (default sims/gymnasium-mujoco/tests/fixtures):
+(on an x86-64 CPU without AVX-512, with OPENBLAS_CORETYPE=SkylakeX in the environment: see
+the check below). It writes, under OUT (default sims/gymnasium-mujoco/tests/fixtures):
 
 * OUT/<env>/NN.json, one episode each, in the format of docs/sims.md ("Parity fixtures"):
   `initial_state` is qpos followed by qvel, set with `set_state` right after a seeded reset
@@ -35,6 +36,19 @@ VERSIONS = {"gymnasium": "1.4.0", "mujoco": "3.17.0", "numpy": "2.4.6"}
 INSTALLED = {"gymnasium": gym.__version__, "mujoco": mujoco.__version__, "numpy": np.__version__}
 if INSTALLED != VERSIONS:
     sys.exit(f"gymnasium_mujoco_fixtures: needs {VERSIONS}, found {INSTALLED}")
+
+# np.linalg.norm (Reacher's and Pusher's rewards) is the square root of OpenBLAS's ddot, whose
+# short loop the crate runs as fused multiply-adds (`norm` in cost.rs), as OpenBLAS's SkylakeX
+# kernels do. On CPUs without AVX-512 OpenBLAS picks its Haswell or Zen kernels, whose loop
+# rounds each product, and those rewards come out a bit off in the last place;
+# OPENBLAS_CORETYPE=SkylakeX makes it pick the fused loop (only ddot's short loop is used here,
+# which needs no AVX-512). The probe's dot product is 0.921337 fused, 0.9213369999999999 not.
+_PROBE = np.array([0.144, 0.949])
+if _PROBE.dot(_PROBE) != 0.921337:
+    sys.exit(
+        "gymnasium_mujoco_fixtures: this OpenBLAS's ddot does not fuse its multiply-adds; "
+        "run with OPENBLAS_CORETYPE=SkylakeX in the environment"
+    )
 
 RESET_SEEDS = [0, 1, 7, 12345, 2**32 + 5, 2**64 - 1]
 
@@ -116,6 +130,20 @@ def lifted(z):
     def start(env, rng):
         s = state_of(env)
         s[2] = z
+        return s
+
+    return start
+
+
+def thrown(z, z_velocity):
+    """The reset state with the free body's height set to `z` and its vertical velocity
+    (qvel[2]) to `z_velocity`: a hard landing, for the contact costs' clip."""
+
+    def start(env, rng):
+        u = env.unwrapped
+        s = state_of(env)
+        s[2] = z
+        s[u.model.nq + 2] = z_velocity
         return s
 
     return start
@@ -206,6 +234,32 @@ def cases():
     ]
     # One episode per env from the seeded reset itself, in the seeded fixture format.
     for env in (ip, idp, reach, hc, hop, walk, swim, ant):
+        out.append((env, 2**32 + 9, SEEDED, uniform(env), "random actions from reset(seed)", 40))
+    # Envs added later come after the others, so that the shared generator draws the same
+    # actions for the episodes above as before. Humanoid's observations are 348 numbers, so
+    # its episodes are short: until it falls, or cut after a few dozen steps.
+    hum, stand, push = "Humanoid-v5", "HumanoidStandup-v5", "Pusher-v5"
+    out += [
+        (hum, 1, as_reset, uniform(hum), "random actions until it falls", None),
+        (hum, 2, shaken(0.05, 0.5), uniform(hum, 3.0), "actions up to three times the bounds", None),
+        (hum, 3, as_reset, corners(hum, 1.0), "full torques until it falls", None),
+        (hum, 4, as_reset, zero(hum), "no torque until it falls", None),
+        (hum, 5, thrown(1.9, -8.0), zero(hum), "thrown down: the contact cost at its clip", None),
+        (hum, 6, lifted(2.05), zero(hum), "above the healthy range: terminates at once", None),
+    ]
+    out += [
+        (stand, 1, as_reset, uniform(stand), "random actions", 50),
+        (stand, 2, shaken(0.05, 0.5), uniform(stand, 3.0), "actions up to three times the bounds", 40),
+        (stand, 3, as_reset, corners(stand, 1.0), "full torques", 40),
+        (stand, 4, thrown(0.8, -5.0), zero(stand), "dropped hard: the impact cost at its clip", 30),
+    ]
+    out += [
+        (push, 1, as_reset, uniform(push), "random actions, truncated at 100 steps", None),
+        (push, 2, as_reset, uniform(push, 3.0), "actions up to three times the bounds", None),
+        (push, 3, shaken(0.3, 1.0), zero(push), "no torque", None),
+        (push, 4, as_reset, corners(push, 5.0), "actions at five times the bounds", 60),
+    ]
+    for env in (hum, stand, push):
         out.append((env, 2**32 + 9, SEEDED, uniform(env), "random actions from reset(seed)", 40))
     return out
 

@@ -86,6 +86,9 @@ fn tasks_lists_every_bundled_task() {
         "swimmer-swim",
         "ant-walk",
         "reacher-mujoco",
+        "humanoid-walk",
+        "humanoid-standup",
+        "pusher-push",
     ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(&format!("{id} "))),

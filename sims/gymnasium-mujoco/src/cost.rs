@@ -1,8 +1,9 @@
-//! Gymnasium's control cost, `weight * np.sum(np.square(action))`, in the dtype NumPy 2
-//! computes it in for a float32 action: every operation is a float32 one (the Python float
-//! weight is a "weak" scalar that takes the array's dtype), and the sum is NumPy's pairwise
-//! summation. The caller widens the result to float64 where Gymnasium subtracts it from a
-//! float64 reward.
+//! NumPy's arithmetic as Gymnasium's rewards use it: sums in NumPy's pairwise order, norms as
+//! OpenBLAS computes them, and the control cost, `weight * np.sum(np.square(action))`, in the
+//! dtype NumPy 2 computes it in for a float32 action: every operation is a float32 one (the
+//! Python float weight is a "weak" scalar that takes the array's dtype), and the sum is
+//! NumPy's pairwise summation. The caller widens the result to float64 where Gymnasium
+//! subtracts it from a float64 reward.
 
 /// `weight * np.sum(np.square(action))` on a float32 `action`, as a float32.
 pub(crate) fn control_cost(weight: f64, action: &[f32]) -> f32 {
@@ -46,6 +47,18 @@ where
         half -= half % 8;
         pairwise_sum(&a[..half], f) + pairwise_sum(&a[half..], f)
     }
+}
+
+/// `np.linalg.norm(v)` of a short float64 vector: the square root of `v.dot(v)`, which NumPy
+/// hands to OpenBLAS's `ddot`. Below 16 elements that is the loop `dot += y[i] * x[i]`, which
+/// OpenBLAS's kernels for FMA-capable x86-64 CPUs run as fused multiply-adds (the fixtures,
+/// recorded on such a CPU, agree to the bit), so each term is one `mul_add`, rounded once.
+pub(crate) fn norm(v: &[f64]) -> f64 {
+    debug_assert!(
+        v.len() < 16,
+        "OpenBLAS's ddot sums 16 and more in SIMD blocks"
+    );
+    v.iter().fold(0.0, |dot, x| x.mul_add(*x, dot)).sqrt()
 }
 
 #[cfg(test)]

@@ -4,13 +4,13 @@ use ale_sim::{DuplicateSim, Sim, SimCatalog, SimConfig, SimEntry};
 
 use crate::env::EnvSpec;
 use crate::envs::{
-    ant, half_cheetah, hopper, inverted_double_pendulum, inverted_pendulum, reacher, swimmer,
-    walker2d,
+    ant, half_cheetah, hopper, humanoid, humanoid_standup, inverted_double_pendulum,
+    inverted_pendulum, pusher, reacher, swimmer, walker2d,
 };
 use crate::sim::GymnasiumMujoco;
 use crate::view;
 
-static ENVS: [&EnvSpec; 8] = [
+static ENVS: [&EnvSpec; 11] = [
     &inverted_pendulum::SPEC,
     &inverted_double_pendulum::SPEC,
     &reacher::SPEC,
@@ -19,10 +19,13 @@ static ENVS: [&EnvSpec; 8] = [
     &walker2d::SPEC,
     &swimmer::SPEC,
     &ant::SPEC,
+    &humanoid::SPEC,
+    &humanoid_standup::SPEC,
+    &pusher::SPEC,
 ];
 
 /// The Gymnasium ids of this crate's envs, in catalog order.
-pub const ENV_IDS: [&str; 8] = [
+pub const ENV_IDS: [&str; 11] = [
     inverted_pendulum::ID,
     inverted_double_pendulum::ID,
     reacher::ID,
@@ -31,6 +34,9 @@ pub const ENV_IDS: [&str; 8] = [
     walker2d::ID,
     swimmer::ID,
     ant::ID,
+    humanoid::ID,
+    humanoid_standup::ID,
+    pusher::ID,
 ];
 
 pub(crate) fn spec(id: &str) -> Option<&'static EnvSpec> {
@@ -85,7 +91,11 @@ mod tests {
         let catalog = catalog();
         for id in ENV_IDS {
             let entry = catalog.find(id).unwrap();
-            let limit = if id == "Reacher-v5" { 50 } else { 1000 };
+            let limit = match id {
+                "Reacher-v5" => 50,
+                "Pusher-v5" => 100,
+                _ => 1000,
+            };
             assert_eq!(entry.default_max_steps(), limit, "{id}");
             assert!(
                 entry.has_gymnasium_parity() && entry.is_batch_capable(),

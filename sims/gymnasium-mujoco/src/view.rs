@@ -6,8 +6,8 @@
 
 use std::cell::RefCell;
 
-use ale_mujoco::draw::{Camera, Scene};
-use ale_mujoco::{Data, Model};
+use ale_mujoco::draw::{Camera, Scene, default_role};
+use ale_mujoco::{Data, Geom, Model};
 use ale_sim::{Drawing, Role, Shape, Tensor, Viewport};
 
 use crate::env::EnvSpec;
@@ -38,16 +38,60 @@ pub(crate) fn positions_then_velocities(model: &Model, skip: usize) -> Vec<Strin
         .collect()
 }
 
-/// The labels of each body's six numbers of `cfrc_ext`, from body `first` on.
-pub(crate) fn body_force_labels(model: &Model, first: usize) -> Vec<String> {
+/// `{what} {body}.{key}` for each of `keys` of each body from `first` on.
+fn per_body_labels(model: &Model, first: usize, what: &str, keys: &[&str]) -> Vec<String> {
     (first..model.nbody())
         .flat_map(|body| {
             let name = model
                 .body_name(body)
                 .map_or_else(|| format!("body{body}"), str::to_owned);
-            ["tx", "ty", "tz", "fx", "fy", "fz"].map(|k| format!("cfrc {name}.{k}"))
+            keys.iter().map(move |k| format!("{what} {name}.{k}"))
         })
         .collect()
+}
+
+/// The labels of each body's six numbers of `cfrc_ext`, from body `first` on.
+pub(crate) fn body_force_labels(model: &Model, first: usize) -> Vec<String> {
+    per_body_labels(model, first, "cfrc", &["tx", "ty", "tz", "fx", "fy", "fz"])
+}
+
+/// The labels of each body's ten numbers of `cinert`, from body `first` on: the inertia's
+/// six terms, the mass times the offset of the subtree's centre of mass, the mass.
+pub(crate) fn body_inertia_labels(model: &Model, first: usize) -> Vec<String> {
+    let keys = [
+        "ixx", "iyy", "izz", "ixy", "ixz", "iyz", "mx", "my", "mz", "m",
+    ];
+    per_body_labels(model, first, "cinert", &keys)
+}
+
+/// The labels of each body's six numbers of `cvel`, rotation then translation, from body
+/// `first` on.
+pub(crate) fn body_velocity_labels(model: &Model, first: usize) -> Vec<String> {
+    per_body_labels(model, first, "cvel", &["wx", "wy", "wz", "vx", "vy", "vz"])
+}
+
+/// The labels of `qfrc_actuator[first..]`, after the velocities they act on.
+pub(crate) fn actuator_force_labels(model: &Model, first: usize) -> Vec<String> {
+    let (_, qvel) = ale_mujoco::coordinate_labels(model.nq(), model.nv(), &model.joints());
+    qvel.into_iter()
+        .skip(first)
+        .map(|name| format!("actuator force {name}"))
+        .collect()
+}
+
+/// A geom's role: [`default_role`]'s, except that a geom on a body named for a goal or a
+/// target is the goal, as a geom so named is (Pusher's goal is an unnamed geom on its `goal`
+/// body).
+fn role(model: &Model, geom: &Geom, track: usize) -> Option<Role> {
+    let role = default_role(geom, track)?;
+    let on_goal = model
+        .body_name(geom.body)
+        .is_some_and(|name| name.contains("goal") || name.contains("target"));
+    Some(if on_goal && role != Role::Ground {
+        Role::Goal
+    } else {
+        role
+    })
 }
 
 /// The action's labels: the actuators' names.
@@ -81,7 +125,9 @@ pub(crate) fn draw(spec: &'static EnvSpec, observation: &Tensor) -> Drawing {
             None => {
                 scratches.push(Scratch {
                     id: spec.id,
-                    scene: Scene::new(model, spec.view.camera),
+                    scene: Scene::with_roles(model, spec.view.camera, |geom| {
+                        role(model, geom, spec.view.camera.track)
+                    }),
                     data: Data::new(model),
                     qpos: vec![0.0; model.nq()],
                     observation: vec![0.0; spec.observation_len],

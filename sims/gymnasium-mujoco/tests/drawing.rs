@@ -132,6 +132,51 @@ fn observations_and_actions_are_labelled_with_the_models_names() {
     assert_eq!(observation.labels[..2], ["root.z", "root.qw"]);
     assert_eq!(observation.labels[27], "cfrc torso.tx");
     assert_eq!(action.labels[0], "hip_4");
+    let humanoid = catalog
+        .find("Humanoid-v5")
+        .unwrap()
+        .build_plain(10)
+        .unwrap();
+    let Space::Box(observation) = humanoid.observation_space() else {
+        unreachable!()
+    };
+    // 22 positions and 23 velocities, then 13 bodies' cinert (10 each) and cvel (6 each),
+    // then the 17 hinges' actuator forces and the 13 bodies' cfrc_ext.
+    let labels = &observation.labels;
+    assert_eq!(labels[..2], ["root.z", "root.qw"]);
+    assert_eq!(labels[45..47], ["cinert torso.ixx", "cinert torso.iyy"]);
+    assert_eq!(labels[45 + 9], "cinert torso.m");
+    assert_eq!(labels[175], "cvel torso.wx");
+    assert!(
+        labels[253].starts_with("actuator force abdomen"),
+        "{}",
+        labels[253]
+    );
+    assert_eq!(labels[270], "cfrc torso.tx");
+    let pusher = catalog.find("Pusher-v5").unwrap().build_plain(10).unwrap();
+    let Space::Box(observation) = pusher.observation_space() else {
+        unreachable!()
+    };
+    assert_eq!(observation.labels[0], "r_shoulder_pan_joint");
+    assert_eq!(observation.labels[14..16], ["tips_arm.x", "tips_arm.y"]);
+    assert_eq!(observation.labels[22], "goal.z");
+}
+
+#[test]
+fn a_geom_on_a_body_named_for_a_goal_is_drawn_as_the_goal() {
+    // Pusher's goal is an unnamed geom on its `goal` body.
+    let entry = ale_sims_mujoco::catalog()
+        .find("Pusher-v5")
+        .unwrap()
+        .clone();
+    let mut sim = entry.build_plain(10).unwrap();
+    sim.reset(1).unwrap();
+    let drawing = entry.draw(sim.observation()).unwrap();
+    let goals = roles(&drawing)
+        .into_iter()
+        .filter(|r| *r == Role::Goal)
+        .count();
+    assert_eq!(goals, 1, "{:?}", roles(&drawing));
 }
 
 #[derive(Serialize)]

@@ -51,6 +51,10 @@ impl Model {
         match self.0 {}
     }
 
+    pub fn body_mass(&self) -> &[f64] {
+        match self.0 {}
+    }
+
     pub fn ctrl_range(&self) -> &[[f64; 2]] {
         match self.0 {}
     }
@@ -109,6 +113,10 @@ impl Data {
         match self.0 {}
     }
 
+    pub fn ctrl(&self) -> &[f64] {
+        match self.0 {}
+    }
+
     pub fn ctrl_mut(&mut self) -> &mut [f64] {
         match self.0 {}
     }
@@ -117,11 +125,27 @@ impl Data {
         match self.0 {}
     }
 
+    pub fn xipos(&self) -> &[[f64; 3]] {
+        match self.0 {}
+    }
+
+    pub fn cinert(&self) -> &[[f64; 10]] {
+        match self.0 {}
+    }
+
+    pub fn cvel(&self) -> &[[f64; 6]] {
+        match self.0 {}
+    }
+
     pub fn site_xpos(&self, _id: usize) -> [f64; 3] {
         match self.0 {}
     }
 
     pub fn cfrc_ext(&self) -> &[[f64; 6]] {
+        match self.0 {}
+    }
+
+    pub fn qfrc_actuator(&self) -> &[f64] {
         match self.0 {}
     }
 

@@ -81,6 +81,11 @@ impl Model {
         self.inner.qpos0()
     }
 
+    /// Each body's mass (`body_mass`), indexed by body id; the world's is 0.
+    pub fn body_mass(&self) -> &[f64] {
+        self.inner.body_mass()
+    }
+
     /// Each actuator's `[low, high]` control range (`actuator_ctrlrange`).
     pub fn ctrl_range(&self) -> &[[f64; 2]] {
         self.inner.actuator_ctrlrange()
@@ -162,6 +167,12 @@ impl Data {
         self.inner.qvel_mut()
     }
 
+    /// The controls, one per actuator, as set (MuJoCo clamps a limited actuator's control
+    /// where it uses it, not here).
+    pub fn ctrl(&self) -> &[f64] {
+        self.inner.ctrl()
+    }
+
     pub fn ctrl_mut(&mut self) -> &mut [f64] {
         self.inner.ctrl_mut()
     }
@@ -169,6 +180,22 @@ impl Data {
     /// The world position of body `id`'s frame (`xpos`). Panics if there is no such body.
     pub fn body_xpos(&self, id: usize) -> [f64; 3] {
         self.inner.xpos()[id]
+    }
+
+    /// The world position of each body's centre of mass (`xipos`), indexed by body id.
+    pub fn xipos(&self) -> &[[f64; 3]] {
+        self.inner.xipos()
+    }
+
+    /// Each body's inertia about its subtree's centre of mass, with its mass, in MuJoCo's
+    /// ten-number layout (`cinert`), indexed by body id.
+    pub fn cinert(&self) -> &[[f64; 10]] {
+        self.inner.cinert()
+    }
+
+    /// Each body's com-based velocity, rotation then translation (`cvel`), indexed by body id.
+    pub fn cvel(&self) -> &[[f64; 6]] {
+        self.inner.cvel()
     }
 
     /// The world position of site `id` (`site_xpos`). Panics if there is no such site.
@@ -180,6 +207,11 @@ impl Data {
     /// indexed by body id; current after [`Data::rne_post_constraint`].
     pub fn cfrc_ext(&self) -> &[[f64; 6]] {
         self.inner.cfrc_ext()
+    }
+
+    /// The actuators' force in joint space (`qfrc_actuator`), one per degree of freedom.
+    pub fn qfrc_actuator(&self) -> &[f64] {
+        self.inner.qfrc_actuator()
     }
 
     /// The generalized constraint force (`qfrc_constraint`), one per degree of freedom.

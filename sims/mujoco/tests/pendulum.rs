@@ -130,6 +130,36 @@ mod linked {
     }
 
     #[test]
+    fn masses_inertias_and_a_clamped_motor_of_the_block() {
+        let model = Model::from_xml(BLOCK).unwrap();
+        assert_eq!(model.body_mass(), &[0.0, 2.0]);
+        let mut data = Data::new(&model);
+        data.forward();
+        assert_eq!(data.xipos()[1], [0.0, 0.0, 0.1]);
+        // cinert: six inertia terms, the mass times the offset from the subtree's centre of
+        // mass (none: the block is its own subtree), then the mass.
+        assert_eq!(data.cinert().len(), 2);
+        assert_eq!(data.cinert()[1][6..], [0.0, 0.0, 0.0, 2.0]);
+        // A control beyond the range stays as set; the force it makes is clamped to 5 N.
+        data.ctrl_mut()[0] = 7.0;
+        data.step();
+        assert_eq!(data.ctrl(), &[7.0]);
+        assert_eq!(data.qfrc_actuator(), &[5.0]);
+    }
+
+    #[test]
+    fn the_swinging_pendulums_com_velocity_turns_about_the_hinge() {
+        let model = Model::from_xml(PENDULUM).unwrap();
+        let mut data = Data::new(&model);
+        data.qvel_mut()[0] = 2.0;
+        data.forward();
+        // cvel: rotation (about y, at the hinge's rate), then translation.
+        let cvel = data.cvel()[1];
+        assert_eq!(cvel[..3], [0.0, 2.0, 0.0]);
+        assert_eq!(data.cvel()[0], [0.0; 6]);
+    }
+
+    #[test]
     fn a_bad_model_is_an_error_not_a_crash() {
         let err = Model::from_xml(
             "<mujoco><worldbody><body><geom type=\"nope\"/></body></worldbody></mujoco>",

@@ -175,6 +175,16 @@ def _default_role(model, geom: int, track: int) -> Optional[str]:
     return "limb"
 
 
+def _role(model, geom: int, track: int) -> Optional[str]:
+    """``view.rs``'s ``role``: the default role, but a geom on a body named for a goal or a
+    target is the goal."""
+    role = _default_role(model, geom, track)
+    if role is None or role == "ground":
+        return role
+    body = model.body(int(model.geom_bodyid[geom])).name or ""
+    return "goal" if "goal" in body or "target" in body else role
+
+
 def _draw_scene(mujoco, model, data, camera: Camera) -> Drawing:
     """``Scene::draw``: the picture of ``data``'s placed pose."""
     track = [float(v) for v in data.xpos[camera.track]]
@@ -189,7 +199,7 @@ def _draw_scene(mujoco, model, data, camera: Camera) -> Drawing:
     depth = _cross(camera.right, camera.up)
     order = []
     for geom in range(model.ngeom):
-        role = _default_role(model, geom, camera.track)
+        role = _role(model, geom, camera.track)
         if role is not None:
             order.append((_dot(data.geom_xpos[geom], depth), geom, role))
     # Farthest first; a stable sort keeps geoms at one depth in id order.
@@ -241,6 +251,20 @@ def _double_pendulum_pose(o: np.ndarray, qpos: np.ndarray) -> None:
     qpos[2] = math.atan2(o[2], o[4])
 
 
+# Where pusher_v5.xml puts the cylinder's and the goal's bodies (x, y), which their slides
+# move from (pusher.rs).
+_PUSHER_CYLINDER_AT_REST = (0.45, -0.05)
+_PUSHER_GOAL_AT_REST = (0.45, -0.05)
+
+
+def _pusher_pose(o: np.ndarray, qpos: np.ndarray) -> None:
+    qpos[:7] = o[:7]
+    qpos[7] = o[18] - _PUSHER_CYLINDER_AT_REST[1]
+    qpos[8] = o[17] - _PUSHER_CYLINDER_AT_REST[0]
+    qpos[9] = o[21] - _PUSHER_GOAL_AT_REST[1]
+    qpos[10] = o[20] - _PUSHER_GOAL_AT_REST[0]
+
+
 @dataclass(frozen=True)
 class _View:
     xml: str
@@ -269,6 +293,13 @@ VIEWS: Dict[str, _View] = {
     ),
     "Swimmer-v5": _View("swimmer.xml", 8, _top(1, 2.5, ("tracked", 1.5)), _positions_after(2)),
     "Ant-v5": _View("ant.xml", 105, _elevated(1, 2.5, ("tracked", 1.5)), _positions_after(2)),
+    "Humanoid-v5": _View(
+        "humanoid.xml", 348, _side(1, 2.0, ("fixed", -0.3, 2.1)), _positions_after(2)
+    ),
+    "HumanoidStandup-v5": _View(
+        "humanoidstandup.xml", 348, _side(1, 2.0, ("fixed", -0.3, 2.1)), _positions_after(2)
+    ),
+    "Pusher-v5": _View("pusher_v5.xml", 23, _top(0, 1.0, ("fixed", -1.1, 0.5)), _pusher_pose),
 }
 """The MuJoCo sims this module draws, by sim id."""
 

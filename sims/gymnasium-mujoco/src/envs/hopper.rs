@@ -8,13 +8,10 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::{Data, Model};
-use ale_sim::numpy_rng::Generator;
-
-use crate::cost::control_cost;
 use ale_mujoco::draw::{Camera, Height};
 
-use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
+use crate::env::{Draw, EnvSpec, Noise};
+use crate::envs::locomotion::Walker;
 use crate::view::{self, View};
 
 pub(crate) const ID: &str = "Hopper-v5";
@@ -33,6 +30,17 @@ const NOISE: Noise = Noise {
     qvel: Draw::Uniform(5e-3),
 };
 
+const RULES: Walker = Walker {
+    forward_reward_weight: FORWARD_REWARD_WEIGHT,
+    ctrl_cost_weight: CTRL_COST_WEIGHT,
+    healthy_reward: HEALTHY_REWARD,
+    healthy_state_range: Some(HEALTHY_STATE_RANGE),
+    healthy_z_range: HEALTHY_Z_RANGE,
+    healthy_angle_range: HEALTHY_ANGLE_RANGE,
+    velocity_clip: VELOCITY_CLIP,
+    noise: NOISE,
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/hopper.xml"),
@@ -41,7 +49,7 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     observation_len: 11,
     action_len: 3,
     action_bound: 1.0,
-    rules: |_| Box::new(Hopper),
+    rules: |_| Box::new(RULES),
     view: View {
         camera: Camera::side(1, 2.0, Height::Fixed(-0.3, 1.9)),
         pose: |observation, qpos| view::positions_after(1, observation, qpos),
@@ -49,51 +57,3 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     },
     model: OnceLock::new(),
 };
-
-struct Hopper;
-
-/// Strictly inside `(low, high)`, as Gymnasium's `low < x < high`; NaN is outside.
-fn within(x: f64, (low, high): (f64, f64)) -> bool {
-    low < x && x < high
-}
-
-fn is_healthy(data: &Data) -> bool {
-    let qpos = data.qpos();
-    let (z, angle) = (qpos[1], qpos[2]);
-    let state = qpos[2..].iter().chain(data.qvel());
-    state.into_iter().all(|&x| within(x, HEALTHY_STATE_RANGE))
-        && within(z, HEALTHY_Z_RANGE)
-        && within(angle, HEALTHY_ANGLE_RANGE)
-}
-
-impl Rules for Hopper {
-    fn observation_len(&self, model: &Model) -> usize {
-        model.nq() - 1 + model.nv()
-    }
-
-    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
-        NOISE.add_to(rng, qpos, qvel);
-    }
-
-    fn observe(&self, data: &Data, out: &mut [f64]) {
-        let position = &data.qpos()[1..];
-        out[..position.len()].copy_from_slice(position);
-        for (o, v) in out[position.len()..].iter_mut().zip(data.qvel()) {
-            *o = clip(*v, VELOCITY_CLIP);
-        }
-    }
-
-    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored {
-        let x_before = physics.data().qpos()[0];
-        physics.do_simulation(action);
-        let x_velocity = (physics.data().qpos()[0] - x_before) / physics.dt();
-        let healthy = is_healthy(physics.data());
-        let forward_reward = FORWARD_REWARD_WEIGHT * x_velocity;
-        let healthy_reward = if healthy { HEALTHY_REWARD } else { 0.0 };
-        let ctrl_cost = control_cost(CTRL_COST_WEIGHT, action);
-        Scored {
-            reward: (forward_reward + healthy_reward) - f64::from(ctrl_cost),
-            terminated: !healthy,
-        }
-    }
-}

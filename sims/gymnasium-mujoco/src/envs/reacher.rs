@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use ale_mujoco::{Data, Model};
 use ale_sim::numpy_rng::Generator;
 
-use crate::cost::pairwise_sum;
+use crate::cost::{norm, pairwise_sum};
 use ale_mujoco::draw::{Camera, Height};
 
 use crate::env::{Draw, EnvSpec, Physics, Rules, Scored};
@@ -73,18 +73,6 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
 struct Reacher {
     fingertip: usize,
     target: usize,
-}
-
-/// `np.linalg.norm(v)` of a short float64 vector: the square root of `v.dot(v)`, which NumPy
-/// hands to OpenBLAS's `ddot`. Below 16 elements that is the loop `dot += y[i] * x[i]`, which
-/// OpenBLAS's kernels for FMA-capable x86-64 CPUs run as fused multiply-adds (the fixtures,
-/// recorded on such a CPU, agree to the bit), so each term is one `mul_add`, rounded once.
-pub(crate) fn norm(v: &[f64]) -> f64 {
-    debug_assert!(
-        v.len() < 16,
-        "OpenBLAS's ddot sums 16 and more in SIMD blocks"
-    );
-    v.iter().fold(0.0, |dot, x| x.mul_add(*x, dot)).sqrt()
 }
 
 impl Reacher {

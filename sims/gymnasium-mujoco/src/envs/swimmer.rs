@@ -7,13 +7,10 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::{Data, Model};
-use ale_sim::numpy_rng::Generator;
-
-use crate::cost::control_cost;
 use ale_mujoco::draw::{Camera, Height};
 
-use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored};
+use crate::env::{Draw, EnvSpec, Noise};
+use crate::envs::locomotion::Runner;
 use crate::view::{self, View};
 
 pub(crate) const ID: &str = "Swimmer-v5";
@@ -27,6 +24,13 @@ const NOISE: Noise = Noise {
     qvel: Draw::Uniform(0.1),
 };
 
+const RULES: Runner = Runner {
+    excluded_positions: 2,
+    forward_reward_weight: FORWARD_REWARD_WEIGHT,
+    ctrl_cost_weight: CTRL_COST_WEIGHT,
+    noise: NOISE,
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/swimmer.xml"),
@@ -35,7 +39,7 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     observation_len: 8,
     action_len: 2,
     action_bound: 1.0,
-    rules: |_| Box::new(Swimmer),
+    rules: |_| Box::new(RULES),
     view: View {
         camera: Camera::top(1, 2.5, Height::Tracked(1.5)),
         pose: |observation, qpos| view::positions_after(2, observation, qpos),
@@ -43,33 +47,3 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     },
     model: OnceLock::new(),
 };
-
-struct Swimmer;
-
-impl Rules for Swimmer {
-    fn observation_len(&self, model: &Model) -> usize {
-        model.nq() - 2 + model.nv()
-    }
-
-    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
-        NOISE.add_to(rng, qpos, qvel);
-    }
-
-    fn observe(&self, data: &Data, out: &mut [f64]) {
-        let position = &data.qpos()[2..];
-        out[..position.len()].copy_from_slice(position);
-        out[position.len()..].copy_from_slice(data.qvel());
-    }
-
-    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored {
-        let x_before = physics.data().qpos()[0];
-        physics.do_simulation(action);
-        let x_velocity = (physics.data().qpos()[0] - x_before) / physics.dt();
-        let forward_reward = FORWARD_REWARD_WEIGHT * x_velocity;
-        let ctrl_cost = control_cost(CTRL_COST_WEIGHT, action);
-        Scored {
-            reward: forward_reward - f64::from(ctrl_cost),
-            terminated: false,
-        }
-    }
-}

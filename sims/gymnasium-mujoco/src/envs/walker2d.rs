@@ -7,13 +7,10 @@
 
 use std::sync::OnceLock;
 
-use ale_mujoco::{Data, Model};
-use ale_sim::numpy_rng::Generator;
-
-use crate::cost::control_cost;
 use ale_mujoco::draw::{Camera, Height};
 
-use crate::env::{Draw, EnvSpec, Noise, Physics, Rules, Scored, clip};
+use crate::env::{Draw, EnvSpec, Noise};
+use crate::envs::locomotion::Walker;
 use crate::view::{self, View};
 
 pub(crate) const ID: &str = "Walker2d-v5";
@@ -31,6 +28,18 @@ const NOISE: Noise = Noise {
     qvel: Draw::Uniform(5e-3),
 };
 
+const RULES: Walker = Walker {
+    forward_reward_weight: FORWARD_REWARD_WEIGHT,
+    ctrl_cost_weight: CTRL_COST_WEIGHT,
+    healthy_reward: HEALTHY_REWARD,
+    // Walker2d-v5, unlike Hopper-v5, bounds no other element of the state.
+    healthy_state_range: None,
+    healthy_z_range: HEALTHY_Z_RANGE,
+    healthy_angle_range: HEALTHY_ANGLE_RANGE,
+    velocity_clip: VELOCITY_CLIP,
+    noise: NOISE,
+};
+
 pub(crate) static SPEC: EnvSpec = EnvSpec {
     id: ID,
     xml: include_str!("../../assets/walker2d_v5.xml"),
@@ -39,7 +48,7 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     observation_len: 17,
     action_len: 6,
     action_bound: 1.0,
-    rules: |_| Box::new(Walker2d),
+    rules: |_| Box::new(RULES),
     view: View {
         camera: Camera::side(1, 2.0, Height::Fixed(-0.3, 1.9)),
         pose: |observation, qpos| view::positions_after(1, observation, qpos),
@@ -47,44 +56,3 @@ pub(crate) static SPEC: EnvSpec = EnvSpec {
     },
     model: OnceLock::new(),
 };
-
-struct Walker2d;
-
-/// Strictly inside `(low, high)`, as Gymnasium's `low < x < high`; NaN is outside.
-fn within(x: f64, (low, high): (f64, f64)) -> bool {
-    low < x && x < high
-}
-
-impl Rules for Walker2d {
-    fn observation_len(&self, model: &Model) -> usize {
-        model.nq() - 1 + model.nv()
-    }
-
-    fn perturb(&self, rng: &mut Generator, qpos: &mut [f64], qvel: &mut [f64]) {
-        NOISE.add_to(rng, qpos, qvel);
-    }
-
-    fn observe(&self, data: &Data, out: &mut [f64]) {
-        let position = &data.qpos()[1..];
-        out[..position.len()].copy_from_slice(position);
-        for (o, v) in out[position.len()..].iter_mut().zip(data.qvel()) {
-            *o = clip(*v, VELOCITY_CLIP);
-        }
-    }
-
-    fn step(&self, physics: &mut Physics, action: &[f32]) -> Scored {
-        let x_before = physics.data().qpos()[0];
-        physics.do_simulation(action);
-        let data = physics.data();
-        let x_velocity = (data.qpos()[0] - x_before) / physics.dt();
-        let healthy =
-            within(data.qpos()[1], HEALTHY_Z_RANGE) && within(data.qpos()[2], HEALTHY_ANGLE_RANGE);
-        let forward_reward = FORWARD_REWARD_WEIGHT * x_velocity;
-        let healthy_reward = if healthy { HEALTHY_REWARD } else { 0.0 };
-        let ctrl_cost = control_cost(CTRL_COST_WEIGHT, action);
-        Scored {
-            reward: (forward_reward + healthy_reward) - f64::from(ctrl_cost),
-            terminated: !healthy,
-        }
-    }
-}
