@@ -13,7 +13,7 @@ use ale_proto::records::{
 };
 use ale_proto::trajectory::{EventKind, PreparedData};
 use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
-use ale_sim::{Counter, Sim, Tensor, Transition};
+use ale_sim::{Counter, Sim, SimError, Tensor, Transition};
 
 use crate::action::step_checked;
 use crate::error::Error;
@@ -212,8 +212,19 @@ impl Session {
         }
         let i = self.next;
         let rollout = &mut self.rollouts[i];
-        sim.reset(rollout.seed.reveal())
-            .map_err(|e| crate::action::sim_error(&self.task, e))?;
+        // The sim's own words stay in the evaluator's log: a message could carry what it was
+        // given, the hidden seed included, and this answer goes to the agent.
+        sim.reset(rollout.seed.reveal()).map_err(|e| {
+            tracing::warn!(task = %self.task.id, sim = %self.task.sim, rollout = i, error = %e,
+                "an official rollout's sim failed to reset");
+            crate::action::sim_error(
+                &self.task,
+                SimError::Backend(
+                    "it failed to reset for an official rollout (the evaluator's log has its message)"
+                        .into(),
+                ),
+            )
+        })?;
         self.trajectory.append(
             EventKind::RolloutStarted,
             &RolloutStarted {

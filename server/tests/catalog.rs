@@ -7,8 +7,9 @@ use ale_server::{Channel, Evaluator, TaskRegistry};
 use ale_sim::{Sim, SimCatalog, SimEntry, SimError, Space, Tensor, Transition};
 use tonic::Code;
 
-/// CartPole whose reset fails for seed 13, as a backend that cannot set up an episode would.
-struct FailsOnThirteen(Box<dyn Sim>);
+/// CartPole whose reset fails for seed 13, as a backend that cannot set up an episode would;
+/// with `tell_seed`, for every seed, naming it.
+struct FailsOnThirteen(Box<dyn Sim>, bool);
 
 impl Sim for FailsOnThirteen {
     fn id(&self) -> &'static str {
@@ -21,6 +22,11 @@ impl Sim for FailsOnThirteen {
         self.0.action_space()
     }
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
+        if self.1 {
+            return Err(SimError::Backend(format!(
+                "cannot place the model for seed {seed}"
+            )));
+        }
         if seed == 13 {
             return Err(SimError::Backend(
                 "the model could not be placed at its initial state".into(),
@@ -69,7 +75,13 @@ fn catalog() -> SimCatalog {
     catalog
         .add(SimEntry::new("FailsOnThirteen-v0", 500, |config| {
             let cartpole = ale_sims::catalog().find("CartPole-v1").unwrap().clone();
-            Ok(Box::new(FailsOnThirteen(cartpole.build(config)?)) as Box<dyn Sim>)
+            Ok(Box::new(FailsOnThirteen(cartpole.build(config)?, false)) as Box<dyn Sim>)
+        }))
+        .unwrap();
+    catalog
+        .add(SimEntry::new("TellsSeed-v0", 500, |config| {
+            let cartpole = ale_sims::catalog().find("CartPole-v1").unwrap().clone();
+            Ok(Box::new(FailsOnThirteen(cartpole.build(config)?, true)) as Box<dyn Sim>)
         }))
         .unwrap();
     catalog
@@ -137,6 +149,37 @@ fn a_sim_whose_backend_is_missing_is_listed_and_refused_with_its_own_message() {
         .reset(Channel::Agent, &flaky.handle, Some(14))
         .unwrap();
     assert_eq!(obs.len(), 4);
+}
+
+#[test]
+fn an_official_rollouts_failed_reset_keeps_the_sims_words_and_the_hidden_seed_from_the_agent() {
+    let tasks = registry(&[("tells.toml", task("tells", "TellsSeed-v0", ""))]).unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let evaluator = Evaluator::new(tasks, &state.path().join("state")).unwrap();
+    // Practice: the sim's own message, its seed being the agent's.
+    let practice = evaluator
+        .create_env(Channel::Agent, None, "tells", false)
+        .unwrap();
+    let err = evaluator
+        .reset(Channel::Agent, &practice.handle, Some(5))
+        .unwrap_err();
+    assert!(err.to_string().contains("for seed 5"), "{err}");
+    // Official: a fixed message, whatever the sim said of its hidden seed.
+    let official = evaluator
+        .create_env(Channel::Harness, None, "tells", true)
+        .unwrap();
+    evaluator
+        .start_eval_session(Channel::Agent, &official.handle)
+        .unwrap();
+    let err = evaluator
+        .reset(Channel::Agent, &official.handle, None)
+        .unwrap_err();
+    assert_eq!(err.code(), Code::FailedPrecondition, "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("failed to reset for an official rollout") && !message.contains("seed "),
+        "{message}"
+    );
 }
 
 #[test]
