@@ -31,5 +31,7 @@ mod registry;
 mod sim;
 mod view;
 
+/// Time spent in `mj_step`, for benchmarks (see [`ale_mujoco::timing`]).
+pub use ale_mujoco::timing;
 pub use registry::{ENV_IDS, add_to, catalog};
 pub use sim::GymnasiumMujoco;

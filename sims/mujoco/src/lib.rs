@@ -13,6 +13,7 @@
 mod imp;
 
 pub mod draw;
+pub mod timing;
 
 pub use imp::{Data, Model};
 

@@ -126,7 +126,7 @@ impl Data {
 
     /// Advances the simulation by one timestep (`mj_step`).
     pub fn step(&mut self) {
-        self.inner.step();
+        crate::timing::timed(|| self.inner.step());
     }
 
     /// Computes the constraint and external forces on each body of the current state

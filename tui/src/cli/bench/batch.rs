@@ -418,6 +418,8 @@ fn play_case(evaluator: &Evaluator, case: &Case, seconds: f64) -> anyhow::Result
         Submitted::BalancingMlp => Layers::balancing(7).file()?,
     };
     play_once(evaluator, case.task, &bytes)?;
+    // MuJoCo's time (when measured) counts from the measured runs on.
+    let _ = ale_sims_mujoco::timing::take();
     let mut total = Played::default();
     while total.wall.as_secs_f64() < seconds {
         let run = play_once(evaluator, case.task, &bytes)?;
@@ -427,65 +429,6 @@ fn play_case(evaluator: &Evaluator, case: &Case, seconds: f64) -> anyhow::Result
         total.wall += run.wall;
     }
     Ok(total)
-}
-
-/// MuJoCo's own stepping of Gymnasium env `id` on every core: per thread, 64 envs, each env
-/// step `frame_skip` calls of `mj_step` (with uniform-random controls drawn beforehand), and
-/// nothing else — no body forces, observation, reward, resets or policy. Env-steps/s.
-fn mujoco_steps_per_second(id: &str, cores: usize, seconds: f64) -> anyhow::Result<f64> {
-    const ENVS: usize = 64;
-    const ACTIONS: usize = 1024;
-    let steps = std::sync::atomic::AtomicU64::new(0);
-    let failed = std::sync::Mutex::new(None);
-    let started = Instant::now();
-    std::thread::scope(|scope| {
-        for thread in 0..cores {
-            let (steps, failed) = (&steps, &failed);
-            scope.spawn(move || {
-                let built: Result<Vec<_>, _> = (0..ENVS)
-                    .map(|_| ale_sims_mujoco::GymnasiumMujoco::new(id, u32::MAX))
-                    .collect();
-                let mut envs = match built {
-                    Ok(envs) => envs,
-                    Err(e) => {
-                        *failed.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-                        return;
-                    }
-                };
-                let Space::Box(space) = ale_sim::Sim::action_space(&envs[0]).clone() else {
-                    return;
-                };
-                let mut rng = ale_sim::Rng::new(thread as u64 + 1);
-                let actions: Vec<Vec<f32>> = (0..ACTIONS)
-                    .map(|_| {
-                        space
-                            .low
-                            .iter()
-                            .zip(&space.high)
-                            .map(|(lo, hi)| rng.uniform(*lo, *hi) as f32)
-                            .collect()
-                    })
-                    .collect();
-                for (k, env) in envs.iter_mut().enumerate() {
-                    let _ = ale_sim::Sim::reset(env, (thread * ENVS + k) as u64);
-                }
-                let mut done = 0u64;
-                let mut round = 0usize;
-                while started.elapsed().as_secs_f64() < seconds {
-                    for (k, env) in envs.iter_mut().enumerate() {
-                        env.step_physics_only(&actions[(round + k) % ACTIONS]);
-                    }
-                    round += 1;
-                    done += ENVS as u64;
-                }
-                steps.fetch_add(done, Ordering::Relaxed);
-            });
-        }
-    });
-    if let Some(e) = failed.into_inner().unwrap_or_else(|p| p.into_inner()) {
-        bail!("{id}: {e}");
-    }
-    Ok(steps.into_inner() as f64 / started.elapsed().as_secs_f64())
 }
 
 /// EnvPool's Ant-v5, 64 envs on `cores` threads, stepped with uniform-random actions for
@@ -594,14 +537,22 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
                 && (mujoco || c.mujoco.is_none())
         })
         .collect();
-    for case in &cases {
-        rows.push(play_case(&evaluator, case, args.seconds)?);
-    }
     let mut own_stepping = Vec::new();
     for case in &cases {
+        ale_sims_mujoco::timing::measure(case.mujoco.is_some());
+        let played = play_case(&evaluator, case, args.seconds)?;
+        ale_sims_mujoco::timing::measure(false);
+        let (mj_steps, mj_nanos) = ale_sims_mujoco::timing::take();
         if let Some(id) = case.mujoco {
-            own_stepping.push((case, id, mujoco_steps_per_second(id, cores, args.seconds)?));
+            own_stepping.push((
+                id,
+                played.steps_per_second(),
+                played.wall,
+                mj_steps,
+                mj_nanos,
+            ));
         }
+        rows.push(played);
     }
     let envpool = match &args.envpool {
         Some(python) if mujoco => Some(envpool_ant_steps_per_second(python, cores, args.seconds)?),
@@ -643,26 +594,23 @@ pub(super) fn bench_batch(args: BatchArgs) -> anyhow::Result<ExitCode> {
         thousands(interactive)
     );
     if !own_stepping.is_empty() {
+        // The pipeline keeps every core busy, so its CPU time is the wall time × cores; of
+        // that, `mj_step`'s share is measured in the same runs, on the same trajectories.
         println!();
         println!(
-            "| MuJoCo env | batch env-steps/s | MuJoCo's own stepping (mj_step × frame_skip), env-steps/s | batch cost per step above it |"
+            "| MuJoCo env | batch env-steps/s | mj_step calls | mj_step µs each | MuJoCo's own stepping alone, env-steps/s | batch cost per step above it |"
         );
-        println!("|---|---:|---:|---:|");
-        for (case, id, raw) in &own_stepping {
-            let Some(played) = cases
-                .iter()
-                .zip(&rows)
-                .find(|(c, _)| std::ptr::eq(**c, **case))
-                .map(|(_, p)| p)
-            else {
-                continue;
-            };
-            let batch = played.steps_per_second();
+        println!("|---|---:|---:|---:|---:|---:|");
+        for (id, rate, wall, mj_steps, mj_nanos) in &own_stepping {
+            let cpu = wall.as_secs_f64() * cores as f64;
+            let mujoco = *mj_nanos as f64 / 1e9;
+            let each = mujoco / (*mj_steps).max(1) as f64 * 1e6;
             println!(
-                "| {id} | {} | {} | {:+.1}% |",
-                thousands(batch),
-                thousands(*raw),
-                (raw / batch - 1.0) * 100.0
+                "| {id} | {} | {} | {each:.1} | {} | {:+.1}% |",
+                thousands(*rate),
+                thousands(*mj_steps as f64),
+                thousands(rate * cpu / mujoco),
+                (cpu / mujoco - 1.0) * 100.0
             );
         }
     }
