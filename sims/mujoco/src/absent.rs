@@ -1,6 +1,7 @@
 //! Without the `mujoco` feature: the same API with no library behind it. No [`Model`] can be
 //! made, so no [`Data`] either, and every method past the constructors is unreachable.
 
+use std::ops::Range;
 use std::path::Path;
 
 use crate::{Error, Geom, Joint};
@@ -66,6 +67,30 @@ impl Model {
     pub fn site_id(&self, _name: &str) -> Option<usize> {
         match self.0 {}
     }
+
+    pub fn geom_id(&self, _name: &str) -> Option<usize> {
+        match self.0 {}
+    }
+
+    pub fn sensor(&self, _name: &str) -> Option<Range<usize>> {
+        match self.0 {}
+    }
+
+    pub fn joint_range(&self) -> &[[f64; 2]] {
+        match self.0 {}
+    }
+
+    pub fn dof_damping_mut(&mut self) -> &mut [f64] {
+        match self.0 {}
+    }
+
+    pub fn actuator_gainprm_mut(&mut self) -> &mut [[f64; 10]] {
+        match self.0 {}
+    }
+
+    pub fn actuator_biasprm_mut(&mut self) -> &mut [[f64; 10]] {
+        match self.0 {}
+    }
 }
 
 /// The simulation state of one [`Model`]; none can be made without the `mujoco` feature.
@@ -118,6 +143,18 @@ impl Data {
     }
 
     pub fn ctrl_mut(&mut self) -> &mut [f64] {
+        match self.0 {}
+    }
+
+    pub fn sensordata(&self) -> &[f64] {
+        match self.0 {}
+    }
+
+    pub fn actuator_force(&self) -> &[f64] {
+        match self.0 {}
+    }
+
+    pub fn site_xmat(&self, _id: usize) -> [f64; 9] {
         match self.0 {}
     }
 

@@ -1,5 +1,6 @@
 //! The wrapper over mujoco-rs (the `mujoco` feature).
 
+use std::ops::Range;
 use std::path::Path;
 use std::sync::{Arc, Once};
 
@@ -101,6 +102,49 @@ impl Model {
         self.id_of(MjtObjBase::mjOBJ_SITE, name)
     }
 
+    /// The id of the geom named `name`, if the model has one.
+    pub fn geom_id(&self, name: &str) -> Option<usize> {
+        self.id_of(MjtObjBase::mjOBJ_GEOM, name)
+    }
+
+    /// Where the values of the sensor named `name` lie in [`Data::sensordata`]
+    /// (`sensor_adr` up to `sensor_adr + sensor_dim`), if the model has such a sensor.
+    pub fn sensor(&self, name: &str) -> Option<Range<usize>> {
+        let id = self.id_of(MjtObjBase::mjOBJ_SENSOR, name)?;
+        let start = self.inner.sensor_adr()[id] as usize;
+        Some(start..start + self.inner.sensor_dim()[id] as usize)
+    }
+
+    /// Each joint's `[low, high]` range (`jnt_range`; `[0, 0]` for an unlimited joint).
+    pub fn joint_range(&self) -> &[[f64; 2]] {
+        self.inner.jnt_range()
+    }
+
+    // Parameters changed after compiling, as Python's `model.dof_damping[:] = ...` does. They
+    // change this Model only: a Data made from it earlier keeps the model it was made with
+    // (copy on write), so set them before making any Data.
+
+    /// Each degree of freedom's damping coefficient (`dof_damping`), for changing.
+    pub fn dof_damping_mut(&mut self) -> &mut [f64] {
+        Arc::make_mut(&mut self.inner).dof_damping_mut()
+    }
+
+    /// Each actuator's gain parameters (`actuator_gainprm`), for changing: a position
+    /// actuator's `kp` is element 0.
+    pub fn actuator_gainprm_mut(&mut self) -> &mut [[f64; 10]] {
+        let model = Arc::make_mut(&mut self.inner);
+        // SAFETY: mujoco-rs marks this accessor unsafe because MuJoCo reads some gain
+        // parameters of some actuator kinds as indices; the caller's values are plain gains of
+        // position actuators, which MuJoCo only multiplies.
+        unsafe { model.actuator_gainprm_mut() }
+    }
+
+    /// Each actuator's bias parameters (`actuator_biasprm`), for changing: a position
+    /// actuator's bias is `biasprm[1] * qpos + biasprm[2] * qvel`, that is `-kp` and `-kv`.
+    pub fn actuator_biasprm_mut(&mut self) -> &mut [[f64; 10]] {
+        Arc::make_mut(&mut self.inner).actuator_biasprm_mut()
+    }
+
     fn id_of(&self, kind: MjtObjBase, name: &str) -> Option<usize> {
         // mujoco-rs panics on a NUL inside the name; no object is named so.
         if name.contains('\0') {
@@ -175,6 +219,23 @@ impl Data {
 
     pub fn ctrl_mut(&mut self) -> &mut [f64] {
         self.inner.ctrl_mut()
+    }
+
+    /// Every sensor's values, in the model's order (`sensordata`; find one with
+    /// [`Model::sensor`]). Current after [`Data::step`] or [`Data::forward`].
+    pub fn sensordata(&self) -> &[f64] {
+        self.inner.sensordata()
+    }
+
+    /// The force of each actuator (`actuator_force`).
+    pub fn actuator_force(&self) -> &[f64] {
+        self.inner.actuator_force()
+    }
+
+    /// The world orientation of site `id`, a row-major 3×3 rotation (`site_xmat`): its columns
+    /// are the site's axes. Panics if there is no such site.
+    pub fn site_xmat(&self, id: usize) -> [f64; 9] {
+        self.inner.site_xmat()[id]
     }
 
     /// The world position of body `id`'s frame (`xpos`). Panics if there is no such body.

@@ -129,6 +129,78 @@ mod linked {
         assert!((force[5] - weight).abs() < 1e-2 * weight, "{force:?}");
     }
 
+    /// A 1 kg ball on a vertical slide (limited to ±1 m, critically damped), held by a position
+    /// servo (kp 10), with sensors on it and a site turned a quarter turn about z.
+    const SERVO: &str = r#"
+<mujoco model="servo">
+  <option timestep="0.002"/>
+  <worldbody>
+    <body name="ball">
+      <joint name="z" type="slide" axis="0 0 1" range="-1 1" damping="6"/>
+      <geom name="ball" type="sphere" size="0.05" mass="1"/>
+      <site name="mark" euler="0 0 90"/>
+    </body>
+  </worldbody>
+  <actuator>
+    <position joint="z" kp="10"/>
+  </actuator>
+  <sensor>
+    <jointpos joint="z" name="height"/>
+    <framezaxis objtype="site" objname="mark" name="up"/>
+  </sensor>
+</mujoco>
+"#;
+
+    /// Holds the servo's target 0 for 2000 steps; the final (height, actuator force).
+    fn settle(data: &mut Data) -> (f64, f64) {
+        for _ in 0..2000 {
+            data.step();
+        }
+        (data.qpos()[0], data.actuator_force()[0])
+    }
+
+    #[test]
+    fn gains_and_damping_change_after_compiling_and_sensors_read_back() {
+        let mut model = Model::from_xml(SERVO).unwrap();
+        assert_eq!(model.geom_id("ball"), Some(0));
+        assert_eq!(model.sensor("height"), Some(0..1));
+        assert_eq!(model.sensor("up"), Some(1..4));
+        assert_eq!(model.sensor("nope"), None);
+        assert_eq!(model.joint_range(), &[[-1.0, 1.0]]);
+        assert_eq!(model.dof_damping_mut(), &[6.0]);
+        assert_eq!(model.actuator_gainprm_mut()[0][0], 10.0);
+        assert_eq!(model.actuator_biasprm_mut()[0][1], -10.0);
+
+        // A servo of stiffness kp sags m g / kp below its target, pushing with m g.
+        let mut soft = Data::new(&model);
+        model.actuator_gainprm_mut()[0][0] = 100.0;
+        model.actuator_biasprm_mut()[0][1] = -100.0;
+        model.dof_damping_mut()[0] = 20.0;
+        let mut stiff = Data::new(&model);
+        let (sag, force) = settle(&mut soft);
+        assert!(
+            (sag + 0.981).abs() < 1e-2 && (force - 9.81).abs() < 1e-2,
+            "{sag} {force}"
+        );
+        // The Data made before the change keeps the model it was made with.
+        let (sag, force) = settle(&mut stiff);
+        assert!(
+            (sag + 0.0981).abs() < 1e-3 && (force - 9.81).abs() < 1e-2,
+            "{sag} {force}"
+        );
+
+        stiff.forward();
+        assert_eq!(stiff.sensordata()[0], stiff.qpos()[0]);
+        assert_eq!(&stiff.sensordata()[1..4], &[0.0, 0.0, 1.0]);
+        // The site's x axis points along world y.
+        let xmat = stiff.site_xmat(0);
+        let x_axis = [xmat[0], xmat[3], xmat[6]];
+        assert!(
+            (x_axis[1] - 1.0).abs() < 1e-12 && x_axis[0].abs() < 1e-12,
+            "{xmat:?}"
+        );
+    }
+
     #[test]
     fn masses_inertias_and_a_clamped_motor_of_the_block() {
         let model = Model::from_xml(BLOCK).unwrap();
