@@ -1,0 +1,217 @@
+//! The compiled scene: `assets/scene.xml` over the Unitree Go1 model that scripts/fetch-go1
+//! fetched, with Playground's PD gains, and the ids of what the sim reads from it. Compiled
+//! once per process and shared by every sim.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use ale_mujoco::Model;
+use ale_sim::SimError;
+
+use crate::layout::{ID, JOINTS, KD, KP, LEGS};
+
+/// The environment variable naming the folder that holds Menagerie's `unitree_go1`
+/// (`go1.xml` and `assets/`), instead of the one scripts/fetch-go1 fills.
+pub const ASSETS_ENV: &str = "ALE_GO1_ASSETS";
+
+/// Where scripts/fetch-go1 puts the model: `target/mujoco-menagerie/unitree_go1` under the
+/// workspace root, as an absolute path recorded at build time.
+pub const DEFAULT_ASSETS: &str = env!("ALE_GO1_DEFAULT_ASSETS");
+
+const SCENE: &str = include_str!("../assets/scene.xml");
+
+/// `soft_joint_pos_limit_factor`.
+const SOFT_LIMIT_FACTOR: f64 = 0.95;
+
+/// The folder the model is read from: `ALE_GO1_ASSETS` if set, else [`DEFAULT_ASSETS`].
+pub fn assets_dir() -> PathBuf {
+    std::env::var_os(ASSETS_ENV).map_or_else(|| PathBuf::from(DEFAULT_ASSETS), PathBuf::from)
+}
+
+/// The compiled scene and where the sim finds things in it.
+#[derive(Debug)]
+pub(crate) struct Scene {
+    pub model: Model,
+    pub imu: usize,
+    pub feet: [usize; 4],
+    pub sensors: Sensors,
+    pub soft_limits: [[f64; 2]; JOINTS],
+}
+
+/// Where each sensor's values lie in `sensordata`.
+#[derive(Debug)]
+pub(crate) struct Sensors {
+    pub gyro: Range<usize>,
+    pub local_linvel: Range<usize>,
+    pub upvector: Range<usize>,
+    pub global_linvel: Range<usize>,
+    pub global_angvel: Range<usize>,
+    pub foot_linvel: [Range<usize>; 4],
+    /// One number per foot: how many contacts with the floor it has (0 or 1).
+    pub foot_contact: [usize; 4],
+}
+
+/// The shared scene, compiled on first use. A failure is not kept: once the model is
+/// fetched, the next build finds it.
+pub(crate) fn scene() -> Result<&'static Scene, SimError> {
+    static SCENE: OnceLock<Scene> = OnceLock::new();
+    if let Some(scene) = SCENE.get() {
+        return Ok(scene);
+    }
+    let scene = compile(&assets_dir())?;
+    Ok(SCENE.get_or_init(|| scene))
+}
+
+/// `text` with `&`, `<`, `>` and `"` written as XML entities, for an attribute's value.
+fn xml_attribute(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn backend(problem: String) -> SimError {
+    SimError::Backend(format!("{ID}: {problem}"))
+}
+
+fn compile(dir: &Path) -> Result<Scene, SimError> {
+    if !ale_mujoco::AVAILABLE {
+        return Err(backend(
+            "it runs on MuJoCo, which this build lacks: run scripts/fetch-mujoco, then build \
+             with `--features mujoco` (e.g. `cargo run --release --features mujoco`)"
+                .into(),
+        ));
+    }
+    let go1 = dir.join("go1.xml");
+    let meshes = dir.join("assets");
+    if !go1.is_file() || !meshes.is_dir() {
+        return Err(backend(format!(
+            "the Unitree Go1 model is not in {} (expected go1.xml and assets/ there): run \
+             scripts/fetch-go1 (scripts/fetch-mujoco runs it too), or set {ASSETS_ENV} to a \
+             folder holding MuJoCo Menagerie's unitree_go1",
+            dir.display()
+        )));
+    }
+    let (Some(go1), Some(meshes)) = (go1.to_str(), meshes.to_str()) else {
+        return Err(backend(format!(
+            "the model's folder {} is not a UTF-8 path, which MuJoCo needs",
+            dir.display()
+        )));
+    };
+    let xml = SCENE
+        .replace("@GO1_XML@", &xml_attribute(go1))
+        .replace("@GO1_MESHES@", &xml_attribute(meshes));
+    let mut model =
+        Model::from_xml(&xml).map_err(|e| backend(format!("{e} (model in {dir:?})")))?;
+    let unexpected = |what: &str| backend(format!("{go1} is not the Go1 model expected: {what}"));
+    if model.nq() != 7 + JOINTS || model.nv() != 6 + JOINTS || model.nu() != JOINTS {
+        return Err(unexpected(&format!(
+            "nq {}, nv {}, nu {} (expected 19, 18, 12)",
+            model.nq(),
+            model.nv(),
+            model.nu()
+        )));
+    }
+
+    // Playground's gains (`Go1Env.__init__`): every actuator a position servo of stiffness
+    // Kp, every leg joint damped by Kd.
+    for gain in model.actuator_gainprm_mut() {
+        gain[0] = KP;
+    }
+    for bias in model.actuator_biasprm_mut() {
+        bias[1] = -KP;
+    }
+    for damping in &mut model.dof_damping_mut()[6..] {
+        *damping = KD;
+    }
+
+    let site = |name: &str| {
+        model
+            .site_id(name)
+            .ok_or_else(|| unexpected(&format!("no site {name}")))
+    };
+    let sensor = |name: &str, len: usize| match model.sensor(name) {
+        Some(range) if range.len() == len => Ok(range),
+        _ => Err(unexpected(&format!("no sensor {name} of {len} values"))),
+    };
+    let mut soft_limits = [[0.0; 2]; JOINTS];
+    // Joint 0 is the trunk's free joint.
+    for (soft, [low, high]) in soft_limits.iter_mut().zip(&model.joint_range()[1..]) {
+        *soft = [low * SOFT_LIMIT_FACTOR, high * SOFT_LIMIT_FACTOR];
+    }
+    let feet = [
+        site(LEGS[0])?,
+        site(LEGS[1])?,
+        site(LEGS[2])?,
+        site(LEGS[3])?,
+    ];
+    let foot_linvel = |i: usize| sensor(&format!("{}_global_linvel", LEGS[i]), 3);
+    let foot_contact = |i: usize| sensor(&format!("{}_floor_found", LEGS[i]), 1).map(|r| r.start);
+    let sensors = Sensors {
+        gyro: sensor("gyro", 3)?,
+        local_linvel: sensor("local_linvel", 3)?,
+        upvector: sensor("upvector", 3)?,
+        global_linvel: sensor("global_linvel", 3)?,
+        global_angvel: sensor("global_angvel", 3)?,
+        foot_linvel: [
+            foot_linvel(0)?,
+            foot_linvel(1)?,
+            foot_linvel(2)?,
+            foot_linvel(3)?,
+        ],
+        foot_contact: [
+            foot_contact(0)?,
+            foot_contact(1)?,
+            foot_contact(2)?,
+            foot_contact(3)?,
+        ],
+    };
+    Ok(Scene {
+        imu: site("imu")?,
+        feet,
+        sensors,
+        soft_limits,
+        model,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_escaped_for_an_attribute() {
+        assert_eq!(
+            xml_attribute("/a&b/\"c\"/<d>"),
+            "/a&amp;b/&quot;c&quot;/&lt;d&gt;"
+        );
+    }
+
+    #[cfg(feature = "mujoco")]
+    #[test]
+    fn a_folder_without_the_model_says_to_fetch_it() {
+        let err = compile(Path::new("/nonexistent/unitree_go1")).unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, SimError::Backend(_)), "{message}");
+        assert!(
+            message.contains("scripts/fetch-go1")
+                && message.contains("/nonexistent/unitree_go1")
+                && message.contains(ASSETS_ENV),
+            "{message}"
+        );
+    }
+
+    #[cfg(feature = "mujoco")]
+    #[test]
+    fn the_scene_has_playgrounds_gains_and_timestep() {
+        let scene = scene().unwrap();
+        let mut model = scene.model.clone();
+        assert_eq!(model.timestep(), crate::layout::SIM_DT);
+        assert!(model.actuator_gainprm_mut().iter().all(|g| g[0] == KP));
+        assert!(model.actuator_biasprm_mut().iter().all(|b| b[1] == -KP));
+        assert!(model.dof_damping_mut()[6..].iter().all(|d| *d == KD));
+        // The knee's range is Menagerie's (-2.818, -0.888), scaled as Playground scales it.
+        assert_eq!(scene.soft_limits[2], [-2.818 * 0.95, -0.888 * 0.95]);
+    }
+}
