@@ -18,6 +18,20 @@ pub const LEGS: [&str; 4] = ["FR", "FL", "RR", "RL"];
 /// Actuated joints: three per leg.
 pub const JOINTS: usize = 12;
 
+/// The legs' geometry, Menagerie's `go1.xml` (tested against the compiled model): where each
+/// leg's abduction joint lies in the trunk's frame (x forward, y left; m), how far outward the
+/// thigh joint sits from it (along y, −y for the right legs), and the thigh's and calf's
+/// lengths (thigh joint to knee, knee to foot centre).
+pub const HIP_POSITIONS: [[f64; 2]; 4] = [
+    [0.1881, -0.04675],
+    [0.1881, 0.04675],
+    [-0.1881, -0.04675],
+    [-0.1881, 0.04675],
+];
+pub const THIGH_OFFSET: f64 = 0.08;
+pub const THIGH_LENGTH: f64 = 0.213;
+pub const CALF_LENGTH: f64 = 0.213;
+
 /// The default pose: each leg's abduction, thigh and knee angle (rad), Playground's `home`
 /// keyframe. Actions and the observed joint angles are offsets from it.
 pub const DEFAULT_POSE: [f64; JOINTS] = [

@@ -214,4 +214,37 @@ mod tests {
         // The knee's range is Menagerie's (-2.818, -0.888), scaled as Playground scales it.
         assert_eq!(scene.soft_limits[2], [-2.818 * 0.95, -0.888 * 0.95]);
     }
+
+    #[test]
+    #[cfg(feature = "mujoco")]
+    fn the_documented_leg_geometry_is_the_models() {
+        use crate::layout::{CALF_LENGTH, HIP_POSITIONS, THIGH_LENGTH, THIGH_OFFSET};
+        let scene = scene().unwrap();
+        let model = &scene.model;
+        // At qpos0 every joint angle is 0 and the trunk level: each leg hangs straight down.
+        let mut data = ale_mujoco::Data::new(model);
+        data.forward();
+        let trunk = data.body_xpos(model.body_id("trunk").unwrap());
+        let near = |a: [f64; 3], b: [f64; 3]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12);
+        for (leg, name) in LEGS.iter().enumerate() {
+            let [hx, hy] = HIP_POSITIONS[leg];
+            let outward = if hy < 0.0 {
+                -THIGH_OFFSET
+            } else {
+                THIGH_OFFSET
+            };
+            let at = |dx: f64, dy: f64, dz: f64| [trunk[0] + dx, trunk[1] + dy, trunk[2] + dz];
+            let body =
+                |part: &str| data.body_xpos(model.body_id(&format!("{name}_{part}")).unwrap());
+            assert!(near(body("hip"), at(hx, hy, 0.0)), "{name}");
+            assert!(near(body("thigh"), at(hx, hy + outward, 0.0)), "{name}");
+            assert!(
+                near(body("calf"), at(hx, hy + outward, -THIGH_LENGTH)),
+                "{name}"
+            );
+            let foot = data.site_xpos(scene.feet[leg]);
+            let expected = at(hx, hy + outward, -THIGH_LENGTH - CALF_LENGTH);
+            assert!(near(foot, expected), "{name}: {foot:?} {expected:?}");
+        }
+    }
 }
