@@ -25,6 +25,7 @@ pub const EMBEDDED: &[(&str, &str)] = &[
     embed!("acrobot-swingup.toml"),
     embed!("ant-walk.toml"),
     embed!("cartpole-balance.toml"),
+    embed!("go1-joystick.toml"),
     embed!("halfcheetah-run.toml"),
     embed!("hopper-hop.toml"),
     embed!("humanoid-standup.toml"),

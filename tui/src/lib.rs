@@ -14,6 +14,7 @@ pub fn sim_catalog() -> &'static ale_sim::SimCatalog {
         // Listed with or without MuJoCo built in (the `mujoco` feature): without it, creating
         // one of these envs says how to get the library.
         ale_sims_mujoco::add_to(&mut catalog).expect("the crates of sims have distinct ids");
+        ale_sims_go1::add_to(&mut catalog).expect("the crates of sims have distinct ids");
         catalog
     })
 }

@@ -89,6 +89,7 @@ fn tasks_lists_every_bundled_task() {
         "humanoid-walk",
         "humanoid-standup",
         "pusher-push",
+        "go1-joystick",
     ] {
         assert!(
             stdout.lines().any(|l| l.starts_with(&format!("{id} "))),

@@ -28,6 +28,7 @@ BUILTIN_TASKS = (
     "acrobot-swingup",
     "ant-walk",
     "cartpole-balance",
+    "go1-joystick",
     "halfcheetah-run",
     "hopper-hop",
     "humanoid-standup",
