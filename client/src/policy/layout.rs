@@ -58,6 +58,39 @@ pub mod swarm2d {
     pub const FEATURES: usize = NEIGHBOUR + NEIGHBOURS * NEIGHBOUR_FEATURES;
 }
 
+/// go1-joystick-flat: a Unitree Go1 following a velocity command. The observation (float32):
+/// `[gyro (3), gravity in the trunk's frame (3), joint angles − DEFAULT_POSE (12), joint
+/// velocities (12), the action just applied (12), command (3)]`; the action: 12 joint offsets
+/// in [−1, 1], the target being `DEFAULT_POSE + ACTION_SCALE · action`. Legs FR, FL, RR, RL,
+/// each abduction, thigh, knee.
+pub mod go1 {
+    pub const ID: &str = "go1-joystick-flat";
+    /// Seconds per step.
+    pub const CTRL_DT: f64 = 0.02;
+    pub const JOINTS: usize = 12;
+    pub const DEFAULT_POSE: [f64; JOINTS] = [
+        0.1, 0.9, -1.8, -0.1, 0.9, -1.8, 0.1, 0.9, -1.8, -0.1, 0.9, -1.8,
+    ];
+    pub const ACTION_SCALE: f64 = 0.5;
+    pub const GYRO: usize = 0;
+    pub const GRAVITY: usize = 3;
+    pub const JOINT_ANGLES: usize = 6;
+    pub const JOINT_VELOCITIES: usize = 18;
+    pub const COMMAND: usize = 42;
+    pub const OBSERVATION_LEN: usize = 45;
+    /// Each abduction joint's position in the trunk's frame (x forward, y left), the thigh
+    /// joint's outward offset from it, and the thigh's and calf's lengths, metres.
+    pub const HIP_POSITIONS: [[f64; 2]; 4] = [
+        [0.1881, -0.04675],
+        [0.1881, 0.04675],
+        [-0.1881, -0.04675],
+        [-0.1881, 0.04675],
+    ];
+    pub const THIGH_OFFSET: f64 = 0.08;
+    pub const THIGH_LENGTH: f64 = 0.213;
+    pub const CALF_LENGTH: f64 = 0.213;
+}
+
 #[cfg(test)]
 mod tests {
     use ale_sims as sims;
@@ -120,6 +153,51 @@ mod tests {
         assert_eq!(
             [w::ROBOT_RADIUS, w::DT, w::MAX_SPEED],
             [t::ROBOT_RADIUS, t::DT, t::MAX_SPEED]
+        );
+    }
+
+    #[test]
+    fn the_documented_go1_layout_is_the_sims_own() {
+        use super::go1 as c;
+        use ale_sims_go1::layout as s;
+        assert_eq!(c::ID, s::ID);
+        assert_eq!(
+            [
+                c::CTRL_DT,
+                c::ACTION_SCALE,
+                c::THIGH_OFFSET,
+                c::THIGH_LENGTH,
+                c::CALF_LENGTH
+            ],
+            [
+                s::CTRL_DT,
+                s::ACTION_SCALE,
+                s::THIGH_OFFSET,
+                s::THIGH_LENGTH,
+                s::CALF_LENGTH
+            ]
+        );
+        assert_eq!(c::DEFAULT_POSE, s::DEFAULT_POSE);
+        assert_eq!(c::HIP_POSITIONS, s::HIP_POSITIONS);
+        assert_eq!(
+            [
+                c::JOINTS,
+                c::GYRO,
+                c::GRAVITY,
+                c::JOINT_ANGLES,
+                c::JOINT_VELOCITIES,
+                c::COMMAND,
+                c::OBSERVATION_LEN
+            ],
+            [
+                s::JOINTS,
+                s::GYRO,
+                s::GRAVITY,
+                s::JOINT_ANGLES,
+                s::JOINT_VELOCITIES,
+                s::COMMAND,
+                s::OBSERVATION_LEN
+            ]
         );
     }
 }

@@ -2,6 +2,7 @@
 
 mod acrobot;
 mod cartpole;
+mod go1;
 pub mod layout;
 mod mountain_car;
 mod nav2d;
@@ -12,6 +13,7 @@ mod swarm;
 
 pub use acrobot::AcrobotHeuristic;
 pub use cartpole::CartPoleHeuristic;
+pub use go1::Go1Trot;
 pub use mountain_car::{MountainCarContinuousHeuristic, MountainCarHeuristic};
 pub use nav2d::Nav2dHeuristic;
 pub use pendulum::PendulumHeuristic;
@@ -79,6 +81,7 @@ pub fn heuristic(sim: &str) -> Option<Box<dyn Policy>> {
         layout::nav2d::ID => Box::new(Nav2dHeuristic::default()),
         layout::reacher2d::ID => Box::new(ReacherHeuristic::default()),
         layout::swarm2d::ID => Box::new(SwarmHeuristic::default()),
+        layout::go1::ID => Box::new(Go1Trot::default()),
         _ => return None,
     })
 }
