@@ -98,15 +98,27 @@ impl TestServer {
         batch: ale_server::BatchOptions,
         options: ale_server::serve::ServeOptions,
     ) -> TestServer {
+        Self::start_on(&ale_sims::catalog(), dir, tasks, limits, batch, options).await
+    }
+
+    /// As `start_in`, hosting the sims of `catalog` instead of the bundled ones alone.
+    pub async fn start_on(
+        catalog: &ale_sim::SimCatalog,
+        dir: tempfile::TempDir,
+        tasks: &[(&str, String)],
+        limits: Limits,
+        batch: ale_server::BatchOptions,
+        options: ale_server::serve::ServeOptions,
+    ) -> TestServer {
         let registry = if tasks.is_empty() {
-            TaskRegistry::builtin(&ale_sims::catalog()).unwrap()
+            TaskRegistry::builtin(catalog).unwrap()
         } else {
             let tasks_dir = dir.path().join("tasks");
             std::fs::create_dir_all(&tasks_dir).unwrap();
             for (name, text) in tasks {
                 std::fs::write(tasks_dir.join(name), text).unwrap();
             }
-            TaskRegistry::with_dir(&tasks_dir, &ale_sims::catalog()).unwrap()
+            TaskRegistry::with_dir(&tasks_dir, catalog).unwrap()
         };
         let seeds = RecordingSeeds::default();
         let evaluator = Evaluator::with_options(
