@@ -176,8 +176,9 @@ fn task_files(cartpole_episodes: u32) -> Vec<(String, String)> {
                 "\"return\"",
                 "higher_is_better",
                 0.0,
-                (cartpole_episodes / 80).max(1),
-                1000,
+                // Two blocks of 64 (one per core) of 200-step episodes.
+                (cartpole_episodes / 78).max(1),
+                200,
                 "",
             ),
         ),
