@@ -197,9 +197,20 @@ fn serve_keeps_running_when_its_stdout_is_closed() {
         .spawn()
         .unwrap();
     drop(child.stdout.take());
+    // The ready line goes out once the sockets are bound: wait for them (a loaded machine may
+    // take seconds), then give a write to the closed pipe time to kill it.
+    let socket = tmp.path().join("harness.sock");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !socket.exists() && child.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "serve never bound its sockets"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     std::thread::sleep(Duration::from_millis(500));
     assert!(child.try_wait().unwrap().is_none(), "serve exited");
-    assert!(tmp.path().join("harness.sock").exists());
+    assert!(socket.exists());
     assert!(sigterm(&mut child).success());
 }
 
