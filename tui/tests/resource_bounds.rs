@@ -241,10 +241,12 @@ fn report(bounds: &str, floods: &[Flood], before: u64, peak: u64, stepped: usize
     );
 }
 
-/// What the evaluator's memory may reach under a flood, with the default bounds: the pool of
+/// How far the evaluator's memory may grow under a flood, with the default bounds: the pool of
 /// request bytes (64 MiB), 64 KiB reserved per connection, and what connections and their
-/// streams cost. docs/reliability.md has the measured figures and the worst case.
-const RSS_BOUND: u64 = 256_000_000;
+/// streams cost. docs/reliability.md has the measured figures and the worst case. Growth, not
+/// the total: the evaluator's own footprint before any client (its catalog's compiled MuJoCo
+/// models among it, about 155 MB in a debug build) is not the clients' to spend.
+const RSS_GROWTH_BOUND: u64 = 200_000_000;
 
 /// Regression: streams that each sent most of a 4 MiB request and stalled were held forever,
 /// about 4 MiB each (811 MB for 200 streams).
@@ -260,7 +262,12 @@ async fn a_flood_of_stalled_uploads_holds_memory_bounded_while_a_client_steps() 
     }];
     let (before, peak, stepped) = attack(&served, &floods, Duration::from_secs(4)).await;
     report("default bounds", &floods, before, peak, stepped);
-    assert!(peak < RSS_BOUND, "RSS reached {:.1} MB", peak as f64 / MB);
+    assert!(
+        peak.saturating_sub(before) < RSS_GROWTH_BOUND,
+        "RSS grew from {:.1} MB to {:.1} MB",
+        before as f64 / MB,
+        peak as f64 / MB
+    );
     assert!(stepped >= 100, "the normal client made {stepped} steps");
 }
 
@@ -286,7 +293,12 @@ async fn the_most_stalled_calls_the_caps_allow_hold_memory_bounded() {
     ];
     let (before, peak, stepped) = attack(&served, &floods, Duration::from_secs(4)).await;
     report("default bounds", &floods, before, peak, stepped);
-    assert!(peak < RSS_BOUND, "RSS reached {:.1} MB", peak as f64 / MB);
+    assert!(
+        peak.saturating_sub(before) < RSS_GROWTH_BOUND,
+        "RSS grew from {:.1} MB to {:.1} MB",
+        before as f64 / MB,
+        peak as f64 / MB
+    );
     assert!(stepped >= 100, "the normal client made {stepped} steps");
 }
 
@@ -700,7 +712,12 @@ async fn a_flood_of_whole_large_requests_holds_memory_bounded_and_gives_it_back(
         answered.load(Ordering::Relaxed) > 100,
         "the flood was answered"
     );
-    assert!(peak < RSS_BOUND, "RSS reached {:.1} MB", peak as f64 / MB);
+    assert!(
+        peak.saturating_sub(before) < RSS_GROWTH_BOUND,
+        "RSS grew from {:.1} MB to {:.1} MB",
+        before as f64 / MB,
+        peak as f64 / MB
+    );
     assert!(
         after < before + 25_000_000,
         "RSS stayed at {:.1} MB after the flood",
