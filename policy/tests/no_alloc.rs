@@ -4,47 +4,10 @@
 //! matrixmultiply's packing buffers, one per layer and sgemm call; the test pins that count so
 //! a change either way is noticed.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
 use ale_policy::{BatchPolicy, MlpPolicy};
+use ale_sim::alloc_count::{Counting, count};
 use ale_sim::{BoxSpace, DType, DiscreteSpace, Space};
 use safetensors::{Dtype, tensor::TensorView};
-
-struct Counting;
-
-thread_local! {
-    // Only the acting thread counts: the test harness's own threads (its "running for over
-    // 60 seconds" notice on a loaded machine) allocate at any moment.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-fn counting() -> bool {
-    COUNTING.try_with(Cell::get).unwrap_or(false)
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -91,17 +54,16 @@ fn acting_on_a_block_allocates_only_the_matrix_packing_buffers() {
     policy.act(&obs, n, &mut actions).unwrap();
 
     let calls = 50;
-    ALLOCATIONS.store(0, Ordering::Relaxed);
-    COUNTING.set(true);
-    for i in 0..calls {
-        // Smaller blocks reuse the same buffers.
-        let rows = if i % 2 == 0 { n } else { 64 };
-        policy.act(&obs[..rows * 4], rows, &mut actions).unwrap();
-    }
-    COUNTING.set(false);
+    let ((), allocations) = count(|| {
+        for i in 0..calls {
+            // Smaller blocks reuse the same buffers.
+            let rows = if i % 2 == 0 { n } else { 64 };
+            policy.act(&obs[..rows * 4], rows, &mut actions).unwrap();
+        }
+    });
     let layers = 3;
     assert_eq!(
-        ALLOCATIONS.load(Ordering::Relaxed),
+        allocations,
         calls * layers,
         "expected exactly one allocation (sgemm's packing buffer) per layer per call"
     );

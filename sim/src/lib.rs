@@ -7,6 +7,7 @@
 //! Pure computation: no I/O, no async, no gRPC.
 
 pub mod action;
+pub mod alloc_count;
 pub mod catalog;
 pub mod draw;
 pub mod echo;

@@ -5,45 +5,8 @@
 //! rapier2d's multibody solver: it allocates its dynamic matrices on every step (about 19
 //! allocations), which this test pins so that a change in either direction is noticed.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
+use ale_sim::alloc_count::{Counting, count};
 use ale_sim::{Space, Tensor, TensorData};
-
-struct Counting;
-
-thread_local! {
-    // Only the stepping thread counts: the test harness's own threads (its "running for over
-    // 60 seconds" notice on a loaded machine) allocate at any moment.
-    static COUNTING: Cell<bool> = const { Cell::new(false) };
-}
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-
-fn counting() -> bool {
-    COUNTING.try_with(Cell::get).unwrap_or(false)
-}
-
-// SAFETY: forwards to the system allocator unchanged; only counts calls.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if counting() {
-            ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
 
 #[global_allocator]
 static GLOBAL: Counting = Counting;
@@ -77,18 +40,15 @@ fn stepping_any_sim_allocates_nothing() {
             }
         }
         sim.reset(2).unwrap();
-        let mut counted = 0;
-        ALLOCATIONS.store(0, Ordering::Relaxed);
+        let (mut counted, mut allocations) = (0, 0);
         for i in 0..200 {
-            COUNTING.set(true);
-            let t = sim.step(&actions[i % 4]).unwrap();
-            COUNTING.set(false);
+            let (t, n) = count(|| sim.step(&actions[i % 4]).unwrap());
             counted += 1;
+            allocations += n;
             if t.is_done() {
                 sim.reset(100 + i as u64).unwrap();
             }
         }
-        let allocations = ALLOCATIONS.load(Ordering::Relaxed);
         report.push(format!(
             "{}: {allocations} allocations in {counted} steps",
             info.id()
