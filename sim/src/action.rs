@@ -31,30 +31,38 @@ pub fn discrete(space: &Space, action: &Tensor) -> Result<i64, SpaceError> {
 
 /// The `N` float32 elements of a 1-D Box action, finite but not clipped.
 pub fn box_f32<const N: usize>(space: &Space, action: &Tensor) -> Result<[f32; N], SpaceError> {
+    let mut out = [0.0f32; N];
+    out.copy_from_slice(box_f32_slice(space, action, N)?);
+    Ok(out)
+}
+
+/// The `n` float32 elements of a 1-D Box action where they lie, finite but not clipped: for a
+/// sim whose action length is its model's.
+pub fn box_f32_slice<'a>(
+    space: &Space,
+    action: &'a Tensor,
+    n: usize,
+) -> Result<&'a [f32], SpaceError> {
     let values = match (action.shape(), action.data()) {
-        ([n], TensorData::F32(v)) if *n == N => v,
+        ([len], TensorData::F32(v)) if *len == n => v.as_slice(),
         _ => {
             return Err(reject(
                 space,
                 format!(
-                    "expected dtype float32 and shape [{N}], got {} of shape {:?}",
+                    "expected dtype float32 and shape [{n}], got {} of shape {:?}",
                     action.dtype(),
                     action.shape()
                 ),
             ));
         }
     };
-    let mut out = [0.0f32; N];
-    for (i, (o, v)) in out.iter_mut().zip(values).enumerate() {
-        if !v.is_finite() {
-            return Err(reject(
-                space,
-                format!("element {i} is {v}, not a finite number"),
-            ));
-        }
-        *o = *v;
+    if let Some(i) = values.iter().position(|v| !v.is_finite()) {
+        return Err(reject(
+            space,
+            format!("element {i} is {}, not a finite number", values[i]),
+        ));
     }
-    Ok(out)
+    Ok(values)
 }
 
 /// The `R × C` float32 elements of a 2-D Box action of shape `[R, C]` (one row per agent of a

@@ -4,7 +4,7 @@
 use ale_mujoco::Data;
 use ale_sim::{
     BoxSpace, Counter, DType, EpisodeClock, Rng, Sim, SimError, Space, SpaceError, Tensor,
-    TensorData, Transition,
+    Transition,
 };
 
 use crate::layout::{
@@ -173,27 +173,7 @@ impl Go1Joystick {
     /// (not necessarily within its bounds: the actuators clamp the targets to the joints'
     /// ranges).
     fn decode<'a>(&self, action: &'a Tensor) -> Result<&'a [f32], SpaceError> {
-        let reject = |problem| SpaceError {
-            space: self.action_space.to_string(),
-            problem,
-        };
-        let values = match (action.shape(), action.data()) {
-            ([n], TensorData::F32(v)) if *n == ACTION_LEN => v.as_slice(),
-            _ => {
-                return Err(reject(format!(
-                    "expected dtype float32 and shape [{ACTION_LEN}], got {} of shape {:?}",
-                    action.dtype(),
-                    action.shape()
-                )));
-            }
-        };
-        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(reject(format!(
-                "element {i} is {}, not a finite number",
-                values[i]
-            )));
-        }
-        Ok(values)
+        ale_sim::action::box_f32_slice(&self.action_space, action, ACTION_LEN)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use ale_sim::numpy_rng::default_rng;
 use ale_sim::{
-    BoxSpace, DType, EpisodeClock, Sim, SimError, Space, SpaceError, Tensor, TensorData, Transition,
+    BoxSpace, DType, EpisodeClock, Sim, SimError, Space, SpaceError, Tensor, Transition,
 };
 
 use crate::env::{EnvSpec, Physics, Rules};
@@ -105,28 +105,7 @@ impl GymnasiumMujoco {
     /// The float32 elements of `action`, which must be of the action space's shape and finite
     /// (not necessarily within its bounds).
     fn decode<'a>(&self, action: &'a Tensor) -> Result<&'a [f32], SpaceError> {
-        let nu = self.nu;
-        let reject = |problem| SpaceError {
-            space: self.action_space.to_string(),
-            problem,
-        };
-        let values = match (action.shape(), action.data()) {
-            ([n], TensorData::F32(v)) if *n == nu => v.as_slice(),
-            _ => {
-                return Err(reject(format!(
-                    "expected dtype float32 and shape [{nu}], got {} of shape {:?}",
-                    action.dtype(),
-                    action.shape()
-                )));
-            }
-        };
-        if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(reject(format!(
-                "element {i} is {}, not a finite number",
-                values[i]
-            )));
-        }
-        Ok(values)
+        ale_sim::action::box_f32_slice(&self.action_space, action, self.nu)
     }
 }
 
