@@ -33,6 +33,7 @@ mod registry;
 mod rewards;
 mod scene;
 mod sim;
+pub mod view;
 
 pub use registry::{add_to, catalog};
 pub use scene::{ASSETS_ENV, DEFAULT_ASSETS, assets_dir};

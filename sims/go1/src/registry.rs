@@ -7,7 +7,8 @@ use crate::sim::{COUNTERS, Go1Joystick, spaces};
 
 /// Adds go1-joystick-flat to `catalog`, whether or not MuJoCo is built in (without it, or
 /// without the model, building it says what to fetch). It takes no `[sim_config]` options and
-/// runs in-process, cheaply enough for the batch pool.
+/// runs in-process, cheaply enough for the batch pool; it draws from the observation
+/// ([`crate::view`]).
 pub fn add_to(catalog: &mut SimCatalog) -> Result<(), DuplicateSim> {
     let entry = SimEntry::new(ID, EPISODE_STEPS, |config: &SimConfig<'_>| {
         config.no_options(ID)?;
@@ -18,6 +19,7 @@ pub fn add_to(catalog: &mut SimCatalog) -> Result<(), DuplicateSim> {
         entry
             .spaces(observation, action)
             .counters(&COUNTERS)
+            .draw_with(crate::view::draw)
             .batch(),
     )
 }

@@ -6,9 +6,9 @@
 
 use std::cell::RefCell;
 
-use ale_mujoco::draw::{Camera, Scene, default_role};
+use ale_mujoco::draw::{Camera, Scene, default_role, unavailable};
 use ale_mujoco::{Data, Geom, Model};
-use ale_sim::{Drawing, Role, Shape, Tensor, Viewport};
+use ale_sim::{Drawing, Role, Tensor};
 
 use crate::env::EnvSpec;
 
@@ -149,19 +149,4 @@ pub(crate) fn draw(spec: &'static EnvSpec, observation: &Tensor) -> Drawing {
         s.data.kinematics();
         s.scene.draw(&s.data)
     })
-}
-
-fn unavailable(why: &str) -> Drawing {
-    let mut drawing = Drawing::new(Viewport {
-        x_min: -1.0,
-        x_max: 1.0,
-        y_min: -1.0,
-        y_max: 1.0,
-    });
-    drawing.shapes.push(Shape::Label {
-        at: (-0.9, 0.0),
-        text: why.to_owned(),
-        role: Role::Hazard,
-    });
-    drawing
 }

@@ -7,8 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ale_sim::{Drawing, Rng, Role, Shape, Space, Tensor, TensorData};
-use serde::Serialize;
+use ale_sim::{Drawing, Rng, Role, Shape, Space, Tensor, TensorData, draw_fixture};
 
 /// (seed, steps) per env: reset on the seed, then that many sampled actions.
 const CASES: [(u64, usize); 2] = [(0, 0), (1, 8)];
@@ -179,72 +178,24 @@ fn a_geom_on_a_body_named_for_a_goal_is_drawn_as_the_goal() {
     assert_eq!(goals, 1, "{:?}", roles(&drawing));
 }
 
-#[derive(Serialize)]
-struct Case {
-    sim_id: &'static str,
-    seed: u64,
-    steps: usize,
-    observation: Vec<f64>,
-    drawing: Drawing,
-}
-
 fn fixture_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../client/python/tests/fixtures/mujoco_drawings.json")
 }
 
-fn render() -> String {
-    let catalog = ale_sims_mujoco::catalog();
-    let mut lines = Vec::new();
-    for entry in catalog.iter() {
-        let mut sim = entry.build_plain(entry.default_max_steps()).unwrap();
-        for (seed, wanted) in CASES {
-            sim.reset(seed).unwrap();
-            let mut rng = Rng::new(seed);
-            let mut steps = 0;
-            while steps < wanted {
-                let action = sim.action_space().sample(&mut rng);
-                steps += 1;
-                if sim.step(&action).unwrap().is_done() {
-                    break;
-                }
-            }
-            let case = Case {
-                sim_id: entry.id(),
-                seed,
-                steps,
-                observation: sim.observation().to_f64_vec(),
-                drawing: entry.draw(sim.observation()).unwrap(),
-            };
-            lines.push(serde_json::to_string(&case).unwrap());
-        }
-    }
-    format!(
-        "{{\"about\":{},\"cases\":[\n{}\n]}}\n",
-        serde_json::to_string(
-            "Made by sims/gymnasium-mujoco/tests/drawing.rs (ALE_UPDATE_FIXTURES=1 rewrites \
-             it); replayed by client/python/tests/test_render_mujoco.py."
-        )
-        .unwrap(),
-        lines.join(",\n")
-    )
-}
-
 #[test]
 fn python_drawing_fixture_is_up_to_date() {
-    let path = fixture_path();
-    let fresh = render();
-    if std::env::var_os("ALE_UPDATE_FIXTURES").is_some() {
-        std::fs::write(&path, &fresh).unwrap();
-        eprintln!("wrote {} ({} bytes)", path.display(), fresh.len());
-        return;
-    }
-    let stored = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        stored == fresh,
-        "{} is not what the drawings now give: rerun with ALE_UPDATE_FIXTURES=1 \
-         (`ALE_UPDATE_FIXTURES=1 cargo test -p ale-sims-mujoco --features mujoco --test \
-         drawing`), and port the change to client/python/src/ale_client/render.py",
-        path.display()
+    let cases = draw_fixture::cases(&ale_sims_mujoco::catalog(), &CASES);
+    let fresh = draw_fixture::render(
+        "Made by sims/gymnasium-mujoco/tests/drawing.rs (ALE_UPDATE_FIXTURES=1 rewrites it); \
+         replayed by client/python/tests/test_render_mujoco.py.",
+        &cases,
+    );
+    draw_fixture::check(
+        &fixture_path(),
+        &fresh,
+        "rerun with ALE_UPDATE_FIXTURES=1 (`ALE_UPDATE_FIXTURES=1 cargo test -p \
+         ale-sims-mujoco --features mujoco --test drawing`), and port the change to \
+         client/python/src/ale_client/mujoco_view.py",
     );
 }

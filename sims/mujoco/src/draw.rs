@@ -11,7 +11,7 @@
 //! The Python client ports this module (`client/python/src/ale_client/render.py`); a fixture
 //! written by `sims/gymnasium-mujoco/tests/drawing.rs` keeps the two in step, so change both.
 
-use ale_sim::{Drawing, Role, Viewport};
+use ale_sim::{Drawing, Role, Shape, Viewport};
 
 use crate::{Data, Geom, GeomShape, Model};
 
@@ -178,6 +178,22 @@ impl Scene {
         }
         drawing
     }
+}
+
+/// The picture of a sim that cannot be drawn (no MuJoCo, no model): a label saying why.
+pub fn unavailable(why: &str) -> Drawing {
+    let mut drawing = Drawing::new(Viewport {
+        x_min: -1.0,
+        x_max: 1.0,
+        y_min: -1.0,
+        y_max: 1.0,
+    });
+    drawing.shapes.push(Shape::Label {
+        at: (-0.9, 0.0),
+        text: why.to_owned(),
+        role: Role::Hazard,
+    });
+    drawing
 }
 
 /// The role a geom plays unless a sim says otherwise: hidden if MuJoCo's viewer hides it
