@@ -16,6 +16,12 @@ from ale_client.local import LocalEvaluator
 REPO = pathlib.Path(__file__).resolve().parents[3]
 PACKAGE = REPO / "client" / "python"
 
+# The Go1's model for render() (ale_client.mujoco_view), where scripts/fetch-mujoco put it for
+# the evaluator, unless the caller named one.
+GO1_ASSETS = REPO / "target" / "mujoco-menagerie" / "unitree_go1"
+if not os.environ.get("ALE_GO1_ASSETS") and (GO1_ASSETS / "go1.xml").is_file():
+    os.environ["ALE_GO1_ASSETS"] = str(GO1_ASSETS)
+
 
 def ale_binary() -> pathlib.Path:
     path = pathlib.Path(os.environ.get("ALE_BIN") or REPO / "target" / "debug" / "ale")

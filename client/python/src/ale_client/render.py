@@ -366,7 +366,7 @@ def draw(sim_id: str, observation) -> Drawing:
     """
     from . import mujoco_view
 
-    if sim_id in mujoco_view.VIEWS:
+    if sim_id in mujoco_view.SIM_IDS:
         return mujoco_view.draw(sim_id, observation)
     try:
         drawer = _DRAWERS[sim_id]
@@ -384,13 +384,8 @@ def why_not_drawn(sim_id: str) -> Optional[str]:
 
     if sim_id in _DRAWERS:
         return None
-    if sim_id in mujoco_view.VIEWS:
-        if mujoco_view.available():
-            return None
-        return (
-            f"{sim_id} is drawn with MuJoCo's kinematics, which needs the mujoco package: "
-            "pip install 'ale-client[mujoco]'"
-        )
+    if sim_id in mujoco_view.SIM_IDS:
+        return mujoco_view.why_not_drawn(sim_id)
     return f"{sim_id} has no drawing"
 
 
