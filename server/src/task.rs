@@ -195,9 +195,11 @@ pub struct Task {
     pub submission: Option<SubmissionConfig>,
 }
 
-/// A task's catalog entry; tasks compare by the sim's id, which the `sim` field already holds.
+/// A task's catalog entry, and the spaces of the sim it built when the task was loaded (a sim's
+/// spaces do not depend on the episode, so listing tasks builds no sim); tasks compare by the
+/// sim's id, which the `sim` field already holds.
 #[derive(Debug, Clone, Default)]
-struct SimHandle(Option<Arc<SimEntry>>);
+struct SimHandle(Option<Arc<SimEntry>>, Option<Arc<(pb::Space, pb::Space)>>);
 
 impl PartialEq for SimHandle {
     fn eq(&self, _: &SimHandle) -> bool {
@@ -237,11 +239,18 @@ impl Task {
             cause: Box::new(e),
         })?;
         let entry = task.validate(file, catalog)?;
-        task.entry = SimHandle(Some(entry));
+        task.entry = SimHandle(Some(entry), None);
         // The sim's own check of `[sim_config]`. A backend that cannot run here (its library
         // missing) leaves the task listed; creating an env of it then says what is missing.
         match task.build_sim() {
-            Ok(_) | Err(SimError::Backend(_)) => Ok(task),
+            Ok(sim) => {
+                task.entry.1 = Some(Arc::new((
+                    pb::Space::from(sim.observation_space()),
+                    pb::Space::from(sim.action_space()),
+                )));
+                Ok(task)
+            }
+            Err(SimError::Backend(_)) => Ok(task),
             Err(problem) => Err(TaskError::Invalid {
                 file: file.to_string(),
                 key: "sim_config",
@@ -447,13 +456,20 @@ impl Task {
 
     /// The task's metadata as the wire carries it.
     pub fn metadata(&self) -> pb::TaskMetadata {
-        // Its spaces do not depend on the episode. A sim whose backend cannot run here has
-        // those its entry declares, or none.
-        let spaces = match self.build_sim() {
-            Ok(sim) => Some((
-                pb::Space::from(sim.observation_space()),
-                pb::Space::from(sim.action_space()),
-            )),
+        // Its spaces do not depend on the episode: those of the sim built at load, else of a
+        // sim built now. A sim whose backend cannot run here has those its entry declares, or
+        // none.
+        let built = match &self.entry.1 {
+            Some(spaces) => Ok(spaces.as_ref().clone()),
+            None => self.build_sim().map(|sim| {
+                (
+                    pb::Space::from(sim.observation_space()),
+                    pb::Space::from(sim.action_space()),
+                )
+            }),
+        };
+        let spaces = match built {
+            Ok(spaces) => Some(spaces),
             Err(_) => self
                 .entry
                 .0

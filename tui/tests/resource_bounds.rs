@@ -244,9 +244,30 @@ fn report(bounds: &str, floods: &[Flood], before: u64, peak: u64, stepped: usize
 /// How far the evaluator's memory may grow under a flood, with the default bounds: the pool of
 /// request bytes (64 MiB), 64 KiB reserved per connection, and what connections and their
 /// streams cost. docs/reliability.md has the measured figures and the worst case. Growth, not
-/// the total: the evaluator's own footprint before any client (its catalog's compiled MuJoCo
-/// models among it, about 155 MB in a debug build) is not the clients' to spend.
+/// the total: the evaluator's own footprint before any client is not the clients' to spend
+/// ([`EVALUATOR_OWN_BOUND`]).
 const RSS_GROWTH_BOUND: u64 = 200_000_000;
+
+/// The evaluator's own memory once serving, before any client: its catalog's compiled MuJoCo
+/// models among it (about 22 MB in a release build; the Go1 with its visual meshes once took
+/// 144 MB).
+const EVALUATOR_OWN_BOUND: u64 = 80_000_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_evaluators_own_footprint_before_any_client_is_small() {
+    let dir = private_tempdir();
+    let served = Served::start(dir.path(), &[], None);
+    // A first call: the evaluator is serving, every task loaded.
+    let client = ale_client::Client::connect(&served.endpoint()).await.unwrap();
+    assert!(!client.list_tasks().await.unwrap().is_empty());
+    let own = served.rss();
+    eprintln!("the evaluator's own RSS: {:.1} MB", own as f64 / MB);
+    assert!(
+        own < EVALUATOR_OWN_BOUND,
+        "the evaluator holds {:.1} MB before any client's work",
+        own as f64 / MB
+    );
+}
 
 /// Regression: streams that each sent most of a 4 MiB request and stalled were held forever,
 /// about 4 MiB each (811 MB for 200 streams).

@@ -63,12 +63,40 @@ pub(crate) fn scene() -> Result<&'static Scene, SimError> {
     Ok(SCENE.get_or_init(|| scene))
 }
 
-/// `text` with `&`, `<`, `>` and `"` written as XML entities, for an attribute's value.
-fn xml_attribute(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// The elements inside go1.xml's `<mujoco>`, less what is only seen: the visual geoms (class
+/// `visual`: meshes that collide with nothing, on bodies whose inertia the file gives) and the
+/// mesh assets they show. The sim steps the same, bit for bit (a test here checks a rollout
+/// against the whole model), and the model's 37 MB of meshes and its compiler's 85 MB
+/// more are not kept for the process's life; the drawing uses the collision geoms.
+fn physics_only(go1: &str) -> Result<String, &'static str> {
+    let open = go1.find("<mujoco").ok_or("no <mujoco> element")?;
+    let start = go1[open..]
+        .find('>')
+        .map(|j| open + j + 1)
+        .ok_or("an unclosed <mujoco>")?;
+    let end = go1.rfind("</mujoco>").ok_or("no </mujoco>")?;
+    let mut rest = go1.get(start..end).ok_or("an empty <mujoco>")?;
+    let mut out = String::with_capacity(rest.len());
+    while let Some(at) = rest.find('<') {
+        out.push_str(&rest[..at]);
+        if rest[at..].starts_with("<!--") {
+            return Err("a comment, which this reading does not expect");
+        }
+        let close = rest[at..]
+            .find('>')
+            .map(|j| at + j + 1)
+            .ok_or("an unclosed tag")?;
+        let tag = &rest[at..close];
+        let shown_only = tag.ends_with("/>")
+            && ((tag.starts_with("<geom ") && tag.contains("class=\"visual\""))
+                || tag.starts_with("<mesh "));
+        if !shown_only {
+            out.push_str(tag);
+        }
+        rest = &rest[close..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
 fn backend(problem: String) -> SimError {
@@ -84,27 +112,20 @@ fn compile(dir: &Path) -> Result<Scene, SimError> {
         ));
     }
     let go1 = dir.join("go1.xml");
-    let meshes = dir.join("assets");
-    if !go1.is_file() || !meshes.is_dir() {
-        return Err(backend(format!(
-            "the Unitree Go1 model is not in {} (expected go1.xml and assets/ there): run \
+    let text = std::fs::read_to_string(&go1).map_err(|e| {
+        backend(format!(
+            "the Unitree Go1 model is not in {} (expected go1.xml there: {e}): run \
              scripts/fetch-go1 (scripts/fetch-mujoco runs it too), or set {ASSETS_ENV} to a \
              folder holding MuJoCo Menagerie's unitree_go1",
             dir.display()
-        )));
-    }
-    let (Some(go1), Some(meshes)) = (go1.to_str(), meshes.to_str()) else {
-        return Err(backend(format!(
-            "the model's folder {} is not a UTF-8 path, which MuJoCo needs",
-            dir.display()
-        )));
-    };
-    let xml = SCENE
-        .replace("@GO1_XML@", &xml_attribute(go1))
-        .replace("@GO1_MESHES@", &xml_attribute(meshes));
+        ))
+    })?;
+    let go1 = go1.display().to_string();
+    let unexpected = |what: &str| backend(format!("{go1} is not the Go1 model expected: {what}"));
+    let body = physics_only(&text).map_err(&unexpected)?;
+    let xml = SCENE.replace("<!--@GO1@-->", &body);
     let mut model =
         Model::from_xml(&xml).map_err(|e| backend(format!("{e} (model in {dir:?})")))?;
-    let unexpected = |what: &str| backend(format!("{go1} is not the Go1 model expected: {what}"));
     if model.nq() != 7 + JOINTS || model.nv() != 6 + JOINTS || model.nu() != JOINTS {
         return Err(unexpected(&format!(
             "nq {}, nv {}, nu {} (expected 19, 18, 12)",
@@ -181,10 +202,81 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_are_escaped_for_an_attribute() {
-        assert_eq!(
-            xml_attribute("/a&b/\"c\"/<d>"),
-            "/a&amp;b/&quot;c&quot;/&lt;d&gt;"
+    fn the_model_is_read_without_its_visual_meshes() {
+        let go1 = r#"<mujoco model="go1">
+  <default><default class="visual"><geom type="mesh" group="2"/></default></default>
+  <asset><mesh class="go1" file="trunk.stl"/><material name="dark"/></asset>
+  <worldbody><body name="trunk"><geom class="visual" mesh="trunk"/><geom class="collision" type="box"/></body></worldbody>
+</mujoco>"#;
+        let body = physics_only(go1).unwrap();
+        assert!(
+            !body.contains("mujoco") && !body.contains("<mesh") && !body.contains("mesh=\"trunk\""),
+            "{body}"
+        );
+        assert!(
+            body.contains(r#"<geom type="mesh" group="2"/>"#),
+            "defaults stay: {body}"
+        );
+        assert!(
+            body.contains(r#"<geom class="collision" type="box"/>"#) && body.contains("<material"),
+            "{body}"
+        );
+        assert!(physics_only("<mujoco><!-- a > b --></mujoco>").is_err());
+        assert!(physics_only("<robot/>").is_err());
+    }
+
+    /// The scene over go1.xml as it is, meshes included, through `<include>`.
+    #[cfg(feature = "mujoco")]
+    fn whole_model() -> Model {
+        let dir = assets_dir();
+        let include = format!(
+            "<include file=\"{}\"/><compiler meshdir=\"{}\"/>",
+            dir.join("go1.xml").display(),
+            dir.join("assets").display()
+        );
+        Model::from_xml(&SCENE.replace("<!--@GO1@-->", &include)).unwrap()
+    }
+
+    #[cfg(feature = "mujoco")]
+    #[test]
+    fn without_its_visual_meshes_the_go1_steps_as_the_whole_model_bit_for_bit() {
+        let stripped = &scene().unwrap().model;
+        let mut whole = whole_model();
+        assert_eq!(whole.nq(), stripped.nq());
+        for gain in whole.actuator_gainprm_mut() {
+            gain[0] = KP;
+        }
+        for bias in whole.actuator_biasprm_mut() {
+            bias[1] = -KP;
+        }
+        for damping in &mut whole.dof_damping_mut()[6..] {
+            *damping = KD;
+        }
+        let mut a = ale_mujoco::Data::new(stripped);
+        let mut b = ale_mujoco::Data::new(&whole);
+        let mut rng = ale_sim::Rng::new(5);
+        let mut contacts = 0;
+        // Random targets over the joints' ranges: the robot thrashes, falls and rolls, its
+        // legs and trunk in and out of contact.
+        for step in 0..3000 {
+            if step % 5 == 0 {
+                for (i, ctrl) in a.ctrl_mut().iter_mut().enumerate() {
+                    let [low, high] = stripped.ctrl_range()[i];
+                    *ctrl = rng.uniform(low, high);
+                }
+                let ctrl = a.ctrl().to_vec();
+                b.ctrl_mut().copy_from_slice(&ctrl);
+            }
+            a.step();
+            b.step();
+            assert_eq!(a.qpos(), b.qpos(), "qpos at step {step}");
+            assert_eq!(a.qvel(), b.qvel(), "qvel at step {step}");
+            assert_eq!(a.sensordata(), b.sensordata(), "sensors at step {step}");
+            contacts += a.sensordata()[scene().unwrap().sensors.foot_contact[0]] as u32;
+        }
+        assert!(
+            contacts > 100,
+            "the feet touched the floor ({contacts} steps)"
         );
     }
 

@@ -22,6 +22,14 @@ fn route_mujoco_log() {
     });
 }
 
+/// Drops the parsed XML that `mj_loadXML` keeps for `mj_saveLastXML` (which this crate never
+/// calls): the Go1's, meshes and all, held about 85 MB for the life of the process.
+fn free_last_xml() {
+    // SAFETY: no arguments; MuJoCo guards the kept model with a lock of its own, and nothing
+    // here holds a pointer into it.
+    unsafe { mujoco_rs::mujoco_c::mj_freeLastXML() };
+}
+
 pub(crate) fn library_version() -> Option<&'static str> {
     Some(mujoco_rs::mujoco_version())
 }
@@ -37,7 +45,9 @@ impl Model {
     /// cannot be found from text: load such a model with [`Model::from_xml_file`].
     pub fn from_xml(xml: &str) -> Result<Model, Error> {
         route_mujoco_log();
-        let inner = MjModel::from_xml_string(xml).map_err(|e| Error::Model(e.to_string()))?;
+        let inner = MjModel::from_xml_string(xml).map_err(|e| Error::Model(e.to_string()));
+        free_last_xml();
+        let inner = inner?;
         Ok(Model {
             inner: Arc::new(inner),
         })
@@ -46,7 +56,9 @@ impl Model {
     /// Compiles an MJCF file; the files it names are found relative to it.
     pub fn from_xml_file(path: &Path) -> Result<Model, Error> {
         route_mujoco_log();
-        let inner = MjModel::from_xml(path).map_err(|e| Error::Model(e.to_string()))?;
+        let inner = MjModel::from_xml(path).map_err(|e| Error::Model(e.to_string()));
+        free_last_xml();
+        let inner = inner?;
         Ok(Model {
             inner: Arc::new(inner),
         })

@@ -318,7 +318,7 @@ VIEWS: Dict[str, _View] = {
 GO1_SIM_ID = "go1-joystick-flat"
 GO1_ASSETS_ENV = "ALE_GO1_ASSETS"
 """The environment variable naming a folder that holds MuJoCo Menagerie's ``unitree_go1``
-(``go1.xml`` and ``assets/``), as the evaluator's own ``ALE_GO1_ASSETS``."""
+(its ``go1.xml``), as the evaluator's own ``ALE_GO1_ASSETS``."""
 
 _GO1_OBSERVATION_LEN = 45
 _GO1_GRAVITY, _GO1_JOINT_ANGLES = 3, 6
@@ -329,12 +329,33 @@ _GO1_COLLISION_GROUP = 3
 _GO1_CAMERA = _elevated(_GO1_TRUNK, 0.7, ("tracked", 0.45))
 # sims/go1/assets/scene.xml as far as drawing goes: the model on a flat floor.
 _GO1_SCENE = """<mujoco model="go1 drawing">
-  <include file="{go1}"/>
-  <compiler meshdir="{meshes}"/>
+  {go1}
   <worldbody>
     <geom name="floor" type="plane" size="0 0 0.05"/>
   </worldbody>
 </mujoco>"""
+
+
+def _physics_only(go1: str) -> str:
+    """``scene.rs``'s ``physics_only``: the elements inside go1.xml's ``<mujoco>``, less its
+    visual geoms (class ``visual``) and the mesh assets they show, as the evaluator compiles
+    the Go1 (its collision geoms are what is drawn)."""
+    start = go1.index(">", go1.index("<mujoco")) + 1
+    rest = go1[start : go1.rindex("</mujoco>")]
+    out = []
+    while "<" in rest:
+        at = rest.index("<")
+        out.append(rest[:at])
+        close = rest.index(">", at) + 1
+        tag = rest[at:close]
+        shown_only = tag.endswith("/>") and (
+            (tag.startswith("<geom ") and 'class="visual"' in tag) or tag.startswith("<mesh ")
+        )
+        if not shown_only:
+            out.append(tag)
+        rest = rest[close:]
+    out.append(rest)
+    return "".join(out)
 
 
 def _go1_assets() -> Optional[Path]:
@@ -354,7 +375,7 @@ def _go1_assets() -> Optional[Path]:
                 Path(root) / "mujoco" / "playground" / "assets" / "mujoco_menagerie" / "unitree_go1"
             )
     for folder in candidates:
-        if (folder / "go1.xml").is_file() and (folder / "assets").is_dir():
+        if (folder / "go1.xml").is_file():
             return folder
     return None
 
@@ -419,7 +440,7 @@ def _go1_scratch():
         folder = _go1_assets()
         if folder is None:
             raise FileNotFoundError(_GO1_MISSING)
-        xml = _GO1_SCENE.format(go1=folder / "go1.xml", meshes=folder / "assets")
+        xml = _GO1_SCENE.replace("{go1}", _physics_only((folder / "go1.xml").read_text()))
         model = mujoco.MjModel.from_xml_string(xml)
         robot = [
             g
