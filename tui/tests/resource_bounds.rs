@@ -258,7 +258,9 @@ async fn the_evaluators_own_footprint_before_any_client_is_small() {
     let dir = private_tempdir();
     let served = Served::start(dir.path(), &[], None);
     // A first call: the evaluator is serving, every task loaded.
-    let client = ale_client::Client::connect(&served.endpoint()).await.unwrap();
+    let client = ale_client::Client::connect(&served.endpoint())
+        .await
+        .unwrap();
     assert!(!client.list_tasks().await.unwrap().is_empty());
     let own = served.rss();
     eprintln!("the evaluator's own RSS: {:.1} MB", own as f64 / MB);
