@@ -196,10 +196,29 @@ pub struct Task {
 }
 
 /// A task's catalog entry, and the spaces of the sim it built when the task was loaded (a sim's
-/// spaces do not depend on the episode, so listing tasks builds no sim); tasks compare by the
-/// sim's id, which the `sim` field already holds.
+/// spaces do not depend on the episode, so listing such a task builds no sim); tasks compare
+/// by the sim's id, which the `sim` field already holds.
 #[derive(Debug, Clone, Default)]
-struct SimHandle(Option<Arc<SimEntry>>, Option<Arc<(pb::Space, pb::Space)>>);
+struct SimHandle {
+    entry: Option<Arc<SimEntry>>,
+    spaces: Option<Arc<WireSpaces>>,
+}
+
+/// A sim's observation and action spaces as the wire carries them.
+#[derive(Debug, Clone)]
+struct WireSpaces {
+    observation: pb::Space,
+    action: pb::Space,
+}
+
+impl WireSpaces {
+    fn of(sim: &dyn Sim) -> WireSpaces {
+        WireSpaces {
+            observation: pb::Space::from(sim.observation_space()),
+            action: pb::Space::from(sim.action_space()),
+        }
+    }
+}
 
 impl PartialEq for SimHandle {
     fn eq(&self, _: &SimHandle) -> bool {
@@ -239,15 +258,15 @@ impl Task {
             cause: Box::new(e),
         })?;
         let entry = task.validate(file, catalog)?;
-        task.entry = SimHandle(Some(entry), None);
+        task.entry = SimHandle {
+            entry: Some(entry),
+            spaces: None,
+        };
         // The sim's own check of `[sim_config]`. A backend that cannot run here (its library
         // missing) leaves the task listed; creating an env of it then says what is missing.
         match task.build_sim() {
             Ok(sim) => {
-                task.entry.1 = Some(Arc::new((
-                    pb::Space::from(sim.observation_space()),
-                    pb::Space::from(sim.action_space()),
-                )));
+                task.entry.spaces = Some(Arc::new(WireSpaces::of(sim.as_ref())));
                 Ok(task)
             }
             Err(SimError::Backend(_)) => Ok(task),
@@ -262,7 +281,7 @@ impl Task {
     /// A fresh sim for this task: its catalog entry built with the task's step limit and
     /// `[sim_config]`. Fails where the sim's backend cannot run (a missing library or model).
     pub fn build_sim(&self) -> Result<Box<dyn Sim>, SimError> {
-        let entry = self.entry.0.as_ref().ok_or_else(|| {
+        let entry = self.entry.entry.as_ref().ok_or_else(|| {
             SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
         })?;
         entry.build(&SimConfig {
@@ -273,7 +292,7 @@ impl Task {
 
     /// The task's catalog entry.
     pub fn sim_entry(&self) -> Option<&Arc<SimEntry>> {
-        self.entry.0.as_ref()
+        self.entry.entry.as_ref()
     }
 
     fn validate(&self, file: &str, catalog: &SimCatalog) -> Result<Arc<SimEntry>, TaskError> {
@@ -459,20 +478,15 @@ impl Task {
         // Its spaces do not depend on the episode: those of the sim built at load, else of a
         // sim built now. A sim whose backend cannot run here has those its entry declares, or
         // none.
-        let built = match &self.entry.1 {
+        let built = match &self.entry.spaces {
             Some(spaces) => Ok(spaces.as_ref().clone()),
-            None => self.build_sim().map(|sim| {
-                (
-                    pb::Space::from(sim.observation_space()),
-                    pb::Space::from(sim.action_space()),
-                )
-            }),
+            None => self.build_sim().map(|sim| WireSpaces::of(sim.as_ref())),
         };
         let spaces = match built {
-            Ok(spaces) => Some(spaces),
+            Ok(spaces) => Some((spaces.observation, spaces.action)),
             Err(_) => self
                 .entry
-                .0
+                .entry
                 .as_ref()
                 .and_then(|entry| entry.declared_spaces())
                 .map(|s| (pb::Space::from(&s.observation), pb::Space::from(&s.action))),

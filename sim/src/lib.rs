@@ -4,13 +4,14 @@
 //! Gymnasium seeds its envs with), NumPy's float32 `sin`/`cos` ([`numpy_trig`]), drawing descriptions ([`draw`]), action decoding
 //! ([`action`]), bounded echoes of client input ([`Echo`]), Gymnasium parity fixtures
 //! ([`parity`]), and the [`SimCatalog`] the binary fills from the crates of sims it links.
-//! Pure computation, no async, no gRPC; the one module that reads and writes files is
-//! [`draw_fixture`], for tests.
+//! Pure computation: no I/O, no async, no gRPC, but for `draw_fixture` (the `draw-fixture`
+//! feature), which tests of the crates of sims use to write the Python drawing fixtures.
 
 pub mod action;
 pub mod alloc_count;
 pub mod catalog;
 pub mod draw;
+#[cfg(feature = "draw-fixture")]
 pub mod draw_fixture;
 pub mod echo;
 pub mod numpy_rng;

@@ -58,7 +58,7 @@ def test_an_unknown_sim_still_names_the_known_ones_mujoco_included():
 
 def test_the_go1_without_its_model_says_where_to_get_it(monkeypatch):
     monkeypatch.setenv(mujoco_view.GO1_ASSETS_ENV, "/nonexistent")
-    monkeypatch.setattr(mujoco_view, "_SCRATCH", {})
+    monkeypatch.setattr(mujoco_view, "_GO1_SCRATCH", [])
     import importlib.util
 
     real = importlib.util.find_spec
@@ -70,3 +70,28 @@ def test_the_go1_without_its_model_says_where_to_get_it(monkeypatch):
     with pytest.raises(FileNotFoundError, match="ALE_GO1_ASSETS"):
         render.draw(mujoco_view.GO1_SIM_ID, np.zeros(45))
     assert render.why_not_drawn("Hopper-v5") is None
+
+
+def test_the_go1_model_is_read_as_the_evaluator_reads_it():
+    # scene.rs's physics_only: the visual meshes dropped, a file it might misread refused.
+    go1 = """<mujoco model="go1">
+  <asset><mesh class="go1" file="trunk.stl"/><material name="dark"/></asset>
+  <worldbody><body name="trunk"><inertial mass="1"/><geom
+    class="visual" mesh="trunk"/><geom class="collision" type="box"/></body></worldbody>
+</mujoco>"""
+    body = mujoco_view._physics_only(go1)
+    assert "<mesh" not in body and 'mesh="trunk"' not in body and "<material" in body
+    assert '<geom class="collision" type="box"/>' in body
+    for bad in (
+        "<mujoco><!-- a > b --></mujoco>",
+        "<robot/>",
+        go1.replace('<inertial mass="1"/>', ""),
+        go1.replace('class="visual" mesh', "mesh"),
+    ):
+        with pytest.raises(ValueError, match="not the Go1 model expected"):
+            mujoco_view._physics_only(bad)
+
+
+def test_an_orientation_from_a_bad_gravity_is_upright():
+    for bad in ([np.nan, 0, -1], [0, np.inf, -1], [0, 0, 0]):
+        assert mujoco_view._orientation_from_gravity(bad) == (1.0, 0.0, 0.0, 0.0)

@@ -11,8 +11,8 @@ use ale_sim::SimError;
 
 use crate::layout::{ID, JOINTS, KD, KP, LEGS};
 
-/// The environment variable naming the folder that holds Menagerie's `unitree_go1`
-/// (`go1.xml` and `assets/`), instead of the one scripts/fetch-go1 fills.
+/// The environment variable naming Menagerie's `unitree_go1` folder (the one holding
+/// `go1.xml`), instead of the one scripts/fetch-go1 fills.
 pub const ASSETS_ENV: &str = "ALE_GO1_ASSETS";
 
 /// Where scripts/fetch-go1 puts the model: `target/mujoco-menagerie/unitree_go1` under the
@@ -66,9 +66,16 @@ pub(crate) fn scene() -> Result<&'static Scene, SimError> {
 /// The elements inside go1.xml's `<mujoco>`, less what is only seen: the visual geoms (class
 /// `visual`: meshes that collide with nothing, on bodies whose inertia the file gives) and the
 /// mesh assets they show. The sim steps the same, bit for bit (a test here checks a rollout
-/// against the whole model), and the model's 37 MB of meshes and its compiler's 85 MB
-/// more are not kept for the process's life; the drawing uses the collision geoms.
+/// against the whole model), and the meshes (37 MB compiled, with about twice that left by
+/// their compiling) are not kept for the process's life; the drawing uses the collision
+/// geoms. Refuses a file this reading might get wrong: a comment, a body without an
+/// `<inertial>` (whose mass its visual geoms might carry), a mesh geom left behind.
 fn physics_only(go1: &str) -> Result<String, &'static str> {
+    fn is_element(tag: &str, name: &str) -> bool {
+        tag.strip_prefix('<')
+            .and_then(|t| t.strip_prefix(name))
+            .is_some_and(|t| t.starts_with(|c: char| c.is_whitespace() || c == '/' || c == '>'))
+    }
     let open = go1.find("<mujoco").ok_or("no <mujoco> element")?;
     let start = go1[open..]
         .find('>')
@@ -77,6 +84,8 @@ fn physics_only(go1: &str) -> Result<String, &'static str> {
     let end = go1.rfind("</mujoco>").ok_or("no </mujoco>")?;
     let mut rest = go1.get(start..end).ok_or("an empty <mujoco>")?;
     let mut out = String::with_capacity(rest.len());
+    let mut bodies = 0;
+    let mut inertials = 0;
     while let Some(at) = rest.find('<') {
         out.push_str(&rest[..at]);
         if rest[at..].starts_with("<!--") {
@@ -88,15 +97,39 @@ fn physics_only(go1: &str) -> Result<String, &'static str> {
             .ok_or("an unclosed tag")?;
         let tag = &rest[at..close];
         let shown_only = tag.ends_with("/>")
-            && ((tag.starts_with("<geom ") && tag.contains("class=\"visual\""))
-                || tag.starts_with("<mesh "));
+            && ((is_element(tag, "geom") && tag.contains("class=\"visual\""))
+                || is_element(tag, "mesh"));
+        bodies += usize::from(is_element(tag, "body"));
+        inertials += usize::from(is_element(tag, "inertial"));
         if !shown_only {
             out.push_str(tag);
         }
         rest = &rest[close..];
     }
     out.push_str(rest);
+    // A body without an <inertial> takes its mass from its geoms, visual ones included; and a
+    // geom left on a mesh would name a mesh no longer there.
+    if bodies != inertials {
+        return Err("a body without an <inertial>, whose mass the visual geoms might carry");
+    }
+    if out.contains("mesh=\"") {
+        return Err("a geom on a mesh outside the visual class");
+    }
     Ok(out)
+}
+
+/// Playground's gains (`Go1Env.__init__`): every actuator a position servo of stiffness Kp,
+/// every leg joint damped by Kd.
+fn set_playground_gains(model: &mut Model) {
+    for gain in model.actuator_gainprm_mut() {
+        gain[0] = KP;
+    }
+    for bias in model.actuator_biasprm_mut() {
+        bias[1] = -KP;
+    }
+    for damping in &mut model.dof_damping_mut()[6..] {
+        *damping = KD;
+    }
 }
 
 fn backend(problem: String) -> SimError {
@@ -115,8 +148,8 @@ fn compile(dir: &Path) -> Result<Scene, SimError> {
     let text = std::fs::read_to_string(&go1).map_err(|e| {
         backend(format!(
             "the Unitree Go1 model is not in {} (expected go1.xml there: {e}): run \
-             scripts/fetch-go1 (scripts/fetch-mujoco runs it too), or set {ASSETS_ENV} to a \
-             folder holding MuJoCo Menagerie's unitree_go1",
+             scripts/fetch-go1 (scripts/fetch-mujoco runs it too), or set {ASSETS_ENV} to \
+             MuJoCo Menagerie's unitree_go1 folder (the one holding go1.xml)",
             dir.display()
         ))
     })?;
@@ -135,17 +168,7 @@ fn compile(dir: &Path) -> Result<Scene, SimError> {
         )));
     }
 
-    // Playground's gains (`Go1Env.__init__`): every actuator a position servo of stiffness
-    // Kp, every leg joint damped by Kd.
-    for gain in model.actuator_gainprm_mut() {
-        gain[0] = KP;
-    }
-    for bias in model.actuator_biasprm_mut() {
-        bias[1] = -KP;
-    }
-    for damping in &mut model.dof_damping_mut()[6..] {
-        *damping = KD;
-    }
+    set_playground_gains(&mut model);
 
     let site = |name: &str| {
         model
@@ -206,7 +229,8 @@ mod tests {
         let go1 = r#"<mujoco model="go1">
   <default><default class="visual"><geom type="mesh" group="2"/></default></default>
   <asset><mesh class="go1" file="trunk.stl"/><material name="dark"/></asset>
-  <worldbody><body name="trunk"><geom class="visual" mesh="trunk"/><geom class="collision" type="box"/></body></worldbody>
+  <worldbody><body name="trunk"><inertial mass="1"/><geom
+    class="visual" mesh="trunk"/><geom class="collision" type="box"/></body></worldbody>
 </mujoco>"#;
         let body = physics_only(go1).unwrap();
         assert!(
@@ -222,6 +246,11 @@ mod tests {
             "{body}"
         );
         assert!(physics_only("<mujoco><!-- a > b --></mujoco>").is_err());
+        assert!(
+            physics_only(&go1.replace(r#"<inertial mass="1"/>"#, "")).is_err(),
+            "no inertial"
+        );
+        assert!(physics_only(&go1.replace(r#"class="visual" mesh"#, "mesh")).is_err());
         assert!(physics_only("<robot/>").is_err());
     }
 
@@ -243,15 +272,7 @@ mod tests {
         let stripped = &scene().unwrap().model;
         let mut whole = whole_model();
         assert_eq!(whole.nq(), stripped.nq());
-        for gain in whole.actuator_gainprm_mut() {
-            gain[0] = KP;
-        }
-        for bias in whole.actuator_biasprm_mut() {
-            bias[1] = -KP;
-        }
-        for damping in &mut whole.dof_damping_mut()[6..] {
-            *damping = KD;
-        }
+        set_playground_gains(&mut whole);
         let mut a = ale_mujoco::Data::new(stripped);
         let mut b = ale_mujoco::Data::new(&whole);
         let mut rng = ale_sim::Rng::new(5);

@@ -52,7 +52,7 @@ fn role(geom: &Geom) -> Option<Role> {
 pub fn orientation_from_gravity(g: [f64; 3]) -> [f64; 4] {
     // Scaled by its largest element first, so that huge elements do not overflow the norm.
     let largest = g.iter().fold(0.0_f64, |m, v| m.max(v.abs()));
-    if largest == 0.0 || !largest.is_finite() {
+    if largest == 0.0 || g.iter().any(|v| !v.is_finite()) {
         return [1.0, 0.0, 0.0, 0.0];
     }
     let g = g.map(|v| v / largest);
@@ -68,6 +68,7 @@ pub fn orientation_from_gravity(g: [f64; 3]) -> [f64; 4] {
 /// Writes the pose `observation` shows into `qpos` (19: trunk position, quaternion, joints),
 /// the trunk at the origin at the default height.
 pub fn pose(observation: &[f64], qpos: &mut [f64]) {
+    debug_assert_eq!(qpos.len(), 7 + JOINTS);
     qpos[..3].copy_from_slice(&[0.0, 0.0, DEFAULT_HEIGHT]);
     let g = [
         observation[GRAVITY],
@@ -78,7 +79,6 @@ pub fn pose(observation: &[f64], qpos: &mut [f64]) {
     for (j, default) in DEFAULT_POSE.iter().enumerate() {
         qpos[7 + j] = default + observation[JOINT_ANGLES + j];
     }
-    debug_assert_eq!(qpos.len(), 7 + JOINTS);
 }
 
 /// The height of the lowest point of the drawn geoms (a sphere's bottom; for other shapes, the
@@ -183,5 +183,12 @@ mod tests {
         assert_eq!(orientation_from_gravity([0.0; 3]), [1.0, 0.0, 0.0, 0.0]);
         let huge = orientation_from_gravity([0.0, 0.0, -1e300]);
         assert_eq!(huge, [1.0, 0.0, 0.0, 0.0]);
+        for bad in [[f64::NAN, 0.0, -1.0], [0.0, f64::INFINITY, -1.0]] {
+            assert_eq!(
+                orientation_from_gravity(bad),
+                [1.0, 0.0, 0.0, 0.0],
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -8,8 +8,9 @@
 //! a side view) becomes the line where it meets the vertical through the tracked body; one
 //! seen from above, its rectangle if it is finite.
 //!
-//! The Python client ports this module (`client/python/src/ale_client/render.py`); a fixture
-//! written by `sims/gymnasium-mujoco/tests/drawing.rs` keeps the two in step, so change both.
+//! The Python client ports this module (`client/python/src/ale_client/mujoco_view.py`); the
+//! fixtures written by `sims/gymnasium-mujoco/tests/drawing.rs` and `sims/go1/tests/drawing.rs`
+//! keep the two in step, so change both.
 
 use ale_sim::{Drawing, Role, Shape, Viewport};
 

@@ -23,7 +23,7 @@ fn route_mujoco_log() {
 }
 
 /// Drops the parsed XML that `mj_loadXML` keeps for `mj_saveLastXML` (which this crate never
-/// calls): the Go1's, meshes and all, held about 85 MB for the life of the process.
+/// calls), so that the last model compiled is not held twice for the life of the process.
 fn free_last_xml() {
     // SAFETY: no arguments; MuJoCo guards the kept model with a lock of its own, and nothing
     // here holds a pointer into it.

