@@ -18,7 +18,7 @@
 use std::cell::RefCell;
 
 use ale_mujoco::Data;
-use ale_mujoco::draw::{Camera, Height, Scene as Picture, unavailable};
+use ale_mujoco::draw::{Camera, Height, Scene as Picture, read_finite, unavailable};
 use ale_mujoco::{Geom, GeomShape};
 use ale_sim::{Drawing, Role, Tensor};
 
@@ -132,13 +132,7 @@ pub(crate) fn draw(observation: &Tensor) -> Drawing {
             data: Data::new(model),
             observation: vec![0.0; OBSERVATION_LEN],
         });
-        for (i, o) in s.observation.iter_mut().enumerate() {
-            *o = observation
-                .data()
-                .get_f64(i)
-                .filter(|v| v.is_finite())
-                .unwrap_or(0.0);
-        }
+        read_finite(observation, &mut s.observation);
         pose(&s.observation, s.data.qpos_mut());
         s.data.kinematics();
         // Stand on the floor: shift the trunk so that the lowest geom touches z = 0.

@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use ale_mujoco::draw::{Camera, Scene, default_role, unavailable};
+use ale_mujoco::draw::{Camera, Scene, default_role, read_finite, unavailable};
 use ale_mujoco::{Data, Geom, Model};
 use ale_sim::{Drawing, Role, Tensor};
 
@@ -136,13 +136,7 @@ pub(crate) fn draw(spec: &'static EnvSpec, observation: &Tensor) -> Drawing {
             }
         };
         let s = &mut scratches[at];
-        for (i, o) in s.observation.iter_mut().enumerate() {
-            *o = observation
-                .data()
-                .get_f64(i)
-                .filter(|v| v.is_finite())
-                .unwrap_or(0.0);
-        }
+        read_finite(observation, &mut s.observation);
         s.qpos.copy_from_slice(model.qpos0());
         (spec.view.pose)(&s.observation, &mut s.qpos);
         s.data.qpos_mut().copy_from_slice(&s.qpos);

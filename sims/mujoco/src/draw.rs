@@ -12,7 +12,7 @@
 //! fixtures written by `sims/gymnasium-mujoco/tests/drawing.rs` and `sims/go1/tests/drawing.rs`
 //! keep the two in step, so change both.
 
-use ale_sim::{Drawing, Role, Shape, Viewport};
+use ale_sim::{Drawing, Role, Shape, Tensor, Viewport};
 
 use crate::{Data, Geom, GeomShape, Model};
 
@@ -178,6 +178,18 @@ impl Scene {
             }
         }
         drawing
+    }
+}
+
+/// Fills `out` with the first elements of `observation` as f64, for a pose to be read from:
+/// one missing or not finite reads as 0, so that a drawing never fails on what a client sent.
+pub fn read_finite(observation: &Tensor, out: &mut [f64]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = observation
+            .data()
+            .get_f64(i)
+            .filter(|v| v.is_finite())
+            .unwrap_or(0.0);
     }
 }
 
