@@ -41,6 +41,13 @@ pub mod pb {
     tonic::include_proto!("ale.v1");
 }
 
+/// Generated from `proto/ale/simhost/v1/sim_host.proto`: the messages between the evaluator
+/// and a process-hosted sim (see `ale-sims-remote`).
+#[allow(clippy::all)]
+pub mod sim_host_pb {
+    include!(concat!(env!("OUT_DIR"), "/sim_host/ale.simhost.v1.rs"));
+}
+
 /// The encoded `FileDescriptorSet` of the `ale.v1` protos, for the reflection service.
 pub const FILE_DESCRIPTOR_SET: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/ale_descriptor.bin"));

@@ -174,15 +174,30 @@ impl SimEntry {
     }
 }
 
+/// Makes the entry of a sim a task file hosts in a process of its own, from the task's `[sim]`
+/// table (see `ale-sims-remote`); `task` names the task, for messages.
+pub type HostedFactory =
+    dyn Fn(&str, &Map<String, Value>) -> Result<SimEntry, SimError> + Send + Sync;
+
 /// Why an entry was not added.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the simulator catalog already has a sim named {0}")]
 pub struct DuplicateSim(pub &'static str);
 
 /// Every sim an evaluator can host, by id. Cheap to clone: entries are shared.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct SimCatalog {
     entries: Vec<Arc<SimEntry>>,
+    hosted: Option<Arc<HostedFactory>>,
+}
+
+impl fmt::Debug for SimCatalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimCatalog")
+            .field("entries", &self.entries)
+            .field("hosts_processes", &self.hosted.is_some())
+            .finish()
+    }
 }
 
 impl SimCatalog {
@@ -211,6 +226,34 @@ impl SimCatalog {
 
     pub fn ids(&self) -> Vec<&'static str> {
         self.entries.iter().map(|e| e.id).collect()
+    }
+
+    /// Lets task files host sims in processes of their own (`[sim] kind = "process"`):
+    /// `factory` makes each such task's entry.
+    pub fn host_processes_with(
+        &mut self,
+        factory: impl Fn(&str, &Map<String, Value>) -> Result<SimEntry, SimError>
+        + Send
+        + Sync
+        + 'static,
+    ) {
+        self.hosted = Some(Arc::new(factory));
+    }
+
+    /// The entry of the process-hosted sim task `task`'s `[sim]` table describes.
+    pub fn hosted_entry(
+        &self,
+        task: &str,
+        table: &Map<String, Value>,
+    ) -> Result<Arc<SimEntry>, SimError> {
+        let factory = self.hosted.as_ref().ok_or_else(|| {
+            SimError::Config(
+                "this evaluator hosts no sims in processes of their own (its catalog has no \
+                 process launcher); name a sim of the catalog with `sim = \"...\"`"
+                    .into(),
+            )
+        })?;
+        factory(task, table).map(Arc::new)
     }
 }
 

@@ -36,6 +36,14 @@ pub enum SimError {
     /// is missing and how to get it.
     #[error("{0}")]
     Backend(String),
+    /// The sim failed in the middle of its work, through no fault of the caller's (a hosted
+    /// sim's process crashed, hung, or answered what it must not): the episode is lost; a
+    /// later reset starts afresh. The message names the sim and the cause.
+    #[error("{0}")]
+    Fault(String),
+    /// The sim needs a resource the evaluator has run out of (every sim-host slot taken).
+    #[error("{0}")]
+    Exhausted(String),
 }
 
 /// A running total a sim keeps over the current episode (collisions, success, time to goal),

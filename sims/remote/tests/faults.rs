@@ -1,0 +1,162 @@
+//! Hosted sims against real host processes (`ale-rust-host`): a sim that steps through its
+//! host, and every way a host can fail, each a clear error naming the sim, the cause and the
+//! host's stderr, after which the env starts a fresh host.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ale_sim::{Sim, SimError, Tensor};
+use ale_sims_remote::{HostPolicy, HostSlots, PlainLauncher, hosted_entry};
+use serde_json::{Map, Value, json};
+
+const HOST: &str = env!("CARGO_BIN_EXE_ale-rust-host");
+
+fn policy(max_hosts: usize, idle: Duration) -> HostPolicy {
+    HostPolicy {
+        launcher: Arc::new(PlainLauncher),
+        slots: HostSlots::new(max_hosts),
+        idle_limit: idle,
+    }
+}
+
+fn table(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+fn sim_with(policy: &HostPolicy, extra: Value) -> Box<dyn Sim> {
+    let mut t = table(json!({"kind": "process", "command": [HOST], "timeout_seconds": 1.0}));
+    t.extend(table(extra));
+    let entry = hosted_entry(policy, "test-task", &t).unwrap();
+    entry.build_plain(200).unwrap()
+}
+
+fn push() -> Tensor {
+    Tensor::vector_f32(vec![0.5])
+}
+
+#[test]
+fn a_hosted_sim_steps_through_its_host_deterministically() {
+    let policy = policy(4, Duration::from_secs(60));
+    let mut a = sim_with(&policy, json!({}));
+    let mut b = sim_with(&policy, json!({}));
+    assert_eq!(a.id(), "process:ale-rust-host");
+    assert_eq!(a.counters()[0].name, "near_origin");
+    a.reset(7).unwrap();
+    b.reset(7).unwrap();
+    assert_eq!(policy.slots.live(), 2);
+    for _ in 0..200 {
+        let ta = a.step(&push()).unwrap();
+        let tb = b.step(&push()).unwrap();
+        assert_eq!(ta, tb);
+        assert_eq!(a.observation(), b.observation());
+        if ta.is_done() {
+            assert!(ta.truncated || ta.terminated);
+            break;
+        }
+    }
+    // A bad action is refused before it reaches the host, which keeps serving.
+    assert!(matches!(a.step(&Tensor::vector_f32(vec![2.0])), Err(SimError::Action(_)) | Err(SimError::EpisodeOver)));
+    drop(a);
+    drop(b);
+    assert_eq!(policy.slots.live(), 0);
+}
+
+/// Steps until the host's fault shows, and checks the error, then that the env recovers.
+fn fault_case(kind: &str, extra: Value, expected: &[&str]) {
+    let policy = policy(2, Duration::from_secs(60));
+    let mut args = json!({"command": [HOST, "--fault", kind, "--at-step", "3"]});
+    args.as_object_mut().unwrap().extend(table(extra));
+    let mut sim = sim_with(&policy, args);
+    sim.reset(1).unwrap();
+    sim.step(&push()).unwrap();
+    sim.step(&push()).unwrap();
+    let err = sim.step(&push()).unwrap_err();
+    let SimError::Fault(message) = &err else {
+        panic!("{kind}: expected a fault, got {err:?}");
+    };
+    assert!(message.contains("process:ale-rust-host"), "{kind}: {message}");
+    for word in expected {
+        assert!(message.contains(word), "{kind}: {message:?} lacks {word:?}");
+    }
+    assert_eq!(policy.slots.live(), 0, "{kind}: the failed host is gone");
+    // The episode is lost; the next reset starts a fresh host.
+    assert!(matches!(sim.step(&push()), Err(SimError::NotReset)), "{kind}");
+    sim.reset(1).unwrap();
+    sim.step(&push()).unwrap();
+    assert_eq!(policy.slots.live(), 1);
+}
+
+#[test]
+fn a_host_that_crashes_is_named_with_its_signal_and_stderr() {
+    fault_case("crash", json!({}), &["SIGABRT", "misbehaving now"]);
+}
+
+#[test]
+fn a_host_that_exits_is_named_with_its_status() {
+    fault_case("exit", json!({}), &["status 3", "misbehaving now"]);
+}
+
+#[test]
+fn a_host_that_hangs_times_out() {
+    fault_case("hang", json!({"timeout_seconds": 0.3}), &["did not answer within 0.3 s"]);
+}
+
+#[test]
+fn a_host_that_writes_garbage_is_refused() {
+    fault_case("garbage", json!({}), &["not a Reply"]);
+}
+
+#[test]
+fn an_observation_of_the_wrong_shape_is_refused() {
+    fault_case("wrong-shape", json!({}), &["outside the observation space"]);
+}
+
+#[test]
+fn a_nan_observation_is_refused() {
+    fault_case("nan", json!({}), &["outside the observation space", "NaN"]);
+}
+
+#[test]
+fn a_host_past_its_memory_limit_fails() {
+    fault_case("memory", json!({"memory_mb": 256}), &["misbehaving now"]);
+}
+
+#[test]
+fn a_host_that_answers_failure_fails_its_env() {
+    fault_case("fail", json!({}), &["asked to fail"]);
+}
+
+#[test]
+fn hosts_are_bounded_per_evaluator() {
+    let policy = policy(1, Duration::from_secs(60));
+    let mut a = sim_with(&policy, json!({}));
+    let mut b = sim_with(&policy, json!({}));
+    a.reset(0).unwrap();
+    let err = b.reset(0).unwrap_err();
+    assert!(matches!(&err, SimError::Exhausted(m) if m.contains("--max-sim-hosts")), "{err:?}");
+    drop(a);
+    b.reset(0).unwrap();
+}
+
+#[test]
+fn idle_hosts_are_reaped_and_restarted_at_the_next_reset() {
+    let policy = policy(2, Duration::from_secs(1));
+    let mut sim = sim_with(&policy, json!({}));
+    sim.reset(0).unwrap();
+    sim.step(&push()).unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    let err = sim.step(&push()).unwrap_err();
+    assert!(matches!(&err, SimError::Fault(m) if m.contains("idle")), "{err:?}");
+    sim.reset(0).unwrap();
+    sim.step(&push()).unwrap();
+}
+
+#[test]
+fn a_host_that_cannot_start_is_a_clear_config_error() {
+    let policy = policy(2, Duration::from_secs(60));
+    let t = table(json!({"kind": "process", "command": ["/nonexistent/host"]}));
+    let err = hosted_entry(&policy, "t", &t).unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("/nonexistent/host") && text.contains("could not be started"), "{text}");
+    assert_eq!(policy.slots.live(), 0);
+}
