@@ -279,7 +279,7 @@ fn check_finished_episode(
 ) -> Result<(), String> {
     if !matches!(
         e.outcome,
-        Outcome::Completed | Outcome::Aborted | Outcome::BudgetExceeded
+        Outcome::Completed | Outcome::Aborted | Outcome::BudgetExceeded | Outcome::SimFault
     ) {
         return Err(format!(
             "rollout {} finished with outcome {:?}",

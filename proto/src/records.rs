@@ -106,6 +106,9 @@ pub enum Outcome {
     BudgetExceeded,
     NotRun,
     InProgress,
+    /// The sim failed during the episode (a hosted sim's process crashed, hung, or answered
+    /// what it must not): not the agent's failure, counted at the failure value all the same.
+    SimFault,
 }
 
 impl Outcome {
@@ -113,7 +116,7 @@ impl Outcome {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Outcome::Aborted | Outcome::BudgetExceeded | Outcome::NotRun
+            Outcome::Aborted | Outcome::BudgetExceeded | Outcome::NotRun | Outcome::SimFault
         )
     }
 
@@ -306,6 +309,7 @@ impl From<Outcome> for pb::Outcome {
             Outcome::BudgetExceeded => pb::Outcome::BudgetExceeded,
             Outcome::NotRun => pb::Outcome::NotRun,
             Outcome::InProgress => pb::Outcome::InProgress,
+            Outcome::SimFault => pb::Outcome::SimFault,
         }
     }
 }
@@ -341,6 +345,7 @@ fn outcome_from_pb(raw: i32) -> Result<Outcome, UnknownEnum> {
         Ok(pb::Outcome::BudgetExceeded) => Ok(Outcome::BudgetExceeded),
         Ok(pb::Outcome::NotRun) => Ok(Outcome::NotRun),
         Ok(pb::Outcome::InProgress) => Ok(Outcome::InProgress),
+        Ok(pb::Outcome::SimFault) => Ok(Outcome::SimFault),
         _ => Err(UnknownEnum {
             field: "outcome",
             value: raw,

@@ -33,6 +33,15 @@ pub fn sim_error(task: &Task, e: SimError) -> Error {
     match e {
         SimError::NotReset => Error::StepBeforeReset,
         SimError::EpisodeOver => Error::EpisodeOver,
+        SimError::Fault(cause) => Error::SimFault {
+            task: task.id.clone(),
+            sim: task.sim.clone(),
+            cause: format!("{cause}\nThe episode is lost; Reset starts a new one on a fresh host."),
+        },
+        SimError::Exhausted(cause) => Error::SimHostsExhausted {
+            task: task.id.clone(),
+            cause,
+        },
         other => Error::SimUnavailable {
             task: task.id.clone(),
             sim: task.sim.clone(),

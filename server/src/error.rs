@@ -64,6 +64,18 @@ pub enum Error {
         sim: String,
         cause: String,
     },
+    /// The sim failed in the middle of its work (a hosted sim's process crashed, hung, or
+    /// answered what it must not). `cause` is for the agent: in an official env it carries
+    /// none of the host's own words (its stderr could hold what it was given).
+    #[error("task {task}'s simulator {sim} failed: {cause}")]
+    SimFault {
+        task: String,
+        sim: String,
+        cause: String,
+    },
+    /// Every sim-host slot of the evaluator is taken.
+    #[error("task {task}'s simulator cannot start: {cause}")]
+    SimHostsExhausted { task: String, cause: String },
     #[error("internal error: {0}")]
     Internal(String),
     #[error("official envs can only be created over the harness channel")]
@@ -209,7 +221,9 @@ impl Error {
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)
             | Error::TooManyRequestBytes(_)
-            | Error::NoRoomForRecord { .. } => Code::ResourceExhausted,
+            | Error::NoRoomForRecord { .. }
+            | Error::SimHostsExhausted { .. } => Code::ResourceExhausted,
+            Error::SimFault { .. } => Code::Unavailable,
             Error::RequestTimeout(_) => Code::DeadlineExceeded,
             Error::UnsupportedEncoding(_) => Code::Unimplemented,
             Error::Trajectory(_)

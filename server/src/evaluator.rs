@@ -73,6 +73,8 @@ pub struct Evaluator {
     /// Runs' submission folders whose removal failed, removed again by [`Evaluator::sweep`]
     /// and when envs are reclaimed.
     leftovers: Leftovers,
+    /// Whether a task's sim is hosted in a process of its own.
+    hosts_processes: bool,
 }
 
 /// What one [`Evaluator::sweep`] did.
@@ -141,7 +143,11 @@ impl Evaluator {
         let secret = state_dir::load_or_create_secret(state_dir)?;
         let signing_key = state_dir::load_or_create_evaluator_key(state_dir)?;
         let batches = Batches::new(batch, loader).map_err(StateDirError::Pipeline)?;
+        let hosts_processes = tasks
+            .iter()
+            .any(|t| t.sim_entry().is_some_and(|e| e.is_process_hosted()));
         Ok(Evaluator {
+            hosts_processes,
             max_submission_bytes: batch.max_submission_bytes,
             batches,
             tasks,
@@ -250,6 +256,11 @@ impl Evaluator {
     /// Room is checked under the env table's lock, the env is made outside it (folders,
     /// mounts, sockets and the trajectory take I/O, and every request takes that lock), then
     /// room is checked again as it is inserted; if it is gone, what was made is removed.
+    /// Whether any task's sim is hosted in a process of its own (whose calls may block).
+    pub fn hosts_processes(&self) -> bool {
+        self.hosts_processes
+    }
+
     pub fn create_env(
         &self,
         channel: Channel,

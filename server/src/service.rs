@@ -27,6 +27,27 @@ impl AleEnvService {
     }
 }
 
+impl AleEnvService {
+    /// Runs `f` on the evaluator: inline, or, when the evaluator hosts sims in processes of
+    /// their own, on a blocking thread. A hosted sim's call may wait on its host up to its
+    /// timeout, holding its env's lock, and neither may stall the runtime that serves every
+    /// other client and the harness.
+    async fn call<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
+    ) -> Result<T, Status> {
+        if !self.evaluator.hosts_processes() {
+            return Ok(f(&self.evaluator, self.channel)?);
+        }
+        let evaluator = self.evaluator.clone();
+        let channel = self.channel;
+        tokio::task::spawn_blocking(move || f(&evaluator, channel))
+            .await
+            .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?
+            .map_err(Status::from)
+    }
+}
+
 fn bad_request(what: &str, e: WireError) -> Status {
     Status::invalid_argument(format!("{what}: {e}"))
 }
@@ -71,9 +92,9 @@ impl AleEnv for AleEnvService {
             .get::<ConnectionInfo>()
             .map(|info| info.id);
         let req = request.into_inner();
-        let created =
-            self.evaluator
-                .create_env(self.channel, connection, &req.task_id, req.official)?;
+        let created = self
+            .call(move |e, channel| e.create_env(channel, connection, &req.task_id, req.official))
+            .await?;
         let (session_id, run_id) = created
             .official
             .as_ref()
@@ -93,7 +114,7 @@ impl AleEnv for AleEnvService {
         request: Request<pb::GetSpecRequest>,
     ) -> Result<Response<pb::GetSpecResponse>, Status> {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
-        let spec = self.evaluator.spec(self.channel, &handle)?;
+        let spec = self.call(move |e, channel| e.spec(channel, &handle)).await?;
         Ok(Response::new(pb::GetSpecResponse {
             observation_space: Some((&spec.observation_space).into()),
             action_space: Some((&spec.action_space).into()),
@@ -108,7 +129,10 @@ impl AleEnv for AleEnvService {
     ) -> Result<Response<pb::ResetResponse>, Status> {
         let req = request.into_inner();
         let handle = EnvHandle::from_wire(req.handle);
-        let (observation, info) = self.evaluator.reset(self.channel, &handle, req.seed)?;
+        let seed = req.seed;
+        let (observation, info) = self
+            .call(move |e, channel| e.reset(channel, &handle, seed))
+            .await?;
         Ok(Response::new(pb::ResetResponse {
             observation: Some(observation.into()),
             info: encode_info(info),
@@ -125,7 +149,9 @@ impl AleEnv for AleEnvService {
             .action
             .ok_or_else(|| Status::invalid_argument("StepRequest.action is missing"))?;
         let action = Tensor::try_from(action).map_err(|e| bad_request("StepRequest.action", e))?;
-        let (observation, t, info) = self.evaluator.step(self.channel, &handle, &action)?;
+        let (observation, t, info) = self
+            .call(move |e, channel| e.step(channel, &handle, &action))
+            .await?;
         Ok(Response::new(pb::StepResponse {
             observation: Some(observation.into()),
             reward: t.reward,
@@ -140,7 +166,9 @@ impl AleEnv for AleEnvService {
         request: Request<pb::StartEvalSessionRequest>,
     ) -> Result<Response<pb::StartEvalSessionResponse>, Status> {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
-        let (session_id, episodes) = self.evaluator.start_eval_session(self.channel, &handle)?;
+        let (session_id, episodes) = self
+            .call(move |e, channel| e.start_eval_session(channel, &handle))
+            .await?;
         Ok(Response::new(pb::StartEvalSessionResponse {
             session_id: session_id.to_string(),
             episodes,
@@ -153,9 +181,10 @@ impl AleEnv for AleEnvService {
     ) -> Result<Response<pb::GetEvalResultResponse>, Status> {
         let req = request.into_inner();
         let session_id = SessionId::from_wire(req.session_id);
+        let end_session = req.end_session;
         let record = self
-            .evaluator
-            .eval_result(self.channel, &session_id, req.end_session)?;
+            .call(move |e, channel| e.eval_result(channel, &session_id, end_session))
+            .await?;
         Ok(Response::new(pb::GetEvalResultResponse {
             result: Some((&record).into()),
         }))
@@ -183,7 +212,9 @@ impl AleEnv for AleEnvService {
         request: Request<pb::GetBatchEvalStatusRequest>,
     ) -> Result<Response<pb::GetBatchEvalStatusResponse>, Status> {
         let batch_id = BatchId::from_wire(request.into_inner().batch_id);
-        let status = self.evaluator.batch_status(self.channel, &batch_id)?;
+        let status = self
+            .call(move |e, channel| e.batch_status(channel, &batch_id))
+            .await?;
         let state = match status.state {
             BatchState::Queued => pb::BatchState::Queued,
             BatchState::Running => pb::BatchState::Running,

@@ -217,12 +217,15 @@ impl Session {
         sim.reset(rollout.seed.reveal()).map_err(|e| {
             tracing::warn!(task = %self.task.id, sim = %self.task.sim, rollout = i, error = %e,
                 "an official rollout's sim failed to reset");
+            let said = "it failed to reset for an official rollout (the evaluator's log has its \
+                        message); Reset again to retry the same rollout";
             crate::action::sim_error(
                 &self.task,
-                SimError::Backend(
-                    "it failed to reset for an official rollout (the evaluator's log has its message)"
-                        .into(),
-                ),
+                match e {
+                    SimError::Fault(_) => SimError::Fault(said.into()),
+                    SimError::Exhausted(cause) => SimError::Exhausted(cause),
+                    _ => SimError::Backend(said.into()),
+                },
             )
         })?;
         self.trajectory.append(
@@ -264,7 +267,33 @@ impl Session {
             )?;
             return Err(Error::SessionFinished(self.status_message.clone()));
         }
-        let transition = step_checked(&self.task, sim, action)?;
+        let transition = match step_checked(&self.task, sim, action) {
+            Ok(transition) => transition,
+            Err(Error::SimFault { task, sim: name, cause }) => {
+                // The rollout ends by the sim's fault, on record; the session goes on. The
+                // host's own words stay in the evaluator's log: they could carry the seed.
+                tracing::warn!(task = %task, sim = %name, rollout = i, cause = %cause,
+                    "an official rollout's sim failed");
+                self.current = None;
+                self.close_rollout(i, Outcome::SimFault, sim.counters())?;
+                let n = self.rollouts.len();
+                let next = if self.complete_if_all_played("")? {
+                    "the session is complete".to_string()
+                } else {
+                    "Reset starts the next rollout on a fresh host".to_string()
+                };
+                return Err(Error::SimFault {
+                    task,
+                    sim: name,
+                    cause: format!(
+                        "its host process failed during rollout {} of {n} (the evaluator's log \
+                         has why), which is recorded as ended by the sim's fault; {next}",
+                        i + 1
+                    ),
+                });
+            }
+            Err(other) => return Err(other),
+        };
         self.total_steps = self.total_steps.saturating_add(1);
         let record = &mut self.rollouts[i].record;
         record.steps = record.steps.saturating_add(1);

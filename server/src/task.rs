@@ -179,6 +179,13 @@ pub struct Task {
     pub title: String,
     #[serde(default)]
     pub description: String,
+    /// The sim as the task file names it: a catalog id, or a `[sim]` table for a sim hosted in
+    /// a process of its own.
+    #[serde(rename = "sim")]
+    sim_source: SimSource,
+    /// The sim's id: the catalog's, or the hosted sim's (`gymnasium:<EnvId>`,
+    /// `process:<program>`).
+    #[serde(skip)]
     pub sim: String,
     /// The sim's own options (`[sim_config]`), handed to its catalog entry when it is built.
     #[serde(default)]
@@ -193,6 +200,22 @@ pub struct Task {
     #[serde(default)]
     pub safety: Vec<SafetyConfig>,
     pub submission: Option<SubmissionConfig>,
+}
+
+/// What a task file's `sim` says.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+enum SimSource {
+    /// `sim = "CartPole-v1"`: a sim of the catalog.
+    Catalog(String),
+    /// `[sim] kind = "process" ...`: a sim hosted in a process of its own.
+    Hosted(serde_json::Map<String, serde_json::Value>),
+}
+
+impl Default for SimSource {
+    fn default() -> Self {
+        SimSource::Catalog(String::new())
+    }
 }
 
 /// A task's catalog entry, and the spaces of the sim it built when the task was loaded (a sim's
@@ -258,6 +281,7 @@ impl Task {
             cause: Box::new(e),
         })?;
         let entry = task.validate(file, catalog)?;
+        task.sim = entry.id().to_string();
         task.entry = SimHandle {
             entry: Some(entry),
             spaces: None,
@@ -315,22 +339,26 @@ impl Task {
                 ),
             ));
         }
-        let Some(sim) = catalog.find(&self.sim) else {
-            return Err(invalid(
-                "sim",
-                format!(
-                    "{:?} is not in this evaluator's simulator catalog; known: {}",
-                    self.sim,
-                    catalog.ids().join(", ")
-                ),
-            ));
+        let sim = match &self.sim_source {
+            SimSource::Catalog(id) => catalog.find(id).cloned().ok_or_else(|| {
+                invalid(
+                    "sim",
+                    format!(
+                        "{id:?} is not in this evaluator's simulator catalog; known: {}",
+                        catalog.ids().join(", ")
+                    ),
+                )
+            })?,
+            SimSource::Hosted(table) => catalog
+                .hosted_entry(&self.id, table)
+                .map_err(|e| invalid("sim", e.to_string()))?,
         };
         let counters = sim.counter_names();
         let has_counter = |name: &str| counters.contains(&name);
         let no_counter = |name: &str| {
             format!(
                 "{} has no counter {name:?}; it has: {}",
-                self.sim,
+                sim.id(),
                 if counters.is_empty() {
                     "none".to_string()
                 } else {
@@ -366,14 +394,14 @@ impl Task {
                         format!(
                             "{} cannot run in the evaluator's batch pool; make the task \
                              interactive",
-                            self.sim
+                            sim.id()
                         ),
                     ));
                 }
             }
             (Mode::Interactive, None) => {}
         }
-        Ok(sim.clone())
+        Ok(sim)
     }
 
     /// Every number against [`bounds`], so nothing computed from a task can overflow.

@@ -46,6 +46,7 @@ pub struct SimEntry {
     gymnasium_parity: bool,
     counters: &'static [&'static str],
     batch: bool,
+    process_hosted: bool,
     build: Box<Build>,
     draw: Option<Box<Draw>>,
     spaces: Option<DeclaredSpaces>,
@@ -84,6 +85,7 @@ impl SimEntry {
             gymnasium_parity: false,
             counters: &[],
             batch: false,
+            process_hosted: false,
             build: Box::new(build),
             draw: None,
             spaces: None,
@@ -107,6 +109,16 @@ impl SimEntry {
     pub fn batch(mut self) -> SimEntry {
         self.batch = true;
         self
+    }
+
+    /// The sim runs in a host process: its calls wait on another process, up to a timeout.
+    pub fn process_hosted(mut self) -> SimEntry {
+        self.process_hosted = true;
+        self
+    }
+
+    pub fn is_process_hosted(&self) -> bool {
+        self.process_hosted
     }
 
     /// The sim's spaces, for listing its tasks with them where it cannot be built (its

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use ale_proto::records::{EpisodeRecord, Outcome};
-use ale_sim::{Sim, Tensor};
+use ale_sim::{Sim, SimError, Tensor};
 
 use super::policy::Policy;
 use super::pool::{Slice, TIME_SLICE};
 use super::run::{BatchRun, Stop};
 use crate::action::step_checked;
+use crate::error::Error;
 use crate::session::close_record;
 
 struct Slot {
@@ -102,8 +103,20 @@ impl Block {
         for row in 0..n {
             let i = self.playing[row];
             let slot = &mut self.slots[i];
-            let transition = step_checked(&task, slot.sim.as_mut(), &self.actions[row])
-                .map_err(|e| format!("the policy's action was refused: {e}"))?;
+            let transition = match step_checked(&task, slot.sim.as_mut(), &self.actions[row]) {
+                Ok(transition) => transition,
+                Err(Error::SimFault { cause, .. }) => {
+                    // This rollout ends by the sim's fault; the slot takes the next one.
+                    tracing::warn!(task = %task.id, cause = %cause, "a batch rollout's sim failed");
+                    if let Some(mut record) = slot.rollout.take() {
+                        close_record(&task, &mut record, Outcome::SimFault, slot.sim.counters());
+                        self.run.rollout_played(record);
+                    }
+                    start_next(&self.run, slot);
+                    continue;
+                }
+                Err(e) => return Err(format!("the policy's action was refused: {e}")),
+            };
             let Some(record) = slot.rollout.as_mut() else {
                 continue;
             };
@@ -123,16 +136,31 @@ impl Block {
 
 /// Starts the run's next planned rollout in `slot`, if one is left. A sim that cannot reset
 /// stops the run; the rollout is then closed as aborted with the others in play.
+/// A sim that fails to reset by its own fault (a hosted sim's host) ends that rollout so, and
+/// the slot takes the next.
 fn start_next(run: &BatchRun, slot: &mut Slot) {
-    slot.rollout = run.next_rollout().map(|next| {
-        if let Err(e) = slot.sim.reset(next.seed.reveal()) {
-            run.stop(Stop::Failed(format!(
-                "the simulator could not start rollout {}: {e}",
-                next.record.index
-            )));
+    while let Some(mut next) = run.next_rollout() {
+        match slot.sim.reset(next.seed.reveal()) {
+            Ok(()) => {
+                slot.rollout = Some(next.record);
+                return;
+            }
+            Err(SimError::Fault(cause)) => {
+                tracing::warn!(task = %run.task().id, %cause, "a batch rollout's sim failed to reset");
+                close_record(run.task(), &mut next.record, Outcome::SimFault, slot.sim.counters());
+                run.rollout_played(next.record);
+            }
+            Err(e) => {
+                run.stop(Stop::Failed(format!(
+                    "the simulator could not start rollout {}: {e}",
+                    next.record.index
+                )));
+                slot.rollout = Some(next.record);
+                return;
+            }
         }
-        next.record
-    });
+    }
+    slot.rollout = None;
 }
 
 impl Slice for Block {

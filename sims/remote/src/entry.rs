@@ -80,7 +80,8 @@ pub fn hosted_entry(
         Ok(Box::new(RemoteSim::new(hosted.clone(), config.max_steps)))
     })
     .counters(counter_names)
-    .spaces(observation, action);
+    .spaces(observation, action)
+    .process_hosted();
     Ok(if batch { entry.batch() } else { entry })
 }
 

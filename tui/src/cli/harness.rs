@@ -445,10 +445,14 @@ fn print_summary(report: &Report, run_dir: &Path) {
     if let Some(limits) = report.sandbox.describe_limits() {
         rows.push(("limits".into(), limits));
     }
+    let sim_faults = match count(Outcome::SimFault) {
+        0 => String::new(),
+        n => format!(", {n} ended by the sim's fault"),
+    };
     rows.extend([(
         "rollouts".into(),
         format!(
-            "{} completed, {} aborted, {} over budget, {} not run · {} steps",
+            "{} completed, {} aborted, {} over budget, {} not run{sim_faults} · {} steps",
             count(Outcome::Completed),
             count(Outcome::Aborted),
             count(Outcome::BudgetExceeded),

@@ -139,7 +139,7 @@ class EpisodeOutcome:
     """One planned rollout of a session."""
 
     index: int
-    outcome: str  # "completed", "aborted", "budget_exceeded", "not_run", "in_progress"
+    outcome: str  # "completed", "aborted", "budget_exceeded", "not_run", "in_progress", "sim_fault"
     metric: float
     steps: int
     episode_return: float
