@@ -17,10 +17,12 @@ pub mod config;
 pub mod entry;
 pub mod frame;
 pub mod host;
+pub mod isolation;
 pub mod process;
 pub mod sim;
 
 pub use config::HostedSimConfig;
 pub use entry::{DEFAULT_IDLE_LIMIT, DEFAULT_MAX_HOSTS, HostPolicy, hosted_entry};
+pub use isolation::IsolatedLauncher;
 pub use process::{HostCommand, HostError, HostProcess, HostSlots, Launcher, PlainLauncher};
 pub use sim::{HostSpec, RemoteSim};

@@ -100,10 +100,88 @@ def space_from_wire(space: pb.Space) -> spaces.Space:
         start = list(md.start) if md.start else [0] * len(md.nvec)
         return spaces.MultiDiscrete(np.asarray(md.nvec, dtype=np.int64), start=np.asarray(start, dtype=np.int64))
     if kind == "multi_binary":
-        return spaces.MultiBinary(list(space.multi_binary.shape))
+        shape = list(space.multi_binary.shape)
+        # A 1-D one as Gymnasium writes it, MultiBinary(n) (which is not equal to MultiBinary([n])).
+        return spaces.MultiBinary(shape[0] if len(shape) == 1 else shape)
     if kind == "dict":
         return spaces.Dict(OrderedDict((e.name, space_from_wire(e.space)) for e in space.dict.entries))
     raise WireError("a space with no kind set")
+
+
+def space_to_wire(space: spaces.Space) -> pb.Space:
+    """A `gymnasium.spaces` space as the wire space `space_from_wire` turns back into it.
+
+    The wire carries Box (of a wire dtype other than bool: a bool box is a MultiBinary),
+    Discrete, 1-D MultiDiscrete, MultiBinary and Dict spaces whose entries are none of them a
+    Dict. Anything else raises TypeError naming the space and why it cannot travel.
+    """
+    why = _untravelling(space)
+    if why is not None:
+        raise TypeError(f"{space} cannot travel on the wire: {why}")
+    return _space_to_wire(space)
+
+
+# What the wire carries, for the messages that refuse everything else.
+_WIRE_SPACES = "the wire carries Box, Discrete, MultiDiscrete (1-D), MultiBinary and Dict (of those) spaces"
+
+
+def _untravelling(space: spaces.Space, entry: str | None = None) -> str | None:
+    """Why `space` cannot travel on the wire, or None when it can."""
+    where = "it " if entry is None else f"its entry {entry!r} "
+    if isinstance(space, spaces.Dict):
+        if entry is not None:
+            return f"{where}is itself a Dict; Dict entries cannot nest"
+        for name, sub in space.spaces.items():
+            if not isinstance(name, str):
+                return f"its key {name!r} is not a string"
+            why = _untravelling(sub, name)
+            if why is not None:
+                return why
+        return None
+    if isinstance(space, spaces.Discrete):
+        return None
+    if isinstance(space, spaces.MultiDiscrete):
+        if space.nvec.ndim != 1:
+            return f"{where}is a MultiDiscrete of shape {space.nvec.shape}; the wire carries 1-D ones only"
+        return None
+    if isinstance(space, spaces.MultiBinary):
+        return None
+    if isinstance(space, spaces.Box):
+        if space.dtype == np.bool_:
+            return f"{where}is a Box of bool, which the wire does not carry; use MultiBinary"
+        if space.dtype not in _WIRE_OF:
+            supported = ", ".join(str(d) for d in _WIRE_OF if d != np.bool_)
+            return f"{where}is a Box of {space.dtype}, which the wire does not carry; use one of {supported}"
+        return None
+    kind = type(space).__name__
+    return f"{where}is a {kind} space; {_WIRE_SPACES}" if entry is not None else f"{_WIRE_SPACES}, not {kind}"
+
+
+def _space_to_wire(space: spaces.Space) -> pb.Space:
+    if isinstance(space, spaces.Box):
+        return pb.Space(
+            box=pb.BoxSpace(
+                shape=list(space.shape),
+                dtype=_WIRE_OF[space.dtype],
+                low=np.asarray(space.low, dtype=np.float64).reshape(-1).tolist(),
+                high=np.asarray(space.high, dtype=np.float64).reshape(-1).tolist(),
+            )
+        )
+    if isinstance(space, spaces.Discrete):
+        return pb.Space(discrete=pb.DiscreteSpace(n=int(space.n), start=int(space.start)))
+    if isinstance(space, spaces.MultiDiscrete):
+        return pb.Space(
+            multi_discrete=pb.MultiDiscreteSpace(
+                nvec=[int(n) for n in space.nvec.reshape(-1)], start=[int(s) for s in space.start.reshape(-1)]
+            )
+        )
+    if isinstance(space, spaces.MultiBinary):
+        return pb.Space(multi_binary=pb.MultiBinarySpace(shape=list(space.shape)))
+    return pb.Space(
+        dict=pb.DictSpace(
+            entries=[pb.NamedSpace(name=name, space=_space_to_wire(sub)) for name, sub in space.spaces.items()]
+        )
+    )
 
 
 def _integer_bound(bound: np.ndarray, dtype: np.dtype) -> np.ndarray:

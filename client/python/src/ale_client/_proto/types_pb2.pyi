@@ -51,6 +51,7 @@ class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     OUTCOME_BUDGET_EXCEEDED: _ClassVar[Outcome]
     OUTCOME_NOT_RUN: _ClassVar[Outcome]
     OUTCOME_IN_PROGRESS: _ClassVar[Outcome]
+    OUTCOME_SIM_FAULT: _ClassVar[Outcome]
 DTYPE_UNSPECIFIED: DType
 DTYPE_FLOAT32: DType
 DTYPE_FLOAT64: DType
@@ -78,6 +79,7 @@ OUTCOME_ABORTED: Outcome
 OUTCOME_BUDGET_EXCEEDED: Outcome
 OUTCOME_NOT_RUN: Outcome
 OUTCOME_IN_PROGRESS: Outcome
+OUTCOME_SIM_FAULT: Outcome
 
 class Tensor(_message.Message):
     __slots__ = ("dtype", "shape", "f32", "f64", "i64", "i32", "u8", "bool")
