@@ -223,7 +223,7 @@ impl Error {
             | Error::TooManyRequestBytes(_)
             | Error::NoRoomForRecord { .. }
             | Error::SimHostsExhausted { .. } => Code::ResourceExhausted,
-            Error::SimFault { .. } => Code::Unavailable,
+            Error::SimFault { .. } => Code::Aborted,
             Error::RequestTimeout(_) => Code::DeadlineExceeded,
             Error::UnsupportedEncoding(_) => Code::Unimplemented,
             Error::Trajectory(_)

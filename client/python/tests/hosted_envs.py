@@ -148,7 +148,50 @@ class NoisyEnv(gymnasium.Env):
         return np.array([float(self.t)]), 1.0, False, False, {}
 
 
+class SpyEnv(gymnasium.Env):
+    """Task code that tries to read the evaluator's state dir and to reach the network, and
+    reports what it managed in its info (read by the host as counters `saw_state_dir`,
+    `reached_network`)."""
+
+    observation_space = spaces.Box(-1, 1, (1,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, state_dir: str = "/nonexistent", port: int = 1) -> None:
+        self.state_dir, self.port = state_dir, port
+
+    def _look(self) -> dict:
+        import os
+        import socket
+
+        saw = 0.0
+        try:
+            saw = float(len(os.listdir(self.state_dir)) > 0)
+        except OSError:
+            pass
+        for name in ("evaluator.key", "evaluator.secret"):
+            try:
+                with open(os.path.join(self.state_dir, name), "rb") as f:
+                    saw = float(len(f.read()) > 0) or saw
+            except OSError:
+                pass
+        reached = 0.0
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1):
+                reached = 1.0
+        except OSError:
+            pass
+        return {"saw_state_dir": saw, "reached_network": reached}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), self._look()
+
+    def step(self, action):
+        return np.zeros(1, np.float32), 0.0, True, False, self._look()
+
+
 for name, entry, steps in [
+    ("HostTest/Spy-v0", SpyEnv, 10),
     ("HostTest/Dict-v0", DictEnv, None),
     ("HostTest/Multi-v0", MultiEnv, 20),
     ("HostTest/IntBox-v0", IntBoxEnv, None),

@@ -72,6 +72,12 @@ class Unavailable(RpcError):
     """The evaluator cannot be reached (`UNAVAILABLE`): not running, or the connection dropped."""
 
 
+class SimFault(RpcError):
+    """The simulator failed during the episode (`ABORTED`): a hosted sim's process crashed, hung
+    or answered what it must not. The episode is lost (in an eval session, recorded as ended by
+    the sim's fault); `reset()` starts the next one on a fresh host."""
+
+
 class DeadlineExceeded(RpcError):
     """The call took longer than its timeout (`DEADLINE_EXCEEDED`)."""
 
@@ -96,6 +102,7 @@ _BY_CODE = {
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
     grpc.StatusCode.UNAVAILABLE: Unavailable,
+    grpc.StatusCode.ABORTED: SimFault,
     grpc.StatusCode.DEADLINE_EXCEEDED: DeadlineExceeded,
 }
 
