@@ -5,8 +5,11 @@
 //! starts, its process gets mount and network namespaces of its own (and, when the evaluator
 //! is not root, a user namespace that maps only the evaluator's own uid, so that the mounts
 //! below are locked and the program holds no capability); each hidden folder is covered by an
-//! empty read-only tmpfs; as root it then drops to an unprivileged user. It dies with the
-//! evaluator, has `no_new_privs`, and its address space is bounded.
+//! empty read-only tmpfs; as root it then gives up every capability for good (it keeps uid 0,
+//! so a Python installed under `/root` still runs, but can neither lift the cover nor read
+//! past file modes). It dies with the evaluator, has `no_new_privs`, and its address space is
+//! bounded. The evaluator makes itself non-dumpable ([`protect_evaluator`]), so that no host
+//! reaches its files through `/proc/<pid>/root`.
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -15,32 +18,30 @@ use std::process::Command;
 
 use crate::process::{HostCommand, Launcher};
 
-/// The user a root evaluator's hosts run as (`nobody`).
-pub const DEFAULT_HOST_UID: u32 = 65534;
-
 #[derive(Debug, Clone)]
 pub struct IsolatedLauncher {
     /// Folders the host must not see (the state dir).
     pub hidden: Vec<PathBuf>,
-    /// The uid and gid a root evaluator's hosts run as.
-    pub uid_as_root: u32,
 }
 
 impl IsolatedLauncher {
     pub fn hiding(hidden: Vec<PathBuf>) -> IsolatedLauncher {
-        IsolatedLauncher {
-            hidden,
-            uid_as_root: DEFAULT_HOST_UID,
-        }
+        IsolatedLauncher { hidden }
     }
+}
+
+/// Makes this process (the evaluator) non-dumpable: processes of its uid without
+/// `CAP_SYS_PTRACE`, its hosts among them, can then neither trace it nor open its
+/// `/proc/<pid>/root`, `cwd` or `fd`, which would lead around a host's mount namespace.
+pub fn protect_evaluator() -> std::io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) })
 }
 
 /// Everything the child needs, made before `fork`: between `fork` and `exec` nothing may
 /// allocate.
 struct Plan {
     as_root: bool,
-    uid: u32,
-    gid: u32,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     hidden: Vec<CString>,
@@ -64,8 +65,6 @@ impl Launcher for IsolatedLauncher {
         }
         let plan = Plan {
             as_root: euid == 0,
-            uid: if euid == 0 { self.uid_as_root } else { euid },
-            gid: if euid == 0 { self.uid_as_root } else { egid },
             uid_map: format!("{euid} {euid} 1\n").into_bytes(),
             gid_map: format!("{egid} {egid} 1\n").into_bytes(),
             hidden,
@@ -89,7 +88,7 @@ impl Launcher for IsolatedLauncher {
     }
 
     fn describe(&self) -> String {
-        "isolated (no network, the state dir hidden, unprivileged)".into()
+        "isolated (no network, the state dir hidden, no capabilities)".into()
     }
 }
 
@@ -149,9 +148,7 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
             ))?;
         }
         if plan.as_root {
-            check(libc::setgroups(0, std::ptr::null()))?;
-            check(libc::setresgid(plan.gid, plan.gid, plan.gid))?;
-            check(libc::setresuid(plan.uid, plan.uid, plan.uid))?;
+            drop_capabilities()?;
         }
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
         let limit = libc::rlimit {
@@ -159,6 +156,66 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
             rlim_max: plan.memory,
         };
         check(libc::setrlimit(libc::RLIMIT_AS, &limit))?;
+    }
+    Ok(())
+}
+
+/// Gives up every capability for good: uid 0 gains none back at `exec` (`SECBIT_NOROOT`,
+/// locked), none can be raised again, and the bounding set is empty.
+fn drop_capabilities() -> std::io::Result<()> {
+    const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
+    const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
+    const SECBIT_NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
+    const SECBIT_NO_SETUID_FIXUP_LOCKED: libc::c_ulong = 1 << 3;
+    const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
+    const SECBIT_NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
+    const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: libc::c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    // SAFETY: prctl and capset with values and structs that live across the calls.
+    unsafe {
+        check(libc::prctl(
+            libc::PR_SET_SECUREBITS,
+            SECBIT_NOROOT
+                | SECBIT_NOROOT_LOCKED
+                | SECBIT_NO_SETUID_FIXUP
+                | SECBIT_NO_SETUID_FIXUP_LOCKED
+                | SECBIT_KEEP_CAPS_LOCKED
+                | SECBIT_NO_CAP_AMBIENT_RAISE
+                | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
+            0,
+            0,
+            0,
+        ))?;
+        for cap in 0..64 {
+            // Past the kernel's last capability: EINVAL, and nothing left to drop.
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
+                break;
+            }
+        }
+        let header = Header {
+            version: LINUX_CAPABILITY_VERSION_3,
+            pid: 0,
+        };
+        let data = [Data {
+            effective: 0,
+            permitted: 0,
+            inheritable: 0,
+        }; 2];
+        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
     }
     Ok(())
 }

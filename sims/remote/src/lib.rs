@@ -23,6 +23,6 @@ pub mod sim;
 
 pub use config::HostedSimConfig;
 pub use entry::{DEFAULT_IDLE_LIMIT, DEFAULT_MAX_HOSTS, HostPolicy, hosted_entry};
-pub use isolation::IsolatedLauncher;
+pub use isolation::{IsolatedLauncher, protect_evaluator};
 pub use process::{HostCommand, HostError, HostProcess, HostSlots, Launcher, PlainLauncher};
 pub use sim::{HostSpec, RemoteSim};

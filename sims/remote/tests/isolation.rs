@@ -1,0 +1,89 @@
+//! What an isolated host can reach, checked with a shell in its place: the hidden folder is
+//! empty and cannot be uncovered, no network but loopback down, no capability, and its
+//! address space bounded. As root, the checks run twice: as root, and again as an
+//! unprivileged user (the test binary re-runs itself under uid 65534), the two paths the
+//! launcher takes.
+
+use std::os::unix::process::CommandExt;
+use std::process::Stdio;
+
+use ale_sims_remote::{HostCommand, IsolatedLauncher, Launcher};
+
+const AS_CHILD: &str = "ALE_ISOLATION_TEST_DIR";
+
+/// Runs `script` as an isolated host hiding `hidden`; returns its stdout.
+fn run_isolated(hidden: &std::path::Path, script: &str) -> String {
+    let launcher = IsolatedLauncher::hiding(vec![hidden.to_path_buf()]);
+    let (mut command, preamble) = launcher
+        .prepare(&HostCommand {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            env: vec![],
+            memory_bytes: 512 << 20,
+        })
+        .unwrap();
+    assert!(preamble.is_empty());
+    let out = command.stderr(Stdio::inherit()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn check_isolation(dir: &std::path::Path) {
+    let secret = dir.join("evaluator.key");
+    std::fs::write(&secret, "secret").unwrap();
+    let script = format!(
+        "cat {secret} 2>/dev/null && echo READ; ls -A {dir} 2>/dev/null | grep -q . && echo LISTED; \
+         umount {dir} 2>/dev/null && echo UNMOUNTED; \
+         grep -c : /proc/net/dev; grep CapEff /proc/self/status; ulimit -v; echo done",
+        secret = secret.display(),
+        dir = dir.display()
+    );
+    let out = run_isolated(dir, &script);
+    assert!(!out.contains("READ"), "{out}");
+    assert!(!out.contains("LISTED"), "{out}");
+    assert!(!out.contains("UNMOUNTED"), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "1", "only the loopback interface: {out}");
+    assert_eq!(lines[1].split_whitespace().nth(1), Some("0000000000000000"), "{out}");
+    assert_eq!(lines[2], (512 * 1024).to_string(), "{out}");
+    assert_eq!(lines.last(), Some(&"done"));
+    // The evaluator still sees its own files.
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
+}
+
+#[test]
+fn an_isolated_host_sees_no_hidden_folder_no_network_and_holds_no_capability() {
+    if let Some(dir) = std::env::var_os(AS_CHILD) {
+        // The re-run as an unprivileged user.
+        check_isolation(std::path::Path::new(&dir));
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    check_isolation(dir.path());
+    // SAFETY: geteuid never fails.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let unprivileged = tempfile::tempdir().unwrap();
+    std::os::unix::fs::chown(unprivileged.path(), Some(65534), Some(65534)).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut command = std::process::Command::new(exe);
+    command
+        .args(["--exact", "an_isolated_host_sees_no_hidden_folder_no_network_and_holds_no_capability", "--nocapture"])
+        .env(AS_CHILD, unprivileged.path());
+    // SAFETY: only set*id calls between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setresgid(65534, 65534, 65534) != 0
+                || libc::setresuid(65534, 65534, 65534) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.contains("1 passed"), "as uid 65534:\n{text}");
+}
