@@ -114,7 +114,9 @@ impl AleEnv for AleEnvService {
         request: Request<pb::GetSpecRequest>,
     ) -> Result<Response<pb::GetSpecResponse>, Status> {
         let handle = EnvHandle::from_wire(request.into_inner().handle);
-        let spec = self.call(move |e, channel| e.spec(channel, &handle)).await?;
+        let spec = self
+            .call(move |e, channel| e.spec(channel, &handle))
+            .await?;
         Ok(Response::new(pb::GetSpecResponse {
             observation_space: Some((&spec.observation_space).into()),
             action_space: Some((&spec.action_space).into()),

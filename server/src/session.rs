@@ -269,7 +269,11 @@ impl Session {
         }
         let transition = match step_checked(&self.task, sim, action) {
             Ok(transition) => transition,
-            Err(Error::SimFault { task, sim: name, cause }) => {
+            Err(Error::SimFault {
+                task,
+                sim: name,
+                cause,
+            }) => {
                 // The rollout ends by the sim's fault, on record; the session goes on. The
                 // host's own words stay in the evaluator's log: they could carry the seed.
                 tracing::warn!(task = %task, sim = %name, rollout = i, cause = %cause,

@@ -19,6 +19,64 @@ pub fn sim_catalog() -> &'static ale_sim::SimCatalog {
     })
 }
 
+/// How an evaluator runs the sims task files host in processes of their own.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SimHostArgs {
+    /// Sim host processes running at once (process-hosted sims: one per env in play).
+    #[arg(long, value_name = "N", default_value_t = ale_sims_remote::DEFAULT_MAX_HOSTS)]
+    pub max_sim_hosts: usize,
+    /// Seconds a sim host may sit unused before it is stopped (its env starts a fresh one at its next reset).
+    #[arg(long, value_name = "SECS", default_value_t = ale_sims_remote::DEFAULT_IDLE_LIMIT.as_secs())]
+    pub sim_host_idle: u64,
+    /// How sim hosts run: `isolated` (no network, the state dir hidden, no capabilities) or `plain` (a child process that sees what the evaluator sees).
+    #[arg(long, value_name = "MODE", default_value = "isolated")]
+    pub sim_host_isolation: SimHostIsolation,
+}
+
+/// `--sim-host-isolation`.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimHostIsolation {
+    Isolated,
+    Plain,
+}
+
+impl Default for SimHostArgs {
+    fn default() -> Self {
+        SimHostArgs {
+            max_sim_hosts: ale_sims_remote::DEFAULT_MAX_HOSTS,
+            sim_host_idle: ale_sims_remote::DEFAULT_IDLE_LIMIT.as_secs(),
+            sim_host_isolation: SimHostIsolation::Isolated,
+        }
+    }
+}
+
+/// The catalog of an evaluator on `state_dir`: [`sim_catalog`], and the sims task files host in
+/// processes of their own, started as `hosts` says (isolated ones never see `state_dir`).
+pub fn hosting_catalog(state_dir: &std::path::Path, hosts: &SimHostArgs) -> ale_sim::SimCatalog {
+    let launcher: std::sync::Arc<dyn ale_sims_remote::Launcher> = match hosts.sim_host_isolation {
+        SimHostIsolation::Isolated => {
+            // Hosts run as this process's uid: they must not reach its files through /proc.
+            if let Err(e) = ale_sims_remote::protect_evaluator() {
+                tracing::warn!(error = %e, "cannot make the evaluator non-dumpable");
+            }
+            std::sync::Arc::new(ale_sims_remote::IsolatedLauncher::hiding(vec![
+                state_dir.to_path_buf(),
+            ]))
+        }
+        SimHostIsolation::Plain => std::sync::Arc::new(ale_sims_remote::PlainLauncher),
+    };
+    let policy = ale_sims_remote::HostPolicy {
+        launcher,
+        slots: ale_sims_remote::HostSlots::new(hosts.max_sim_hosts),
+        idle_limit: std::time::Duration::from_secs(hosts.sim_host_idle.max(1)),
+    };
+    let mut catalog = sim_catalog().clone();
+    catalog.host_processes_with(move |task, table| {
+        ale_sims_remote::hosted_entry(&policy, task, table)
+    });
+    catalog
+}
+
 /// `--state-dir`, shared by every subcommand that touches evaluator state.
 #[derive(clap::Args, Debug, Clone)]
 pub struct StateDirArg {

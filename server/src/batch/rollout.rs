@@ -147,7 +147,12 @@ fn start_next(run: &BatchRun, slot: &mut Slot) {
             }
             Err(SimError::Fault(cause)) => {
                 tracing::warn!(task = %run.task().id, %cause, "a batch rollout's sim failed to reset");
-                close_record(run.task(), &mut next.record, Outcome::SimFault, slot.sim.counters());
+                close_record(
+                    run.task(),
+                    &mut next.record,
+                    Outcome::SimFault,
+                    slot.sim.counters(),
+                );
                 run.rollout_played(next.record);
             }
             Err(e) => {

@@ -238,13 +238,34 @@ mod tests {
             (r#"{"kind": "docker", "command": ["x"]}"#, "unknown variant"),
             (r#"{"kind": "process"}"#, "needs `command"),
             (r#"{"kind": "process", "command": []}"#, "empty"),
-            (r#"{"kind": "process", "command": ["x"], "gymnasium": "A-v0"}"#, "both"),
-            (r#"{"kind": "process", "command": ["x"], "kwargs": {}}"#, "go with `gymnasium`"),
-            (r#"{"kind": "process", "gymnasium": "a:b:C-v0"}"#, "module:EnvId"),
-            (r#"{"kind": "process", "gymnasium": "A-v0", "timeout_seconds": 0}"#, "timeout_seconds"),
-            (r#"{"kind": "process", "gymnasium": "A-v0", "memory_mb": 1}"#, "memory_mb"),
-            (r#"{"kind": "process", "gymnasium": "A-v0", "env": {"1X": "y"}}"#, "variable name"),
-            (r#"{"kind": "process", "gymnasium": "A-v0", "colour": 3}"#, "unknown field"),
+            (
+                r#"{"kind": "process", "command": ["x"], "gymnasium": "A-v0"}"#,
+                "both",
+            ),
+            (
+                r#"{"kind": "process", "command": ["x"], "kwargs": {}}"#,
+                "go with `gymnasium`",
+            ),
+            (
+                r#"{"kind": "process", "gymnasium": "a:b:C-v0"}"#,
+                "module:EnvId",
+            ),
+            (
+                r#"{"kind": "process", "gymnasium": "A-v0", "timeout_seconds": 0}"#,
+                "timeout_seconds",
+            ),
+            (
+                r#"{"kind": "process", "gymnasium": "A-v0", "memory_mb": 1}"#,
+                "memory_mb",
+            ),
+            (
+                r#"{"kind": "process", "gymnasium": "A-v0", "env": {"1X": "y"}}"#,
+                "variable name",
+            ),
+            (
+                r#"{"kind": "process", "gymnasium": "A-v0", "colour": 3}"#,
+                "unknown field",
+            ),
         ] {
             let e = HostedSimConfig::from_table(&table(text)).unwrap_err();
             assert!(e.contains(expected), "{text}: {e}");

@@ -32,7 +32,12 @@ pub fn set_nonblocking(fd: &impl AsRawFd) -> std::io::Result<()> {
 }
 
 /// Waits until `fd` is ready for `events` or `deadline` passes.
-fn wait(fd: &impl AsFd, events: libc::c_short, deadline: Instant, timeout: f64) -> Result<(), FrameError> {
+fn wait(
+    fd: &impl AsFd,
+    events: libc::c_short,
+    deadline: Instant,
+    timeout: f64,
+) -> Result<(), FrameError> {
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -60,7 +65,12 @@ fn wait(fd: &impl AsFd, events: libc::c_short, deadline: Instant, timeout: f64) 
 
 /// Writes all of `bytes` to a non-blocking `out` before `deadline` (`timeout` is the seconds
 /// it stands for, for the error).
-pub fn write_all<W: Write + AsFd>(out: &mut W, mut bytes: &[u8], deadline: Instant, timeout: f64) -> Result<(), FrameError> {
+pub fn write_all<W: Write + AsFd>(
+    out: &mut W,
+    mut bytes: &[u8],
+    deadline: Instant,
+    timeout: f64,
+) -> Result<(), FrameError> {
     while !bytes.is_empty() {
         match out.write(bytes) {
             Ok(0) => return Err(FrameError::Closed),
@@ -77,7 +87,12 @@ pub fn write_all<W: Write + AsFd>(out: &mut W, mut bytes: &[u8], deadline: Insta
 }
 
 /// Fills `buf` from a non-blocking `input` before `deadline`.
-fn read_exact<R: Read + AsFd>(input: &mut R, buf: &mut [u8], deadline: Instant, timeout: f64) -> Result<(), FrameError> {
+fn read_exact<R: Read + AsFd>(
+    input: &mut R,
+    buf: &mut [u8],
+    deadline: Instant,
+    timeout: f64,
+) -> Result<(), FrameError> {
     let mut filled = 0;
     while filled < buf.len() {
         match input.read(&mut buf[filled..]) {

@@ -38,7 +38,11 @@ pub fn serve(
         env_id: first.id().to_string(),
         observation_space: Some(pb::Space::from(first.observation_space())),
         action_space: Some(pb::Space::from(first.action_space())),
-        counters: first.counters().iter().map(|c| c.name.to_string()).collect(),
+        counters: first
+            .counters()
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect(),
         max_episode_steps: 0,
     };
     let mut envs: Vec<Option<Box<dyn Sim>>> = Vec::new();
@@ -98,7 +102,9 @@ pub fn serve(
         out.clear();
         let reply = hp::Reply { kind: Some(reply) };
         out.extend_from_slice(&(reply.encoded_len() as u32).to_le_bytes());
-        reply.encode(&mut out).map_err(|e| ServeError::Write(std::io::Error::other(e)))?;
+        reply
+            .encode(&mut out)
+            .map_err(|e| ServeError::Write(std::io::Error::other(e)))?;
         output.write_all(&out).map_err(ServeError::Write)?;
         output.flush().map_err(ServeError::Write)?;
     }
@@ -122,7 +128,11 @@ fn counters(sim: &dyn Sim) -> hp::Counters {
 
 fn reset_envs(envs: &mut [Option<Box<dyn Sim>>], reset: hp::Reset) -> hp::reply::Kind {
     if reset.envs.len() != reset.seeds.len() {
-        return failure(format!("{} envs and {} seeds", reset.envs.len(), reset.seeds.len()));
+        return failure(format!(
+            "{} envs and {} seeds",
+            reset.envs.len(),
+            reset.seeds.len()
+        ));
     }
     let mut reply = hp::ResetReply::default();
     for (env, seed) in reset.envs.into_iter().zip(reset.seeds) {
@@ -141,7 +151,11 @@ fn reset_envs(envs: &mut [Option<Box<dyn Sim>>], reset: hp::Reset) -> hp::reply:
 
 fn step_envs(envs: &mut [Option<Box<dyn Sim>>], step: hp::Step) -> hp::reply::Kind {
     if step.envs.len() != step.actions.len() {
-        return failure(format!("{} envs and {} actions", step.envs.len(), step.actions.len()));
+        return failure(format!(
+            "{} envs and {} actions",
+            step.envs.len(),
+            step.actions.len()
+        ));
     }
     let mut reply = hp::StepReply::default();
     for (env, action) in step.envs.into_iter().zip(step.actions) {

@@ -111,7 +111,9 @@ impl HostSlots {
 
     fn take(self: &Arc<Self>) -> Option<Slot> {
         self.live
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < self.max).then_some(n + 1))
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.max).then_some(n + 1)
+            })
             .ok()
             .map(|_| Slot(self.clone()))
     }
@@ -223,8 +225,14 @@ fn reap_idle_hosts() {
         let now = now_ms();
         for host in hosts.iter().filter_map(Weak::upgrade) {
             let idle = now.saturating_sub(host.last_used.load(Ordering::SeqCst));
-            if idle >= host.idle_limit.as_millis() as u64 && !host.reaped.swap(true, Ordering::SeqCst) {
-                tracing::info!(pid = host.pid, idle_s = idle / 1000, "reaping an idle sim host");
+            if idle >= host.idle_limit.as_millis() as u64
+                && !host.reaped.swap(true, Ordering::SeqCst)
+            {
+                tracing::info!(
+                    pid = host.pid,
+                    idle_s = idle / 1000,
+                    "reaping an idle sim host"
+                );
                 // SAFETY: kill(2) on the host's pid, which is our unreaped child (its pid
                 // cannot have been reused while the HostProcess holding it lives).
                 unsafe {
@@ -279,8 +287,8 @@ impl HostProcess {
     ) -> Result<HostProcess, HostError> {
         let slot = slots.take().ok_or(HostError::NoSlot(slots.max()))?;
         let (command, preamble) = launcher.prepare(host).map_err(HostError::Spawn)?;
-        let mut child = spawn(command)
-            .map_err(|e| HostError::Spawn(format!("{}: {e}", host.program)))?;
+        let mut child =
+            spawn(command).map_err(|e| HostError::Spawn(format!("{}: {e}", host.program)))?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -339,19 +347,39 @@ impl HostProcess {
     /// Sends `request` and waits for its reply, within the start timeout for the first
     /// request and the call timeout after. A host that fails (times out, closes its pipe,
     /// sends a frame that does not decode, or answers `Failure`) is killed.
-    pub fn call(&mut self, request: hp::request::Kind, first: bool) -> Result<hp::reply::Kind, HostError> {
+    pub fn call(
+        &mut self,
+        request: hp::request::Kind,
+        first: bool,
+    ) -> Result<hp::reply::Kind, HostError> {
         self.watch.last_used.store(now_ms(), Ordering::SeqCst);
-        let timeout = if first { self.timeouts.start } else { self.timeouts.call };
+        let timeout = if first {
+            self.timeouts.start
+        } else {
+            self.timeouts.call
+        };
         let secs = timeout.as_secs_f64();
         let deadline = Instant::now() + timeout;
         let request = hp::Request {
             kind: Some(request),
         };
-        if let Err(e) = frame::write_frame(&mut self.stdin, &request, &mut self.write_buf, deadline, secs) {
+        if let Err(e) = frame::write_frame(
+            &mut self.stdin,
+            &request,
+            &mut self.write_buf,
+            deadline,
+            secs,
+        ) {
             let cause = self.cause(e);
             return Err(self.failed(cause));
         }
-        let reply = match frame::read_frame(&mut self.stdout, &mut self.read_buf, self.max_frame, deadline, secs) {
+        let reply = match frame::read_frame(
+            &mut self.stdout,
+            &mut self.read_buf,
+            self.max_frame,
+            deadline,
+            secs,
+        ) {
             Ok(bytes) => hp::Reply::decode(bytes),
             Err(e) => {
                 let cause = self.cause(e);
@@ -383,7 +411,9 @@ impl HostProcess {
                     None => "it closed its pipe".into(),
                 }
             }
-            FrameError::Timeout(s) => format!("it did not answer within {s:.1} s (the task's timeout_seconds)"),
+            FrameError::Timeout(s) => {
+                format!("it did not answer within {s:.1} s (the task's timeout_seconds)")
+            }
             other => format!("{other}"),
         }
     }

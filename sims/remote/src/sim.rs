@@ -162,7 +162,10 @@ impl RemoteSim {
         self.clock = EpisodeClock::new(self.clock.max_steps());
         match e {
             HostError::NoSlot(_) => SimError::Exhausted(format!("{}: {e}", self.hosted.id)),
-            other => SimError::Fault(format!("the sim {}'s host process failed: {other}", self.hosted.id)),
+            other => SimError::Fault(format!(
+                "the sim {}'s host process failed: {other}",
+                self.hosted.id
+            )),
         }
     }
 
@@ -173,8 +176,12 @@ impl RemoteSim {
         }
         self.host = None;
         let hosted = &self.hosted;
-        let (mut host, spec) =
-            start_host(&hosted.config, hosted.launcher.as_ref(), &hosted.slots, hosted.idle_limit)?;
+        let (mut host, spec) = start_host(
+            &hosted.config,
+            hosted.launcher.as_ref(),
+            &hosted.slots,
+            hosted.idle_limit,
+        )?;
         if spec != hosted.spec {
             return Err(host.failed(format!(
                 "its spec differs from the one its first host gave ({} with observation {} and \
@@ -206,7 +213,11 @@ impl RemoteSim {
 
     /// Takes a reply's observation and counters for this env, or says why they are not
     /// acceptable.
-    fn take(&mut self, observations: Vec<pb::Tensor>, counters: Vec<hp::Counters>) -> Result<(), String> {
+    fn take(
+        &mut self,
+        observations: Vec<pb::Tensor>,
+        counters: Vec<hp::Counters>,
+    ) -> Result<(), String> {
         let [observation] = <[pb::Tensor; 1]>::try_from(observations)
             .map_err(|o| format!("it sent {} observations for 1 env", o.len()))?;
         let observation = Tensor::try_from(observation)
@@ -229,7 +240,10 @@ impl RemoteSim {
             ));
         }
         if let Some(i) = values.iter().position(|v| !v.is_finite()) {
-            return Err(format!("its counter {} is {}", self.counters[i].name, values[i]));
+            return Err(format!(
+                "its counter {} is {}",
+                self.counters[i].name, values[i]
+            ));
         }
         for (counter, value) in self.counters.iter_mut().zip(values) {
             counter.value = value;
@@ -292,7 +306,8 @@ impl Sim for RemoteSim {
             )
             .map_err(|e| self.fault(e))?;
         let outcome = match reply {
-            hp::reply::Kind::Step(r) => match (&r.rewards[..], &r.terminated[..], &r.truncated[..]) {
+            hp::reply::Kind::Step(r) => match (&r.rewards[..], &r.terminated[..], &r.truncated[..])
+            {
                 ([reward], [terminated], [truncated]) if reward.is_finite() => {
                     let (reward, terminated, truncated) = (*reward, *terminated, *truncated);
                     self.take(r.observations, r.counters)

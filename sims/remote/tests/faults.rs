@@ -55,7 +55,10 @@ fn a_hosted_sim_steps_through_its_host_deterministically() {
         }
     }
     // A bad action is refused before it reaches the host, which keeps serving.
-    assert!(matches!(a.step(&Tensor::vector_f32(vec![2.0])), Err(SimError::Action(_)) | Err(SimError::EpisodeOver)));
+    assert!(matches!(
+        a.step(&Tensor::vector_f32(vec![2.0])),
+        Err(SimError::Action(_)) | Err(SimError::EpisodeOver)
+    ));
     drop(a);
     drop(b);
     assert_eq!(policy.slots.live(), 0);
@@ -74,13 +77,19 @@ fn fault_case(kind: &str, extra: Value, expected: &[&str]) {
     let SimError::Fault(message) = &err else {
         panic!("{kind}: expected a fault, got {err:?}");
     };
-    assert!(message.contains("process:ale-rust-host"), "{kind}: {message}");
+    assert!(
+        message.contains("process:ale-rust-host"),
+        "{kind}: {message}"
+    );
     for word in expected {
         assert!(message.contains(word), "{kind}: {message:?} lacks {word:?}");
     }
     assert_eq!(policy.slots.live(), 0, "{kind}: the failed host is gone");
     // The episode is lost; the next reset starts a fresh host.
-    assert!(matches!(sim.step(&push()), Err(SimError::NotReset)), "{kind}");
+    assert!(
+        matches!(sim.step(&push()), Err(SimError::NotReset)),
+        "{kind}"
+    );
     sim.reset(1).unwrap();
     sim.step(&push()).unwrap();
     assert_eq!(policy.slots.live(), 1);
@@ -98,7 +107,11 @@ fn a_host_that_exits_is_named_with_its_status() {
 
 #[test]
 fn a_host_that_hangs_times_out() {
-    fault_case("hang", json!({"timeout_seconds": 0.3}), &["did not answer within 0.3 s"]);
+    fault_case(
+        "hang",
+        json!({"timeout_seconds": 0.3}),
+        &["did not answer within 0.3 s"],
+    );
 }
 
 #[test]
@@ -133,7 +146,10 @@ fn hosts_are_bounded_per_evaluator() {
     let mut b = sim_with(&policy, json!({}));
     a.reset(0).unwrap();
     let err = b.reset(0).unwrap_err();
-    assert!(matches!(&err, SimError::Exhausted(m) if m.contains("--max-sim-hosts")), "{err:?}");
+    assert!(
+        matches!(&err, SimError::Exhausted(m) if m.contains("--max-sim-hosts")),
+        "{err:?}"
+    );
     drop(a);
     b.reset(0).unwrap();
 }
@@ -146,7 +162,10 @@ fn idle_hosts_are_reaped_and_restarted_at_the_next_reset() {
     sim.step(&push()).unwrap();
     std::thread::sleep(Duration::from_millis(3500));
     let err = sim.step(&push()).unwrap_err();
-    assert!(matches!(&err, SimError::Fault(m) if m.contains("idle")), "{err:?}");
+    assert!(
+        matches!(&err, SimError::Fault(m) if m.contains("idle")),
+        "{err:?}"
+    );
     sim.reset(0).unwrap();
     sim.step(&push()).unwrap();
 }
@@ -157,6 +176,9 @@ fn a_host_that_cannot_start_is_a_clear_config_error() {
     let t = table(json!({"kind": "process", "command": ["/nonexistent/host"]}));
     let err = hosted_entry(&policy, "t", &t).unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("/nonexistent/host") && text.contains("could not be started"), "{text}");
+    assert!(
+        text.contains("/nonexistent/host") && text.contains("could not be started"),
+        "{text}"
+    );
     assert_eq!(policy.slots.live(), 0);
 }

@@ -44,7 +44,11 @@ fn check_isolation(dir: &std::path::Path) {
     assert!(!out.contains("UNMOUNTED"), "{out}");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "1", "only the loopback interface: {out}");
-    assert_eq!(lines[1].split_whitespace().nth(1), Some("0000000000000000"), "{out}");
+    assert_eq!(
+        lines[1].split_whitespace().nth(1),
+        Some("0000000000000000"),
+        "{out}"
+    );
     assert_eq!(lines[2], (512 * 1024).to_string(), "{out}");
     assert_eq!(lines.last(), Some(&"done"));
     // The evaluator still sees its own files.
@@ -69,7 +73,11 @@ fn an_isolated_host_sees_no_hidden_folder_no_network_and_holds_no_capability() {
     let exe = std::env::current_exe().unwrap();
     let mut command = std::process::Command::new(exe);
     command
-        .args(["--exact", "an_isolated_host_sees_no_hidden_folder_no_network_and_holds_no_capability", "--nocapture"])
+        .args([
+            "--exact",
+            "an_isolated_host_sees_no_hidden_folder_no_network_and_holds_no_capability",
+            "--nocapture",
+        ])
         .env(AS_CHILD, unprivileged.path());
     // SAFETY: only set*id calls between fork and exec.
     unsafe {
@@ -84,6 +92,10 @@ fn an_isolated_host_sees_no_hidden_folder_no_network_and_holds_no_capability() {
         });
     }
     let out = command.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && text.contains("1 passed"), "as uid 65534:\n{text}");
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "as uid 65534:\n{text}"
+    );
 }

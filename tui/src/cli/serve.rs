@@ -28,6 +28,8 @@ pub struct ServeArgs {
     /// Extra task configs (*.toml); a file there replaces a built-in task with the same id.
     #[arg(long, value_name = "DIR")]
     pub tasks_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub sim_hosts: crate::SimHostArgs,
     /// Runtime worker threads; 1 serves everything from one thread (lowest latency).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: usize,
@@ -162,11 +164,12 @@ impl ServeArgs {
 pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // This process is the evaluator: a flood of large requests must not stay resident.
     ale_server::serve::memory::return_large_buffers();
-    let tasks = match &args.tasks_dir {
-        Some(dir) => TaskRegistry::with_dir(dir, crate::sim_catalog())?,
-        None => TaskRegistry::builtin(crate::sim_catalog())?,
-    };
     let state_dir = args.state_dir.resolve();
+    let catalog = crate::hosting_catalog(&state_dir, &args.sim_hosts);
+    let tasks = match &args.tasks_dir {
+        Some(dir) => TaskRegistry::with_dir(dir, &catalog)?,
+        None => TaskRegistry::builtin(&catalog)?,
+    };
     let evaluator = Evaluator::with_options(
         tasks,
         &state_dir,

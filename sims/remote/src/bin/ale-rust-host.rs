@@ -14,7 +14,9 @@
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ale_sim::{BoxSpace, Counter, DType, EpisodeClock, Rng, Sim, SimError, Space, Tensor, Transition};
+use ale_sim::{
+    BoxSpace, Counter, DType, EpisodeClock, Rng, Sim, SimError, Space, Tensor, Transition,
+};
 
 const DT: f32 = 0.05;
 const LIMIT: f32 = 10.0;
@@ -96,11 +98,11 @@ impl PointMass {
             }
             Fault::WrongShape => {
                 self.observation = Tensor::vector_f32(vec![0.0; 3]);
-                return Err(SimError::State("wrong-shape".into()));
+                Err(SimError::State("wrong-shape".into()))
             }
             Fault::Nan => {
                 self.observation = Tensor::vector_f32(vec![f32::NAN, 0.0]);
-                return Err(SimError::State("nan".into()));
+                Err(SimError::State("nan".into()))
             }
             Fault::Memory => {
                 let mut hog: Vec<Vec<u8>> = Vec::new();
@@ -109,7 +111,7 @@ impl PointMass {
                     eprintln!("ale-rust-host: holding {} MiB", hog.len() * 64);
                 }
             }
-            Fault::Fail => return Err(SimError::Backend("asked to fail".into())),
+            Fault::Fail => Err(SimError::Backend("asked to fail".into())),
         }
     }
 }
