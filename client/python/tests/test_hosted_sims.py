@@ -250,7 +250,46 @@ def test_a_third_party_env_checks_plays_officially_and_verifies(hosted, tmp_path
     assert isinstance(env.observation_space, gymnasium.spaces.Dict)
     check_env(env, skip_render_check=True)
     env.close()
-    code, report, log, run_dir = harness_run(hosted, "hosted-maze", "hosted_agent.py", tmp_path)
+    code, report, log, run_dir = harness_run(hosted, "hosted-maze", "../../examples/random_agent.py", tmp_path)
     assert code == 0, log
     assert report["status"] == "completed", report["status_message"]
     assert verify(run_dir).returncode == 0
+
+
+def children(pid: int) -> set[int]:
+    found = set()
+    for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
+        found |= {int(c) for c in (task / "children").read_text().split()}
+    return found
+
+
+def is_gone(pid: int) -> bool:
+    try:
+        status = pathlib.Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return True
+    return "\nState:\tZ" in status
+
+
+def test_hosts_die_with_a_killed_evaluator(tmp_path):
+    import signal
+    import time
+
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "hosted-pointmass.toml").write_text(task_file("hosted-pointmass", rust_sim(), steps=40))
+    running = start_evaluator(tmp_path / "state", "--tasks-dir", str(tasks))
+    try:
+        before = children(running.process.pid)
+        env = practice(running, "hosted-pointmass")
+        env.reset(seed=0)
+        hosts = children(running.process.pid) - before
+        assert len(hosts) == 1, "one host for the env"
+        running.process.send_signal(signal.SIGKILL)
+        running.process.wait()
+        deadline = time.monotonic() + 10
+        while not all(is_gone(pid) for pid in hosts) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(is_gone(pid) for pid in hosts), f"hosts {hosts} outlived their evaluator"
+    finally:
+        running.stop()

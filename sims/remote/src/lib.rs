@@ -13,6 +13,7 @@
 //! [`host`] is the host side in Rust: a few lines serve any [`ale_sim::Sim`] over the
 //! protocol (see `src/bin/ale-rust-host.rs`).
 
+pub mod block;
 pub mod config;
 pub mod entry;
 pub mod frame;
@@ -21,6 +22,7 @@ pub mod isolation;
 pub mod process;
 pub mod sim;
 
+pub use block::{BlockStep, HostBlock};
 pub use config::HostedSimConfig;
 pub use entry::{DEFAULT_IDLE_LIMIT, DEFAULT_MAX_HOSTS, HostPolicy, hosted_entry};
 pub use isolation::{IsolatedLauncher, protect_evaluator};

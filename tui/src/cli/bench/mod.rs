@@ -2,6 +2,7 @@
 
 mod batch;
 mod console;
+mod hosted;
 mod sandbox;
 mod step;
 
@@ -9,6 +10,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 pub use batch::BatchArgs;
+pub use hosted::HostedArgs;
 pub use step::{Placement, StepArgs};
 
 #[derive(clap::Subcommand, Debug)]
@@ -32,6 +34,9 @@ pub enum BenchCommand {
     /// Env-steps per second of the batch pipeline on all cores (CartPole with a random and an
     /// MLP policy, nav2d and swarm-goals with MLPs), beside interactive Step round trips.
     Batch(BatchArgs),
+    /// What a sim hosted in a process of its own costs: Gymnasium's CartPole in its own Python,
+    /// through the sim-host protocol, through `ale serve`, and in blocks on 1, 2 and 4 hosts.
+    Hosted(HostedArgs),
     /// A 1-byte TCP echo server (the floor's far end); prints its port, serves one client.
     #[command(hide = true)]
     Pong {
@@ -47,5 +52,6 @@ pub fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Console { seconds } => console::bench_console(seconds),
         BenchCommand::Sandbox { runs } => sandbox::bench_sandbox(runs),
         BenchCommand::Batch(args) => batch::bench_batch(args),
+        BenchCommand::Hosted(args) => hosted::bench_hosted(args),
     }
 }
