@@ -21,11 +21,21 @@ pub(crate) fn step_checked(
     sim.action_space()
         .check(action)
         .map_err(|e| bad_action(e.to_string()))?;
-    sim.step(action).map_err(|e| match e {
+    sim.step(action).map_err(|e| step_error(task, e))
+}
+
+/// A sim's refusal of a step as the protocol answers it: its own objection to the action (a
+/// Box action it cannot take) is the action's fault; the rest as [`sim_error`].
+pub(crate) fn step_error(task: &Task, e: SimError) -> Error {
+    let bad_action = |detail: String| Error::BadAction {
+        task: task.id.clone(),
+        detail,
+    };
+    match e {
         SimError::Action(detail) => bad_action(detail.to_string()),
         SimError::State(detail) => bad_action(detail),
         other => sim_error(task, other),
-    })
+    }
 }
 
 /// A sim's failure as the protocol answers it.

@@ -314,6 +314,20 @@ impl Task {
         })
     }
 
+    /// A block of `n` fresh envs for this task, as the batch pipeline plays them.
+    pub fn build_block(&self, n: usize) -> Result<Box<dyn ale_sim::SimBlock>, SimError> {
+        let entry = self.entry.entry.as_ref().ok_or_else(|| {
+            SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
+        })?;
+        entry.build_block(
+            &SimConfig {
+                max_steps: self.eval.max_steps_per_episode,
+                options: &self.sim_config,
+            },
+            n,
+        )
+    }
+
     /// The task's catalog entry.
     pub fn sim_entry(&self) -> Option<&Arc<SimEntry>> {
         self.entry.entry.as_ref()

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::block::{SimBlock, SimsBlock};
 use crate::draw::Drawing;
 use crate::sim::{Sim, SimError};
 use crate::space::Space;
@@ -38,6 +39,8 @@ impl SimConfig<'_> {
 
 type Build = dyn Fn(&SimConfig<'_>) -> Result<Box<dyn Sim>, SimError> + Send + Sync;
 type Draw = dyn Fn(&Tensor) -> Drawing + Send + Sync;
+type BuildBlock =
+    dyn Fn(&SimConfig<'_>, usize) -> Result<Box<dyn SimBlock>, SimError> + Send + Sync;
 
 /// One sim the catalog can build.
 pub struct SimEntry {
@@ -48,6 +51,7 @@ pub struct SimEntry {
     batch: bool,
     process_hosted: bool,
     build: Box<Build>,
+    build_block: Option<Box<BuildBlock>>,
     draw: Option<Box<Draw>>,
     spaces: Option<DeclaredSpaces>,
 }
@@ -87,6 +91,7 @@ impl SimEntry {
             batch: false,
             process_hosted: false,
             build: Box::new(build),
+            build_block: None,
             draw: None,
             spaces: None,
         }
@@ -109,6 +114,37 @@ impl SimEntry {
     pub fn batch(mut self) -> SimEntry {
         self.batch = true;
         self
+    }
+
+    /// How a block of `n` envs is built, where it steps them otherwise than one by one (a
+    /// hosted sim: a block in one message to its host).
+    pub fn block_with(
+        mut self,
+        build: impl Fn(&SimConfig<'_>, usize) -> Result<Box<dyn SimBlock>, SimError>
+        + Send
+        + Sync
+        + 'static,
+    ) -> SimEntry {
+        self.build_block = Some(Box::new(build));
+        self
+    }
+
+    /// A block of `n` (at least 1) fresh envs for `config`, as the batch pipeline plays them.
+    pub fn build_block(
+        &self,
+        config: &SimConfig<'_>,
+        n: usize,
+    ) -> Result<Box<dyn SimBlock>, SimError> {
+        let n = n.max(1);
+        match &self.build_block {
+            Some(build) => build(config, n),
+            None => {
+                let sims = (0..n)
+                    .map(|_| self.build(config))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Box::new(SimsBlock::new(sims)))
+            }
+        }
     }
 
     /// The sim runs in a host process: its calls wait on another process, up to a timeout.

@@ -9,6 +9,7 @@
 
 pub mod action;
 pub mod alloc_count;
+pub mod block;
 pub mod catalog;
 pub mod draw;
 #[cfg(feature = "draw-fixture")]
@@ -22,6 +23,7 @@ pub mod sim;
 pub mod space;
 pub mod tensor;
 
+pub use block::{SimBlock, SimsBlock};
 pub use catalog::{DeclaredSpaces, DuplicateSim, SimCatalog, SimConfig, SimEntry};
 pub use draw::{Drawing, Role, Shape, Viewport};
 pub use echo::{ECHO_LIMIT, Echo};

@@ -4,12 +4,12 @@ use std::sync::Arc;
 
 use ale_proto::pb;
 use ale_proto::sim_host_pb as hp;
-use ale_sim::Tensor;
+use ale_sim::{Counter, EpisodeClock, SimBlock, SimError, Space, Tensor, Transition};
 
 use crate::HostedSimConfig;
 use crate::entry::HostPolicy;
 use crate::process::{HostError, HostProcess};
-use crate::sim::{HostSpec, start_host};
+use crate::sim::{HostSpec, Hosted, start_host};
 
 /// What one step of a block gave, env by env.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -18,6 +18,15 @@ pub struct BlockStep {
     pub rewards: Vec<f64>,
     pub terminated: Vec<bool>,
     pub truncated: Vec<bool>,
+    /// One row of counter values per env, in the spec's order.
+    pub counters: Vec<Vec<f64>>,
+}
+
+/// What one reset of a block gave, env by env.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct BlockReset {
+    pub observations: Vec<Tensor>,
+    pub counters: Vec<Vec<f64>>,
 }
 
 /// A host with `n` envs open.
@@ -25,7 +34,7 @@ pub struct BlockStep {
 pub struct HostBlock {
     host: HostProcess,
     envs: Vec<u32>,
-    spec: Arc<HostSpec>,
+    spec: HostSpec,
 }
 
 impl HostBlock {
@@ -46,11 +55,7 @@ impl HostBlock {
             hp::reply::Kind::Opened(o) if o.envs.len() == n as usize => o.envs,
             _ => return Err(host.failed(format!("it did not open {n} envs"))),
         };
-        Ok(HostBlock {
-            host,
-            envs,
-            spec: Arc::new(spec),
-        })
+        Ok(HostBlock { host, envs, spec })
     }
 
     pub fn spec(&self) -> &HostSpec {
@@ -65,21 +70,48 @@ impl HostBlock {
         self.envs.is_empty()
     }
 
-    /// Resets every env, `seeds[i]` for env `i`; their first observations.
-    pub fn reset(&mut self, seeds: &[u64]) -> Result<Vec<Tensor>, HostError> {
+    /// Resets the envs `which` (indices into the block), `seeds[i]` for `which[i]`.
+    pub fn reset(&mut self, which: &[usize], seeds: &[u64]) -> Result<BlockReset, HostError> {
+        let envs = which.iter().map(|&i| self.envs[i]).collect::<Vec<_>>();
         let reply = self.host.call(
             hp::request::Kind::Reset(hp::Reset {
-                envs: self.envs.clone(),
+                envs,
                 seeds: seeds.to_vec(),
             }),
             false,
         )?;
         match reply {
-            hp::reply::Kind::Reset(r) if r.observations.len() == self.envs.len() => {
-                self.decode(r.observations)
+            hp::reply::Kind::Reset(r) if r.observations.len() == which.len() => {
+                let counters = self.counter_rows(r.counters, which.len())?;
+                Ok(BlockReset {
+                    observations: self.decode(r.observations)?,
+                    counters,
+                })
             }
             _ => Err(self.host.failed("it answered a block Reset wrongly".into())),
         }
+    }
+
+    /// `n` rows of the spec's counters, all finite.
+    fn counter_rows(
+        &mut self,
+        rows: Vec<hp::Counters>,
+        n: usize,
+    ) -> Result<Vec<Vec<f64>>, HostError> {
+        let width = self.spec.counters.len();
+        if width == 0 && rows.is_empty() {
+            return Ok(vec![Vec::new(); n]);
+        }
+        let fits = rows.len() == n
+            && rows
+                .iter()
+                .all(|r| r.values.len() == width && r.values.iter().all(|v| v.is_finite()));
+        if !fits {
+            return Err(self.host.failed(format!(
+                "it sent counters that are not {n} rows of {width} finite values"
+            )));
+        }
+        Ok(rows.into_iter().map(|r| r.values).collect())
     }
 
     /// One step of the envs `which` (indices into the block), `actions[i]` for `which[i]`.
@@ -103,11 +135,16 @@ impl HostBlock {
                     && r.terminated.len() == n
                     && r.truncated.len() == n =>
             {
+                if let Some(bad) = r.rewards.iter().find(|r| !r.is_finite()) {
+                    return Err(self.host.failed(format!("it sent the reward {bad}")));
+                }
+                let counters = self.counter_rows(r.counters, n)?;
                 Ok(BlockStep {
                     observations: self.decode(r.observations)?,
                     rewards: r.rewards,
                     terminated: r.terminated,
                     truncated: r.truncated,
+                    counters,
                 })
             }
             _ => Err(self.host.failed("it answered a block Step wrongly".into())),
@@ -132,5 +169,168 @@ impl HostBlock {
             }
         }
         Ok(out)
+    }
+}
+
+/// A block of a hosted sim's envs on one host, as the batch pipeline plays them: each step of
+/// the block is one message. A host that fails loses every episode of the block (each env's
+/// step answers the fault); the next reset starts a fresh host.
+pub struct RemoteBlock {
+    hosted: Arc<Hosted>,
+    n: usize,
+    host: Option<HostBlock>,
+    observations: Vec<Tensor>,
+    counters: Vec<Vec<Counter>>,
+    clocks: Vec<EpisodeClock>,
+}
+
+impl RemoteBlock {
+    pub fn new(hosted: Arc<Hosted>, max_steps: u32, n: usize) -> RemoteBlock {
+        let space = &hosted.spec.observation_space;
+        let blank = Tensor::zeros(space.shape(), space.dtype());
+        let counters = hosted
+            .counter_names
+            .iter()
+            .map(|name| Counter { name, value: 0.0 })
+            .collect::<Vec<_>>();
+        RemoteBlock {
+            n,
+            host: None,
+            observations: vec![blank; n],
+            counters: vec![counters; n],
+            clocks: vec![EpisodeClock::new(max_steps); n],
+            hosted,
+        }
+    }
+
+    fn fault(&mut self, e: HostError) -> SimError {
+        self.host = None;
+        let max = self.clocks[0].max_steps();
+        self.clocks
+            .iter_mut()
+            .for_each(|c| *c = EpisodeClock::new(max));
+        match e {
+            HostError::NoSlot(_) => SimError::Exhausted(format!("{}: {e}", self.hosted.id)),
+            other => SimError::Fault(format!(
+                "the sim {}'s host process failed: {other}",
+                self.hosted.id
+            )),
+        }
+    }
+
+    fn take_counters(&mut self, env: usize, values: Vec<f64>) {
+        for (counter, value) in self.counters[env].iter_mut().zip(values) {
+            counter.value = value;
+        }
+    }
+}
+
+impl SimBlock for RemoteBlock {
+    fn len(&self) -> usize {
+        self.n
+    }
+
+    fn observation_space(&self) -> &Space {
+        &self.hosted.spec.observation_space
+    }
+
+    fn action_space(&self) -> &Space {
+        &self.hosted.spec.action_space
+    }
+
+    fn reset(&mut self, env: usize, seed: u64) -> Result<(), SimError> {
+        if self.host.as_ref().is_none_or(|h| h.host.was_reaped()) {
+            let policy = HostPolicy {
+                launcher: self.hosted.launcher.clone(),
+                slots: self.hosted.slots.clone(),
+                idle_limit: self.hosted.idle_limit,
+            };
+            let started = HostBlock::start(&self.hosted.config, &policy, self.n as u32).and_then(
+                |mut block| {
+                    if *block.spec() == self.hosted.spec {
+                        Ok(block)
+                    } else {
+                        Err(block
+                            .host
+                            .failed("its spec differs from its first host's".into()))
+                    }
+                },
+            );
+            match started {
+                Ok(block) => self.host = Some(block),
+                Err(e) => return Err(self.fault(e)),
+            }
+        }
+        let host = self.host.as_mut().expect("started above");
+        match host.reset(&[env], &[seed]) {
+            Ok(BlockReset {
+                mut observations,
+                mut counters,
+            }) => {
+                self.observations[env] = observations.remove(0);
+                self.take_counters(env, counters.remove(0));
+                self.clocks[env].reset();
+                Ok(())
+            }
+            Err(e) => Err(self.fault(e)),
+        }
+    }
+
+    fn step(
+        &mut self,
+        which: &[usize],
+        actions: &[Tensor],
+        results: &mut Vec<Result<Transition, SimError>>,
+    ) {
+        results.clear();
+        if let Some(e) = which
+            .iter()
+            .find_map(|&env| self.clocks[env].check_can_step().err())
+        {
+            results.extend(which.iter().map(|_| Err(e.clone())));
+            return;
+        }
+        let Some(host) = self.host.as_mut() else {
+            results.extend(which.iter().map(|_| Err(SimError::NotReset)));
+            return;
+        };
+        match host.step(which, actions) {
+            Ok(step) => {
+                let BlockStep {
+                    observations,
+                    rewards,
+                    terminated,
+                    truncated,
+                    counters,
+                } = step;
+                for (k, ((observation, values), &env)) in observations
+                    .into_iter()
+                    .zip(counters)
+                    .zip(which)
+                    .enumerate()
+                {
+                    self.observations[env] = observation;
+                    self.take_counters(env, values);
+                    let limit = self.clocks[env].tick(terminated[k] || truncated[k]);
+                    results.push(Ok(Transition {
+                        reward: rewards[k],
+                        terminated: terminated[k],
+                        truncated: truncated[k] || limit,
+                    }));
+                }
+            }
+            Err(e) => {
+                let fault = self.fault(e);
+                results.extend(which.iter().map(|_| Err(fault.clone())));
+            }
+        }
+    }
+
+    fn observation(&self, env: usize) -> &Tensor {
+        &self.observations[env]
+    }
+
+    fn counters(&self, env: usize) -> &[Counter] {
+        &self.counters[env]
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use ale_sim::{SimEntry, SimError};
 use serde_json::{Map, Value};
 
+use crate::block::RemoteBlock;
 use crate::config::HostedSimConfig;
 use crate::process::{HostSlots, Launcher};
 use crate::sim::{Hosted, RemoteSim, start_host};
@@ -75,9 +76,18 @@ pub fn hosted_entry(
         spec,
         counter_names,
     });
+    let for_blocks = hosted.clone();
     let entry = SimEntry::new(id, default_max_steps, move |config| {
         config.no_options(id)?;
         Ok(Box::new(RemoteSim::new(hosted.clone(), config.max_steps)))
+    })
+    .block_with(move |config, n| {
+        config.no_options(id)?;
+        Ok(Box::new(RemoteBlock::new(
+            for_blocks.clone(),
+            config.max_steps,
+            n,
+        )))
     })
     .counters(counter_names)
     .spaces(observation, action)

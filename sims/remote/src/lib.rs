@@ -22,7 +22,7 @@ pub mod isolation;
 pub mod process;
 pub mod sim;
 
-pub use block::{BlockStep, HostBlock};
+pub use block::{BlockReset, BlockStep, HostBlock, RemoteBlock};
 pub use config::HostedSimConfig;
 pub use entry::{DEFAULT_IDLE_LIMIT, DEFAULT_MAX_HOSTS, HostPolicy, hosted_entry};
 pub use isolation::{IsolatedLauncher, protect_evaluator};

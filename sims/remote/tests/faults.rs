@@ -182,3 +182,81 @@ fn a_host_that_cannot_start_is_a_clear_config_error() {
     );
     assert_eq!(policy.slots.live(), 0);
 }
+
+#[test]
+fn a_block_steps_every_env_in_one_message_as_single_envs_would() {
+    let policy = policy(8, Duration::from_secs(60));
+    let t = table(json!({"kind": "process", "command": [HOST], "timeout_seconds": 1.0}));
+    let entry = hosted_entry(&policy, "test-task", &t).unwrap();
+    let config = ale_sim::SimConfig {
+        max_steps: 200,
+        options: &Map::new(),
+    };
+    let mut block = entry.build_block(&config, 4).unwrap();
+    assert_eq!(block.len(), 4);
+    let mut singles: Vec<Box<dyn Sim>> = (0..4).map(|_| entry.build_plain(200).unwrap()).collect();
+    for env in 0..4 {
+        block.reset(env, env as u64 + 10).unwrap();
+        singles[env].reset(env as u64 + 10).unwrap();
+    }
+    assert_eq!(
+        policy.slots.live(),
+        5,
+        "one host for the block, one per single env"
+    );
+    let which = [0, 1, 2, 3];
+    let actions: Vec<Tensor> = (0..4)
+        .map(|i| Tensor::vector_f32(vec![i as f32 / 4.0]))
+        .collect();
+    let mut results = Vec::new();
+    for _ in 0..20 {
+        block.step(&which, &actions, &mut results);
+        for env in 0..4 {
+            let single = singles[env].step(&actions[env]).unwrap();
+            assert_eq!(results[env].as_ref().unwrap(), &single);
+            assert_eq!(block.observation(env), singles[env].observation());
+            assert_eq!(block.counters(env), singles[env].counters());
+        }
+    }
+    // Only some envs: the others stay where they are.
+    let before = block.observation(3).clone();
+    block.step(&[1], &actions[1..2], &mut results);
+    assert_eq!(results.len(), 1);
+    assert_eq!(block.observation(3), &before);
+}
+
+#[test]
+fn a_failed_block_host_fails_every_env_of_the_block_and_a_reset_starts_another() {
+    let policy = policy(2, Duration::from_secs(60));
+    let t = table(
+        json!({"kind": "process", "command": [HOST, "--fault", "crash", "--at-step", "5"], "timeout_seconds": 1.0}),
+    );
+    let entry = hosted_entry(&policy, "test-task", &t).unwrap();
+    let config = ale_sim::SimConfig {
+        max_steps: 200,
+        options: &Map::new(),
+    };
+    let mut block = entry.build_block(&config, 3).unwrap();
+    for env in 0..3 {
+        block.reset(env, 1).unwrap();
+    }
+    let actions: Vec<Tensor> = (0..3).map(|_| push()).collect();
+    let mut results = Vec::new();
+    // Steps 1-3, then 4-6 with the 5th crashing the host.
+    block.step(&[0, 1, 2], &actions, &mut results);
+    assert!(results.iter().all(Result::is_ok));
+    block.step(&[0, 1, 2], &actions, &mut results);
+    assert_eq!(results.len(), 3);
+    for r in &results {
+        assert!(
+            matches!(r, Err(SimError::Fault(m)) if m.contains("SIGABRT")),
+            "{r:?}"
+        );
+    }
+    assert_eq!(policy.slots.live(), 0);
+    block.step(&[0], &actions[..1], &mut results);
+    assert!(matches!(results[0], Err(SimError::NotReset)));
+    block.reset(0, 1).unwrap();
+    block.step(&[0], &actions[..1], &mut results);
+    assert!(results[0].is_ok());
+}

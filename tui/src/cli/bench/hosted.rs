@@ -134,12 +134,13 @@ fn blocks(
         .map(|(h, mut block)| {
             std::thread::spawn(move || -> anyhow::Result<u64> {
                 let n = block.len();
+                let which: Vec<usize> = (0..n).collect();
                 block.reset(
+                    &which,
                     &(0..n as u64)
                         .map(|i| i + 1000 * h as u64)
                         .collect::<Vec<_>>(),
                 )?;
-                let which: Vec<usize> = (0..n).collect();
                 let actions: Vec<Tensor> =
                     (0..n).map(|i| Tensor::scalar_i64((i % 2) as i64)).collect();
                 let mut steps = 0u64;
@@ -153,7 +154,10 @@ fn blocks(
                         .zip(&step.truncated)
                         .any(|(a, b)| *a || *b)
                     {
-                        block.reset(&(0..n as u64).map(|i| i + steps).collect::<Vec<_>>())?;
+                        block.reset(
+                            &which,
+                            &(0..n as u64).map(|i| i + steps).collect::<Vec<_>>(),
+                        )?;
                     }
                 }
                 Ok(steps)
