@@ -10,7 +10,7 @@ use ale_proto::records::{
 use ale_proto::task_spec::TaskMode;
 use ale_proto::trajectory::EventKind;
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
-use ale_sim::{Counter, Sim, Tensor, Transition};
+use ale_sim::{Counter, Holder, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
 use crate::batch::run::BatchRun;
@@ -165,19 +165,32 @@ pub struct Env {
     last_used: Instant,
 }
 
-pub(crate) fn build_sim(task: &Task) -> Result<Box<dyn Sim>, Error> {
-    task.build_sim().map_err(|cause| Error::SimUnavailable {
-        task: task.id.clone(),
-        sim: task.sim.clone(),
-        cause: cause.to_string(),
-    })
+pub(crate) fn build_sim(task: &Task, holder: Holder) -> Result<Box<dyn Sim>, Error> {
+    task.build_sim_for(holder)
+        .map_err(|cause| Error::SimUnavailable {
+            task: task.id.clone(),
+            sim: task.sim.clone(),
+            cause: cause.to_string(),
+        })
 }
 
 impl Env {
-    pub fn practice(handle: EnvHandle, task: Arc<Task>, now: Instant) -> Result<Env, Error> {
+    /// A practice env; `scope` is the run whose own channel asked for it (`None`: the shared
+    /// channel).
+    pub fn practice(
+        handle: EnvHandle,
+        task: Arc<Task>,
+        scope: Option<RunScope>,
+        now: Instant,
+    ) -> Result<Env, Error> {
         Ok(Env {
             handle,
-            sim: build_sim(&task)?,
+            sim: build_sim(
+                &task,
+                Holder::Practice {
+                    scope: scope.map(|s| s.0),
+                },
+            )?,
             task,
             kind: Kind::Practice(PracticeEpisode::default()),
             last_used: now,
@@ -244,7 +257,7 @@ impl Env {
         }
         Ok(Env {
             handle,
-            sim: build_sim(&task)?,
+            sim: build_sim(&task, Holder::Official)?,
             task,
             kind: Kind::Official(Box::new(Official {
                 run_id,

@@ -319,7 +319,15 @@ impl Evaluator {
             )?;
             (env, Some(ids), has_channel)
         } else {
-            (Env::practice(handle.clone(), task, now)?, None, false)
+            let scope = match channel {
+                Channel::Run(scope) => Some(scope),
+                Channel::Agent | Channel::Harness => None,
+            };
+            (
+                Env::practice(handle.clone(), task, scope, now)?,
+                None,
+                false,
+            )
         };
         let mut envs = lock(&self.envs);
         let room = match envs

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ale_proto::pb;
 use ale_proto::records::{Direction, Genre};
-use ale_sim::{Counter, Sim, SimCatalog, SimConfig, SimEntry, SimError};
+use ale_sim::{Counter, Holder, Sim, SimCatalog, SimConfig, SimEntry, SimError};
 use serde::Deserialize;
 
 macro_rules! embed {
@@ -305,12 +305,18 @@ impl Task {
     /// A fresh sim for this task: its catalog entry built with the task's step limit and
     /// `[sim_config]`. Fails where the sim's backend cannot run (a missing library or model).
     pub fn build_sim(&self) -> Result<Box<dyn Sim>, SimError> {
+        self.build_sim_for(Holder::Official)
+    }
+
+    /// A fresh sim for this task, for `holder`.
+    pub fn build_sim_for(&self, holder: Holder) -> Result<Box<dyn Sim>, SimError> {
         let entry = self.entry.entry.as_ref().ok_or_else(|| {
             SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
         })?;
         entry.build(&SimConfig {
             max_steps: self.eval.max_steps_per_episode,
             options: &self.sim_config,
+            holder,
         })
     }
 
@@ -323,6 +329,7 @@ impl Task {
             &SimConfig {
                 max_steps: self.eval.max_steps_per_episode,
                 options: &self.sim_config,
+                holder: Holder::Official,
             },
             n,
         )

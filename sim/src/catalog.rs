@@ -17,12 +17,24 @@ use crate::space::Space;
 use crate::tensor::Tensor;
 
 /// What a task file gives its sim: the step limit, and the sim's own options (the task's
-/// `[sim_config]` table; empty when the task has none).
+/// `[sim_config]` table; empty when the task has none); and whom the env is for.
 #[derive(Debug, Clone, Copy)]
 pub struct SimConfig<'a> {
     /// Episodes are truncated after this many steps.
     pub max_steps: u32,
     pub options: &'a Map<String, Value>,
+    pub holder: Holder,
+}
+
+/// Whom an env is for. A sim that holds something outside the evaluator's process (a hosted
+/// sim's host) bounds it per holder, so that no run's practice can take what another run's
+/// official rollouts need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Holder {
+    /// An official env or a batch run's block.
+    Official,
+    /// A practice env, of one run's own channel (`scope`) or of the shared channel (`None`).
+    Practice { scope: Option<u64> },
 }
 
 impl SimConfig<'_> {
@@ -213,6 +225,7 @@ impl SimEntry {
         self.build(&SimConfig {
             max_steps,
             options: &Map::new(),
+            holder: Holder::Official,
         })
     }
 
@@ -347,12 +360,14 @@ mod tests {
         let config = SimConfig {
             max_steps: 1,
             options: &options,
+            holder: Holder::Official,
         };
         config.no_options("X-v0").unwrap();
         options.insert("gravity".into(), Value::from(3.0));
         let config = SimConfig {
             max_steps: 1,
             options: &options,
+            holder: Holder::Official,
         };
         let err = config.no_options("X-v0").unwrap_err();
         assert!(err.to_string().contains("\"gravity\""), "{err}");

@@ -22,9 +22,15 @@ pub fn sim_catalog() -> &'static ale_sim::SimCatalog {
 /// How an evaluator runs the sims task files host in processes of their own.
 #[derive(clap::Args, Debug, Clone)]
 pub struct SimHostArgs {
-    /// Sim host processes running at once (process-hosted sims: one per env in play).
+    /// Sim host processes running at once for official rollouts (a process-hosted sim's official env, or a batch block, holds one).
     #[arg(long, value_name = "N", default_value_t = ale_sims_remote::DEFAULT_MAX_HOSTS)]
     pub max_sim_hosts: usize,
+    /// Sim host processes running at once for practice envs, apart from the official ones.
+    #[arg(long, value_name = "N", default_value_t = ale_sims_remote::DEFAULT_MAX_PRACTICE_HOSTS)]
+    pub max_practice_sim_hosts: usize,
+    /// Sim host processes one run's practice envs (or the shared agent channel's) may hold at once.
+    #[arg(long, value_name = "N", default_value_t = ale_sims_remote::DEFAULT_MAX_RUN_PRACTICE_HOSTS)]
+    pub max_run_practice_sim_hosts: usize,
     /// Seconds a sim host may sit unused before it is stopped (its env starts a fresh one at its next reset).
     #[arg(long, value_name = "SECS", default_value_t = ale_sims_remote::DEFAULT_IDLE_LIMIT.as_secs())]
     pub sim_host_idle: u64,
@@ -44,6 +50,8 @@ impl Default for SimHostArgs {
     fn default() -> Self {
         SimHostArgs {
             max_sim_hosts: ale_sims_remote::DEFAULT_MAX_HOSTS,
+            max_practice_sim_hosts: ale_sims_remote::DEFAULT_MAX_PRACTICE_HOSTS,
+            max_run_practice_sim_hosts: ale_sims_remote::DEFAULT_MAX_RUN_PRACTICE_HOSTS,
             sim_host_idle: ale_sims_remote::DEFAULT_IDLE_LIMIT.as_secs(),
             sim_host_isolation: SimHostIsolation::Isolated,
         }
@@ -67,7 +75,11 @@ pub fn hosting_catalog(state_dir: &std::path::Path, hosts: &SimHostArgs) -> ale_
     };
     let policy = ale_sims_remote::HostPolicy {
         launcher,
-        slots: ale_sims_remote::HostSlots::new(hosts.max_sim_hosts),
+        slots: ale_sims_remote::HostSlots::new(ale_sims_remote::HostLimits {
+            official: hosts.max_sim_hosts,
+            practice: hosts.max_practice_sim_hosts,
+            practice_per_run: hosts.max_run_practice_sim_hosts,
+        }),
         idle_limit: std::time::Duration::from_secs(hosts.sim_host_idle.max(1)),
     };
     let mut catalog = sim_catalog().clone();

@@ -286,7 +286,7 @@ impl Starter {
                     return run.end_before_start();
                 }
                 let task = run.task().clone();
-                let (obs, act) = match crate::env::build_sim(&task) {
+                let (obs, act) = match crate::env::build_sim(&task, ale_sim::Holder::Official) {
                     Ok(sim) => (sim.observation_space().clone(), sim.action_space().clone()),
                     Err(e) => return run.fail_before_start(e.to_string()),
                 };

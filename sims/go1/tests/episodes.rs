@@ -29,6 +29,7 @@ fn the_entry_is_listed_with_its_spaces_counters_and_episode_length() {
     let config = ale_sim::SimConfig {
         max_steps: 10,
         options: &options,
+        holder: ale_sim::Holder::Official,
     };
     let err = entry.build(&config).err().unwrap();
     assert!(err.to_string().contains("terrain"), "{err}");

@@ -106,6 +106,7 @@ mod tests {
             let config = SimConfig {
                 max_steps: 10,
                 options: &options,
+                holder: ale_sim::Holder::Official,
             };
             let err = entry.build(&config).err().unwrap();
             assert!(err.to_string().contains("frame_skip"), "{id}: {err}");

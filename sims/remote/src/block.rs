@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use ale_proto::pb;
 use ale_proto::sim_host_pb as hp;
-use ale_sim::{Counter, EpisodeClock, SimBlock, SimError, Space, Tensor, Transition};
+use ale_sim::{Counter, EpisodeClock, Holder, SimBlock, SimError, Space, Tensor, Transition};
 
 use crate::HostedSimConfig;
 use crate::entry::HostPolicy;
@@ -48,6 +48,7 @@ impl HostBlock {
             config,
             policy.launcher.as_ref(),
             &policy.slots,
+            Holder::Official,
             policy.idle_limit,
         )?;
         let reply = host.call(hp::request::Kind::Open(hp::Open { count: n }), false)?;

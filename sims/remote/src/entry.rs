@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ale_sim::{SimEntry, SimError};
+use ale_sim::{Holder, SimEntry, SimError};
 use serde_json::{Map, Value};
 
 use crate::block::RemoteBlock;
@@ -23,8 +23,12 @@ pub struct HostPolicy {
     pub idle_limit: Duration,
 }
 
-/// The default number of hosts one evaluator runs at once.
+/// The default number of hosts one evaluator runs at once for official rollouts.
 pub const DEFAULT_MAX_HOSTS: usize = 32;
+/// The default number of hosts one evaluator runs at once for practice envs.
+pub const DEFAULT_MAX_PRACTICE_HOSTS: usize = 64;
+/// The default number of hosts one run's practice envs (or the shared channel's) hold at once.
+pub const DEFAULT_MAX_RUN_PRACTICE_HOSTS: usize = 8;
 /// The default time a host may sit unused before it is stopped.
 pub const DEFAULT_IDLE_LIMIT: Duration = Duration::from_secs(300);
 
@@ -41,6 +45,7 @@ pub fn hosted_entry(
         &config,
         policy.launcher.as_ref(),
         &policy.slots,
+        Holder::Official,
         policy.idle_limit,
     )
     .map_err(|e| {
@@ -79,7 +84,11 @@ pub fn hosted_entry(
     let for_blocks = hosted.clone();
     let entry = SimEntry::new(id, default_max_steps, move |config| {
         config.no_options(id)?;
-        Ok(Box::new(RemoteSim::new(hosted.clone(), config.max_steps)))
+        Ok(Box::new(RemoteSim::new(
+            hosted.clone(),
+            config.max_steps,
+            config.holder,
+        )))
     })
     .block_with(move |config, n| {
         config.no_options(id)?;

@@ -24,7 +24,12 @@ pub mod sim;
 
 pub use block::{BlockReset, BlockStep, HostBlock, RemoteBlock};
 pub use config::HostedSimConfig;
-pub use entry::{DEFAULT_IDLE_LIMIT, DEFAULT_MAX_HOSTS, HostPolicy, hosted_entry};
+pub use entry::{
+    DEFAULT_IDLE_LIMIT, DEFAULT_MAX_HOSTS, DEFAULT_MAX_PRACTICE_HOSTS,
+    DEFAULT_MAX_RUN_PRACTICE_HOSTS, HostPolicy, hosted_entry,
+};
 pub use isolation::{IsolatedLauncher, protect_evaluator};
-pub use process::{HostCommand, HostError, HostProcess, HostSlots, Launcher, PlainLauncher};
+pub use process::{
+    HostCommand, HostError, HostLimits, HostProcess, HostSlots, Launcher, PlainLauncher,
+};
 pub use sim::{HostSpec, RemoteSim};

@@ -1,16 +1,18 @@
 //! A host process: started through a [`Launcher`], spoken to over its stdin and stdout, its
 //! stderr's tail kept to say why it failed, killed when dropped or reaped when idle.
 
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use ale_proto::sim_host_pb as hp;
+use ale_sim::Holder;
 use prost::Message;
 
 use crate::frame::{self, FrameError};
@@ -86,58 +88,133 @@ impl Launcher for PlainLauncher {
     }
 }
 
-/// How many hosts may run at once in this evaluator, and how many do.
+/// How many hosts may run at once: for official rollouts (interactive and batch), and for
+/// practice envs, in total and per run. Official hosts have a pool of their own, so no
+/// practice can starve an official rollout, and one run's practice takes at most its share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostLimits {
+    pub official: usize,
+    pub practice: usize,
+    pub practice_per_run: usize,
+}
+
+impl HostLimits {
+    /// The same limit everywhere (for tests).
+    pub fn all(n: usize) -> HostLimits {
+        HostLimits {
+            official: n,
+            practice: n,
+            practice_per_run: n,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    official: usize,
+    practice: usize,
+    per_scope: HashMap<Option<u64>, usize>,
+}
+
+/// The hosts that run, counted against [`HostLimits`].
 #[derive(Debug)]
 pub struct HostSlots {
-    max: usize,
-    live: AtomicUsize,
+    limits: HostLimits,
+    counts: Mutex<Counts>,
 }
 
 impl HostSlots {
-    pub fn new(max: usize) -> Arc<HostSlots> {
+    pub fn new(limits: HostLimits) -> Arc<HostSlots> {
         Arc::new(HostSlots {
-            max,
-            live: AtomicUsize::new(0),
+            limits,
+            counts: Mutex::new(Counts::default()),
         })
     }
 
-    pub fn max(&self) -> usize {
-        self.max
+    pub fn limits(&self) -> HostLimits {
+        self.limits
     }
 
+    /// Hosts running now, of every holder.
     pub fn live(&self) -> usize {
-        self.live.load(Ordering::SeqCst)
+        let counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        counts.official + counts.practice
     }
 
-    fn take(self: &Arc<Self>) -> Option<Slot> {
-        self.live
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
-                (n < self.max).then_some(n + 1)
-            })
-            .ok()
-            .map(|_| Slot(self.clone()))
+    fn take(self: &Arc<Self>, holder: Holder) -> Result<Slot, HostError> {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let l = self.limits;
+        match holder {
+            Holder::Official if counts.official >= l.official => Err(HostError::NoSlot(format!(
+                "the evaluator already runs {} sim hosts for official rollouts, its limit \
+                 (`ale serve --max-sim-hosts`)",
+                l.official
+            ))),
+            Holder::Official => {
+                counts.official += 1;
+                Ok(Slot(self.clone(), holder))
+            }
+            Holder::Practice { .. } if counts.practice >= l.practice => {
+                Err(HostError::NoSlot(format!(
+                    "the evaluator already runs {} sim hosts for practice envs, its limit \
+                     (`ale serve --max-practice-sim-hosts`); close an env and try again",
+                    l.practice
+                )))
+            }
+            Holder::Practice { scope } => {
+                let held = counts.per_scope.entry(scope).or_default();
+                if *held >= l.practice_per_run {
+                    return Err(HostError::NoSlot(format!(
+                        "{} practice envs of {} already hold a sim host, the limit for one run \
+                         (`ale serve --max-run-practice-sim-hosts`); close one and try again",
+                        l.practice_per_run,
+                        if scope.is_some() {
+                            "this run"
+                        } else {
+                            "the shared agent channel"
+                        }
+                    )));
+                }
+                *held += 1;
+                counts.practice += 1;
+                Ok(Slot(self.clone(), holder))
+            }
+        }
+    }
+
+    fn give_back(&self, holder: Holder) {
+        let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        match holder {
+            Holder::Official => counts.official -= 1,
+            Holder::Practice { scope } => {
+                counts.practice -= 1;
+                if let Some(held) = counts.per_scope.get_mut(&scope) {
+                    *held -= 1;
+                    if *held == 0 {
+                        counts.per_scope.remove(&scope);
+                    }
+                }
+            }
+        }
     }
 }
 
 /// One host's place in [`HostSlots`], given back when the host is gone.
 #[derive(Debug)]
-struct Slot(Arc<HostSlots>);
+struct Slot(Arc<HostSlots>, Holder);
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.0.live.fetch_sub(1, Ordering::SeqCst);
+        self.0.give_back(self.1);
     }
 }
 
 /// Why a host cannot serve.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HostError {
-    /// Every host slot is taken.
-    #[error(
-        "the evaluator already runs {0} sim hosts, its limit (`ale serve --max-sim-hosts`); \
-         close an env and try again"
-    )]
-    NoSlot(usize),
+    /// Every host slot this env could take is taken: which limit, and what to do.
+    #[error("{0}")]
+    NoSlot(String),
     #[error("cannot start its host: {0}")]
     Spawn(String),
     /// The host failed: the cause, and its stderr's tail.
@@ -281,11 +358,12 @@ impl HostProcess {
         launcher: &dyn Launcher,
         host: &HostCommand,
         slots: &Arc<HostSlots>,
+        holder: Holder,
         timeouts: Timeouts,
         idle_limit: Duration,
         max_frame: u64,
     ) -> Result<HostProcess, HostError> {
-        let slot = slots.take().ok_or(HostError::NoSlot(slots.max()))?;
+        let slot = slots.take(holder)?;
         let (command, preamble) = launcher.prepare(host).map_err(HostError::Spawn)?;
         let mut child =
             spawn(command).map_err(|e| HostError::Spawn(format!("{}: {e}", host.program)))?;

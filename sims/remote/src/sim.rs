@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use ale_proto::pb;
 use ale_proto::sim_host_pb as hp;
-use ale_sim::{Counter, EpisodeClock, Sim, SimError, Space, Tensor, Transition};
+use ale_sim::{Counter, EpisodeClock, Holder, Sim, SimError, Space, Tensor, Transition};
 
 use crate::config::HostedSimConfig;
 use crate::process::{HostError, HostProcess, HostSlots, Launcher, Timeouts};
@@ -44,12 +44,14 @@ pub fn start_host(
     config: &HostedSimConfig,
     launcher: &dyn Launcher,
     slots: &Arc<HostSlots>,
+    holder: Holder,
     idle_limit: Duration,
 ) -> Result<(HostProcess, HostSpec), HostError> {
     let mut host = HostProcess::start(
         launcher,
         &config.command,
         slots,
+        holder,
         Timeouts {
             start: config.start_timeout,
             call: config.call_timeout,
@@ -115,6 +117,7 @@ fn reply_name(reply: &hp::reply::Kind) -> &'static str {
 /// it; the next `reset` starts a fresh host.
 pub struct RemoteSim {
     hosted: Arc<Hosted>,
+    holder: Holder,
     host: Option<(HostProcess, u32)>,
     clock: EpisodeClock,
     observation: Tensor,
@@ -131,8 +134,9 @@ impl std::fmt::Debug for RemoteSim {
 }
 
 impl RemoteSim {
-    /// An env of `hosted`, truncated after `max_steps`; its host starts at the first reset.
-    pub fn new(hosted: Arc<Hosted>, max_steps: u32) -> RemoteSim {
+    /// An env of `hosted` for `holder`, truncated after `max_steps`; its host starts at the
+    /// first reset.
+    pub fn new(hosted: Arc<Hosted>, max_steps: u32, holder: Holder) -> RemoteSim {
         let observation = Tensor::zeros(
             hosted.spec.observation_space.shape(),
             hosted.spec.observation_space.dtype(),
@@ -143,6 +147,7 @@ impl RemoteSim {
             .map(|name| Counter { name, value: 0.0 })
             .collect();
         RemoteSim {
+            holder,
             clock: EpisodeClock::new(max_steps),
             hosted,
             host: None,
@@ -180,6 +185,7 @@ impl RemoteSim {
             &hosted.config,
             hosted.launcher.as_ref(),
             &hosted.slots,
+            self.holder,
             hosted.idle_limit,
         )?;
         if spec != hosted.spec {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ale_sim::{Sim, SimError, Tensor};
-use ale_sims_remote::{HostPolicy, HostSlots, PlainLauncher, hosted_entry};
+use ale_sims_remote::{HostLimits, HostPolicy, HostSlots, PlainLauncher, hosted_entry};
 use serde_json::{Map, Value, json};
 
 const HOST: &str = env!("CARGO_BIN_EXE_ale-rust-host");
@@ -14,7 +14,7 @@ const HOST: &str = env!("CARGO_BIN_EXE_ale-rust-host");
 fn policy(max_hosts: usize, idle: Duration) -> HostPolicy {
     HostPolicy {
         launcher: Arc::new(PlainLauncher),
-        slots: HostSlots::new(max_hosts),
+        slots: HostSlots::new(HostLimits::all(max_hosts)),
         idle_limit: idle,
     }
 }
@@ -191,6 +191,7 @@ fn a_block_steps_every_env_in_one_message_as_single_envs_would() {
     let config = ale_sim::SimConfig {
         max_steps: 200,
         options: &Map::new(),
+        holder: ale_sim::Holder::Official,
     };
     let mut block = entry.build_block(&config, 4).unwrap();
     assert_eq!(block.len(), 4);
@@ -235,6 +236,7 @@ fn a_failed_block_host_fails_every_env_of_the_block_and_a_reset_starts_another()
     let config = ale_sim::SimConfig {
         max_steps: 200,
         options: &Map::new(),
+        holder: ale_sim::Holder::Official,
     };
     let mut block = entry.build_block(&config, 3).unwrap();
     for env in 0..3 {
@@ -259,4 +261,54 @@ fn a_failed_block_host_fails_every_env_of_the_block_and_a_reset_starts_another()
     block.reset(0, 1).unwrap();
     block.step(&[0], &actions[..1], &mut results);
     assert!(results[0].is_ok());
+}
+
+#[test]
+fn practice_hosts_are_bounded_per_run_and_never_take_official_ones() {
+    use ale_sim::Holder;
+    let policy = HostPolicy {
+        launcher: Arc::new(PlainLauncher),
+        slots: HostSlots::new(HostLimits {
+            official: 1,
+            practice: 3,
+            practice_per_run: 2,
+        }),
+        idle_limit: Duration::from_secs(60),
+    };
+    let t = table(json!({"kind": "process", "command": [HOST], "timeout_seconds": 1.0}));
+    let entry = hosted_entry(&policy, "test-task", &t).unwrap();
+    let build = |holder| {
+        entry
+            .build(&ale_sim::SimConfig {
+                max_steps: 50,
+                options: &Map::new(),
+                holder,
+            })
+            .unwrap()
+    };
+    let run = |scope| Holder::Practice { scope: Some(scope) };
+    // Run 1 takes its two practice hosts; a third is refused, naming the per-run limit.
+    let mut a: Vec<Box<dyn Sim>> = (0..3).map(|_| build(run(1))).collect();
+    a[0].reset(0).unwrap();
+    a[1].reset(0).unwrap();
+    let err = a[2].reset(0).unwrap_err();
+    assert!(
+        matches!(&err, SimError::Exhausted(m) if m.contains("--max-run-practice-sim-hosts")),
+        "{err:?}"
+    );
+    // Run 2 still practises, until the practice total is reached.
+    let mut b: Vec<Box<dyn Sim>> = (0..2).map(|_| build(run(2))).collect();
+    b[0].reset(0).unwrap();
+    let err = b[1].reset(0).unwrap_err();
+    assert!(
+        matches!(&err, SimError::Exhausted(m) if m.contains("--max-practice-sim-hosts")),
+        "{err:?}"
+    );
+    // The official rollout has its own host all the same.
+    let mut official = build(Holder::Official);
+    official.reset(0).unwrap();
+    official.step(&push()).unwrap();
+    assert_eq!(policy.slots.live(), 4);
+    drop(a);
+    b[1].reset(0).unwrap();
 }

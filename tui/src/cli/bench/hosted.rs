@@ -89,7 +89,7 @@ for n in {sizes:?}:
 fn policy(launcher: Arc<dyn Launcher>, hosts: usize) -> HostPolicy {
     HostPolicy {
         launcher,
-        slots: HostSlots::new(hosts),
+        slots: HostSlots::new(ale_sims_remote::HostLimits::all(hosts)),
         idle_limit: Duration::from_secs(3600),
     }
 }
