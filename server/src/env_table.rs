@@ -258,11 +258,15 @@ impl EnvTable {
                     if !matches!(slot.pool, Pool::Official { .. }) {
                         return false;
                     }
-                    lock(&slot.env).is_official_reclaimable(
-                        now,
-                        limits.finished_official_idle,
-                        limits.read_official_idle,
-                    )
+                    // An env busy in a call (a hosted sim may wait on its host for seconds)
+                    // is in use, not idle: the table's lock never waits on an env's.
+                    slot.env.try_lock().is_ok_and(|env| {
+                        env.is_official_reclaimable(
+                            now,
+                            limits.finished_official_idle,
+                            limits.read_official_idle,
+                        )
+                    })
                 });
                 if held.saturating_sub(idle.len()) < limits.max_official_envs {
                     Ok(Room(idle))
@@ -299,7 +303,12 @@ impl EnvTable {
                     if owner_run != run {
                         continue;
                     }
-                    let last_used = lock(&slot.env).last_used();
+                    // Busy in a call: in use, and never waited on under the table's lock.
+                    let Ok(env) = slot.env.try_lock() else {
+                        continue;
+                    };
+                    let last_used = env.last_used();
+                    drop(env);
                     if now.saturating_duration_since(last_used) >= limits.practice_idle {
                         idle.entry(owner).or_default().push(handle.clone());
                     }

@@ -63,10 +63,6 @@ impl Default for SimHostArgs {
 pub fn hosting_catalog(state_dir: &std::path::Path, hosts: &SimHostArgs) -> ale_sim::SimCatalog {
     let launcher: std::sync::Arc<dyn ale_sims_remote::Launcher> = match hosts.sim_host_isolation {
         SimHostIsolation::Isolated => {
-            // Hosts run as this process's uid: they must not reach its files through /proc.
-            if let Err(e) = ale_sims_remote::protect_evaluator() {
-                tracing::warn!(error = %e, "cannot make the evaluator non-dumpable");
-            }
             std::sync::Arc::new(ale_sims_remote::IsolatedLauncher::hiding(vec![
                 state_dir.to_path_buf(),
             ]))
@@ -83,7 +79,14 @@ pub fn hosting_catalog(state_dir: &std::path::Path, hosts: &SimHostArgs) -> ale_
         idle_limit: std::time::Duration::from_secs(hosts.sim_host_idle.max(1)),
     };
     let mut catalog = sim_catalog().clone();
+    let isolated = hosts.sim_host_isolation == SimHostIsolation::Isolated;
     catalog.host_processes_with(move |task, table| {
+        // Hosts run as this process's uid: they must not reach its files through /proc.
+        if isolated && let Err(e) = ale_sims_remote::protect_evaluator() {
+            return Err(ale_sim::SimError::Config(format!(
+                "cannot make the evaluator non-dumpable, which isolated sim hosts need: {e}"
+            )));
+        }
         ale_sims_remote::hosted_entry(&policy, task, table)
     });
     catalog

@@ -12,6 +12,7 @@
 //!   runs the evaluator knows.
 
 pub(crate) mod folder;
+
 /// The policy trait and loader hook are public for benchmarks (`ale bench batch` plays a
 /// uniform-random policy through them); `ale serve` always loads with [`policy::load`].
 #[doc(hidden)]
@@ -33,6 +34,10 @@ use policy::Loader;
 use pool::Pool;
 use rollout::Block;
 use run::BatchRun;
+
+/// The most blocks a batch run of a sim hosted in a process of its own plays at once (each
+/// holds one host): with the default `--max-batch-runs` 4, the default 32 official hosts.
+pub const MAX_HOSTED_BLOCKS: usize = 8;
 
 pub use run::{BatchState, BatchStatus};
 
@@ -291,7 +296,15 @@ impl Starter {
                     Err(e) => return run.fail_before_start(e.to_string()),
                 };
                 let planned = run.planned() as usize;
-                let blocks = pool.threads().min(planned).max(1);
+                // A hosted sim's block holds a host of the evaluator's official pool: a run
+                // takes at most MAX_HOSTED_BLOCKS of them, so the runs that play at once share
+                // the pool's default size.
+                let threads = if task.sim_entry().is_some_and(|e| e.is_process_hosted()) {
+                    pool.threads().min(MAX_HOSTED_BLOCKS)
+                } else {
+                    pool.threads()
+                };
+                let blocks = threads.min(planned).max(1);
                 let slots = planned.div_ceil(blocks).min(block_size);
                 // Every block plays its own copy of the policy; all are loaded before any
                 // rollout is taken, so a refused policy leaves no rollout half-started.

@@ -56,6 +56,9 @@ impl HostBlock {
             hp::reply::Kind::Opened(o) if o.envs.len() == n as usize => o.envs,
             _ => return Err(host.failed(format!("it did not open {n} envs"))),
         };
+        host.limit_replies(crate::sim::reply_bound(&spec, n as usize));
+        // A block plays a batch run's rollouts back to back: never idle while it lives.
+        host.set_in_episode(true);
         Ok(HostBlock { host, envs, spec })
     }
 
@@ -183,6 +186,9 @@ pub struct RemoteBlock {
     observations: Vec<Tensor>,
     counters: Vec<Vec<Counter>>,
     clocks: Vec<EpisodeClock>,
+    /// Envs whose episode was lost with a failed host: their next step answers the fault,
+    /// until they are reset.
+    lost: Vec<Option<String>>,
 }
 
 impl RemoteBlock {
@@ -200,28 +206,91 @@ impl RemoteBlock {
             observations: vec![blank; n],
             counters: vec![counters; n],
             clocks: vec![EpisodeClock::new(max_steps); n],
+            lost: vec![None; n],
             hosted,
         }
     }
 
+    /// The block's host failed: every episode in play on it is lost (each env's next step
+    /// answers the fault), and the next reset starts a fresh host.
     fn fault(&mut self, e: HostError) -> SimError {
         self.host = None;
-        let max = self.clocks[0].max_steps();
-        self.clocks
-            .iter_mut()
-            .for_each(|c| *c = EpisodeClock::new(max));
-        match e {
+        let error = match e {
             HostError::NoSlot(_) => SimError::Exhausted(format!("{}: {e}", self.hosted.id)),
             other => SimError::Fault(format!(
                 "the sim {}'s host process failed: {other}",
                 self.hosted.id
             )),
+        };
+        let max = self.clocks[0].max_steps();
+        for (clock, lost) in self.clocks.iter_mut().zip(&mut self.lost) {
+            if clock.check_can_step().is_ok() {
+                *lost = Some(error.to_string());
+            }
+            *clock = EpisodeClock::new(max);
         }
+        error
     }
 
     fn take_counters(&mut self, env: usize, values: Vec<f64>) {
         for (counter, value) in self.counters[env].iter_mut().zip(values) {
             counter.value = value;
+        }
+    }
+
+    /// One message stepping `which` (none of them lost); a result per env.
+    fn step_live(
+        &mut self,
+        which: &[usize],
+        actions: &[Tensor],
+    ) -> Vec<Result<Transition, SimError>> {
+        if which.is_empty() {
+            return Vec::new();
+        }
+        if let Some(e) = which
+            .iter()
+            .find_map(|&env| self.clocks[env].check_can_step().err())
+        {
+            return which.iter().map(|_| Err(e.clone())).collect();
+        }
+        let Some(host) = self.host.as_mut() else {
+            return which.iter().map(|_| Err(SimError::NotReset)).collect();
+        };
+        match host.step(which, actions) {
+            Ok(step) => {
+                let BlockStep {
+                    observations,
+                    rewards,
+                    terminated,
+                    truncated,
+                    counters,
+                } = step;
+                let mut results = Vec::with_capacity(which.len());
+                for (k, ((observation, values), &env)) in observations
+                    .into_iter()
+                    .zip(counters)
+                    .zip(which)
+                    .enumerate()
+                {
+                    self.observations[env] = observation;
+                    self.take_counters(env, values);
+                    let limit = self.clocks[env].tick(terminated[k] || truncated[k]);
+                    results.push(Ok(Transition {
+                        reward: rewards[k],
+                        terminated: terminated[k],
+                        truncated: truncated[k] || limit,
+                    }));
+                }
+                results
+            }
+            Err(e) => {
+                let fault = self.fault(e);
+                // These envs' own episodes are answered now, not marked lost.
+                for &env in which {
+                    self.lost[env] = None;
+                }
+                which.iter().map(|_| Err(fault.clone())).collect()
+            }
         }
     }
 }
@@ -271,6 +340,7 @@ impl SimBlock for RemoteBlock {
                 self.observations[env] = observations.remove(0);
                 self.take_counters(env, counters.remove(0));
                 self.clocks[env].reset();
+                self.lost[env] = None;
                 Ok(())
             }
             Err(e) => Err(self.fault(e)),
@@ -284,45 +354,20 @@ impl SimBlock for RemoteBlock {
         results: &mut Vec<Result<Transition, SimError>>,
     ) {
         results.clear();
-        if let Some(e) = which
-            .iter()
-            .find_map(|&env| self.clocks[env].check_can_step().err())
-        {
-            results.extend(which.iter().map(|_| Err(e.clone())));
-            return;
-        }
-        let Some(host) = self.host.as_mut() else {
-            results.extend(which.iter().map(|_| Err(SimError::NotReset)));
-            return;
-        };
-        match host.step(which, actions) {
-            Ok(step) => {
-                let BlockStep {
-                    observations,
-                    rewards,
-                    terminated,
-                    truncated,
-                    counters,
-                } = step;
-                for (k, ((observation, values), &env)) in observations
-                    .into_iter()
-                    .zip(counters)
-                    .zip(which)
-                    .enumerate()
-                {
-                    self.observations[env] = observation;
-                    self.take_counters(env, values);
-                    let limit = self.clocks[env].tick(terminated[k] || truncated[k]);
-                    results.push(Ok(Transition {
-                        reward: rewards[k],
-                        terminated: terminated[k],
-                        truncated: truncated[k] || limit,
-                    }));
-                }
+        // Envs whose episode went with a failed host answer that fault; the rest step.
+        let mut live = Vec::with_capacity(which.len());
+        let mut live_actions = Vec::with_capacity(which.len());
+        for (&env, action) in which.iter().zip(actions) {
+            if self.lost[env].is_none() {
+                live.push(env);
+                live_actions.push(action.clone());
             }
-            Err(e) => {
-                let fault = self.fault(e);
-                results.extend(which.iter().map(|_| Err(fault.clone())));
+        }
+        let mut stepped = self.step_live(&live, &live_actions).into_iter();
+        for &env in which {
+            match self.lost[env].take() {
+                Some(fault) => results.push(Err(SimError::Fault(fault))),
+                None => results.push(stepped.next().unwrap_or(Err(SimError::NotReset))),
             }
         }
     }

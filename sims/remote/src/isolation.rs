@@ -1,15 +1,27 @@
-//! [`IsolatedLauncher`]: hosts with no network and no sight of the evaluator's state dir.
+//! [`IsolatedLauncher`]: hosts with no network, no sight of the evaluator's state dir or of any
+//! process but their own, and nothing of the machine's they could change.
 //!
 //! A host is part of the evaluator (it is handed hidden seeds), but the code it runs is a task
-//! author's, and must not read the evaluator's keys or reach out. Before the host program
-//! starts, its process gets mount and network namespaces of its own (and, when the evaluator
-//! is not root, a user namespace that maps only the evaluator's own uid, so that the mounts
-//! below are locked and the program holds no capability); each hidden folder is covered by an
-//! empty read-only tmpfs; as root it then gives up every capability for good (it keeps uid 0,
-//! so a Python installed under `/root` still runs, but can neither lift the cover nor read
-//! past file modes). It dies with the evaluator, has `no_new_privs`, and its address space is
-//! bounded. The evaluator makes itself non-dumpable ([`protect_evaluator`]), so that no host
-//! reaches its files through `/proc/<pid>/root`.
+//! author's, and must neither read the evaluator's keys, reach out, nor leave anything behind.
+//! Before the host program starts, its process (the *keeper*) enters new mount, network, PID
+//! and IPC namespaces (and, when the evaluator is not root, a user namespace that maps only
+//! the evaluator's own uid, so that the program holds no capability and the mounts below are
+//! locked), then:
+//!
+//! - makes every mount read-only (recursively), so nothing on the machine can be written;
+//! - gives it a private `/tmp` (with `HOME` in it) and a `/dev` of its own with only `null`,
+//!   `zero`, `full`, `random` and `urandom`;
+//! - covers each hidden folder (the state dir) with an empty, read-only tmpfs;
+//! - forks the host program's process, PID 1 of the new PID namespace, which mounts a `/proc`
+//!   showing only that namespace (with `/proc/sys` and `/proc/sysrq-trigger` read-only), so no
+//!   other process's files (`/proc/<pid>/root`) can be reached and no other process signalled;
+//!   as root it then gives up every capability for good (it keeps uid 0, so a Python installed
+//!   under `/root` still runs, but can neither lift a cover nor write past the read-only mounts).
+//!
+//! Everything the host starts dies with it (PID 1's end ends the namespace), and it dies with
+//! the evaluator (`PR_SET_PDEATHSIG` on the keeper and on PID 1). The keeper waits for PID 1
+//! and ends the same way. The host has `no_new_privs` and a bounded address space. The
+//! evaluator makes itself non-dumpable ([`protect_evaluator`]).
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
@@ -18,9 +30,15 @@ use std::process::Command;
 
 use crate::process::{HostCommand, Launcher};
 
+/// The size of a host's private `/tmp`.
+pub const TMP_BYTES: u64 = 256 << 20;
+
+/// Device nodes a host gets, bound from the machine's `/dev`.
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom"];
+
 #[derive(Debug, Clone)]
 pub struct IsolatedLauncher {
-    /// Folders the host must not see (the state dir).
+    /// Folders the host must not see (the state dir). Each must exist.
     pub hidden: Vec<PathBuf>,
 }
 
@@ -31,21 +49,29 @@ impl IsolatedLauncher {
 }
 
 /// Makes this process (the evaluator) non-dumpable: processes of its uid without
-/// `CAP_SYS_PTRACE`, its hosts among them, can then neither trace it nor open its
-/// `/proc/<pid>/root`, `cwd` or `fd`, which would lead around a host's mount namespace.
+/// `CAP_SYS_PTRACE` can then neither trace it nor open its `/proc/<pid>/root`, `cwd` or `fd`.
 pub fn protect_evaluator() -> std::io::Result<()> {
     // SAFETY: prctl with integer arguments.
     check(unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) })
 }
 
-/// Everything the child needs, made before `fork`: between `fork` and `exec` nothing may
+/// Everything the keeper needs, made before `fork`: between `fork` and `exec` nothing may
 /// allocate.
 struct Plan {
     as_root: bool,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     hidden: Vec<CString>,
+    tmp_options: CString,
+    /// `/tmp/.ale-dev`, where `/dev` is built before it is moved into place.
+    staging: CString,
+    /// (`/dev/null`, `/tmp/.ale-dev/null`), …
+    devices: Vec<(CString, CString)>,
     memory: u64,
+}
+
+fn c(text: &str) -> Result<CString, String> {
+    CString::new(text).map_err(|e| e.to_string())
 }
 
 impl Launcher for IsolatedLauncher {
@@ -54,20 +80,25 @@ impl Launcher for IsolatedLauncher {
         let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let mut hidden = Vec::new();
         for dir in &self.hidden {
-            // Only a folder that exists can be covered; the rest cannot be seen anyway.
-            let Ok(dir) = std::fs::canonicalize(dir) else {
-                continue;
-            };
+            let dir = std::fs::canonicalize(dir)
+                .map_err(|e| format!("cannot hide {} from the host: {e}", dir.display()))?;
             let text = dir
                 .to_str()
                 .ok_or_else(|| format!("{} is not UTF-8", dir.display()))?;
-            hidden.push(CString::new(text).map_err(|e| e.to_string())?);
+            hidden.push(c(text)?);
         }
+        let staging = "/tmp/.ale-dev";
         let plan = Plan {
             as_root: euid == 0,
             uid_map: format!("{euid} {euid} 1\n").into_bytes(),
             gid_map: format!("{egid} {egid} 1\n").into_bytes(),
             hidden,
+            tmp_options: c(&format!("size={TMP_BYTES},mode=1777"))?,
+            staging: c(staging)?,
+            devices: DEVICES
+                .iter()
+                .map(|d| Ok((c(&format!("/dev/{d}"))?, c(&format!("{staging}/{d}"))?)))
+                .collect::<Result<_, String>>()?,
             memory: host.memory_bytes,
         };
         let mut command = Command::new(&host.program);
@@ -77,7 +108,11 @@ impl Launcher for IsolatedLauncher {
                 command.env(key, value);
             }
         }
-        command.env("HOME", "/tmp");
+        command
+            .env("HOME", "/tmp")
+            .env("TMPDIR", "/tmp")
+            .env("PYTHONNOUSERSITE", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1");
         command.envs(host.env.iter().map(|(k, v)| (k, v)));
         command.current_dir("/");
         // SAFETY: the closure makes only system calls on buffers made before the fork.
@@ -88,7 +123,7 @@ impl Launcher for IsolatedLauncher {
     }
 
     fn describe(&self) -> String {
-        "isolated (no network, the state dir hidden, no capabilities)".into()
+        "isolated (own namespaces, no network, read-only, the state dir hidden)".into()
     }
 }
 
@@ -115,12 +150,84 @@ fn write_file(path: &[u8], bytes: &[u8]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// `mount(2)` with C strings (`None`: NULL).
+fn mount(
+    source: Option<&std::ffi::CStr>,
+    target: &std::ffi::CStr,
+    fstype: Option<&std::ffi::CStr>,
+    flags: libc::c_ulong,
+    data: Option<&std::ffi::CStr>,
+) -> std::io::Result<()> {
+    let ptr = |s: Option<&std::ffi::CStr>| s.map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: NUL-terminated strings (or NULL) that live across the call.
+    check(unsafe {
+        libc::mount(
+            ptr(source),
+            target.as_ptr(),
+            ptr(fstype),
+            flags,
+            ptr(data).cast(),
+        )
+    })
+}
+
+/// Makes the mount at `path` and every mount below it read-only (mount_setattr(2)).
+fn read_only_recursively(path: &std::ffi::CStr) -> std::io::Result<()> {
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const MOUNT_ATTR_NOSUID: u64 = 0x2;
+    const MOUNT_ATTR_NODEV: u64 = 0x4;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a valid C string and a properly sized, initialised mount_attr.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Binds `path` onto itself, read-only.
+fn bind_read_only(path: &std::ffi::CStr) -> std::io::Result<()> {
+    mount(Some(path), path, None, libc::MS_BIND, None)?;
+    mount(
+        None,
+        path,
+        None,
+        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+        None,
+    )
+}
+
+/// Runs in the host's process between `fork` and `exec`: sets the namespaces up, then forks
+/// the program's process (which returns, to `exec` it) and waits for it (never returning).
 fn isolate(plan: &Plan) -> std::io::Result<()> {
     // SAFETY: system calls on values and buffers that live across them.
     unsafe {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
-        libc::setsid();
-        let mut flags = libc::CLONE_NEWNS | libc::CLONE_NEWNET;
+        check(libc::setsid())?;
+        let mut flags =
+            libc::CLONE_NEWNS | libc::CLONE_NEWNET | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
         if !plan.as_root {
             flags |= libc::CLONE_NEWUSER;
         }
@@ -130,26 +237,83 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
             write_file(b"/proc/self/uid_map\0", &plan.uid_map)?;
             write_file(b"/proc/self/gid_map\0", &plan.gid_map)?;
         }
-        let none = std::ptr::null::<libc::c_char>();
-        check(libc::mount(
-            none,
-            c"/".as_ptr(),
-            none,
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ))?;
-        for dir in &plan.hidden {
-            check(libc::mount(
-                c"tmpfs".as_ptr(),
-                dir.as_ptr(),
-                c"tmpfs".as_ptr(),
-                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
-                c"size=4k,mode=000".as_ptr().cast(),
-            ))?;
+    }
+    mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    read_only_recursively(c"/")?;
+    // The covers first: a hidden folder under /tmp then also lies under the fresh /tmp.
+    for dir in &plan.hidden {
+        mount(
+            Some(c"tmpfs"),
+            dir,
+            Some(c"tmpfs"),
+            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+            Some(c"size=4k,mode=000"),
+        )?;
+    }
+    let nosuid = libc::MS_NOSUID | libc::MS_NODEV;
+    mount(
+        Some(c"tmpfs"),
+        c"/tmp",
+        Some(c"tmpfs"),
+        nosuid,
+        Some(&plan.tmp_options),
+    )?;
+    // A /dev of its own: built in /tmp, then moved over the machine's.
+    // SAFETY: mkdir/open/close on NUL-terminated paths.
+    unsafe {
+        check(libc::mkdir(plan.staging.as_ptr(), 0o755))?;
+    }
+    mount(
+        Some(c"tmpfs"),
+        &plan.staging,
+        Some(c"tmpfs"),
+        libc::MS_NOSUID | libc::MS_NOEXEC,
+        Some(c"size=64k,mode=755"),
+    )?;
+    for (device, at) in &plan.devices {
+        // SAFETY: open/close on a NUL-terminated path.
+        unsafe {
+            let fd = libc::open(
+                at.as_ptr(),
+                libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC,
+                0o666,
+            );
+            check(fd)?;
+            libc::close(fd);
         }
-        if plan.as_root {
-            drop_capabilities()?;
-        }
+        mount(Some(device), at, None, libc::MS_BIND, None)?;
+    }
+    mount(Some(&plan.staging), c"/dev", None, libc::MS_MOVE, None)?;
+    // SAFETY: fork in a single-threaded process (std's child between fork and exec).
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if pid > 0 {
+        keep(pid);
+    }
+    // PID 1 of the new namespace: the host program's process.
+    // SAFETY: system calls with plain values.
+    unsafe {
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+    }
+    mount(
+        Some(c"proc"),
+        c"/proc",
+        Some(c"proc"),
+        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        None,
+    )?;
+    bind_read_only(c"/proc/sys")?;
+    // SAFETY: access(2) on a NUL-terminated path.
+    if unsafe { libc::access(c"/proc/sysrq-trigger".as_ptr(), libc::F_OK) } == 0 {
+        bind_read_only(c"/proc/sysrq-trigger")?;
+    }
+    if plan.as_root {
+        drop_capabilities()?;
+    }
+    // SAFETY: prctl and setrlimit with values that live across the calls.
+    unsafe {
         check(libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))?;
         let limit = libc::rlimit {
             rlim_cur: plan.memory,
@@ -158,6 +322,38 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
         check(libc::setrlimit(libc::RLIMIT_AS, &limit))?;
     }
     Ok(())
+}
+
+/// The keeper: holds nothing of the host's (every descriptor but stdio closed, so the
+/// evaluator's spawn sees the program's `exec` and not this process), waits for the program's
+/// process, and ends as it ended. Never returns.
+fn keep(program: libc::pid_t) -> ! {
+    // SAFETY: close_range, waitpid, signal, kill and _exit with plain values.
+    unsafe {
+        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(program, &mut status, 0);
+            if r == program {
+                break;
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                libc::_exit(125);
+            }
+        }
+        if libc::WIFSIGNALED(status) {
+            let signal = libc::WTERMSIG(status);
+            let no_core = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+            libc::signal(signal, libc::SIG_DFL);
+            libc::kill(libc::getpid(), signal);
+            libc::_exit(128 + signal);
+        }
+        libc::_exit(libc::WEXITSTATUS(status))
+    }
 }
 
 /// Gives up every capability for good: uid 0 gains none back at `exec` (`SECBIT_NOROOT`,

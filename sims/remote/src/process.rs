@@ -17,6 +17,9 @@ use prost::Message;
 
 use crate::frame::{self, FrameError};
 
+/// The most characters of a host's `Failure` message kept.
+pub const MAX_FAILURE_CHARS: usize = 2000;
+
 /// The most bytes of a host's stderr kept for error messages.
 pub const STDERR_TAIL_BYTES: usize = 4096;
 
@@ -250,7 +253,6 @@ pub struct HostProcess {
     max_frame: u64,
     write_buf: Vec<u8>,
     read_buf: Vec<u8>,
-    _slot: Slot,
 }
 
 impl std::fmt::Debug for HostProcess {
@@ -265,10 +267,26 @@ impl std::fmt::Debug for HostProcess {
 #[derive(Debug)]
 struct Watched {
     pid: u32,
-    /// Milliseconds since [`epoch`] of the last request.
+    /// Milliseconds since [`epoch`] of the last request's start or end.
     last_used: AtomicU64,
     idle_limit: Duration,
-    reaped: AtomicBool,
+    /// A call is in flight: the host is working, not idle.
+    busy: AtomicBool,
+    /// An episode is in play on it; an official one's host is never reaped then (the
+    /// session's time budget bounds it), a practice one's is.
+    in_episode: AtomicBool,
+    practice: bool,
+    life: Mutex<Life>,
+}
+
+/// Whether the host's pid still names it, and its slot: changed only under the lock, so the
+/// reaper never signals a pid that was reaped (and perhaps reused) meanwhile.
+#[derive(Debug)]
+struct Life {
+    alive: bool,
+    reaped: bool,
+    /// Given back when the host is reaped or gone.
+    slot: Option<Slot>,
 }
 
 fn epoch() -> Instant {
@@ -302,20 +320,28 @@ fn reap_idle_hosts() {
         let now = now_ms();
         for host in hosts.iter().filter_map(Weak::upgrade) {
             let idle = now.saturating_sub(host.last_used.load(Ordering::SeqCst));
-            if idle >= host.idle_limit.as_millis() as u64
-                && !host.reaped.swap(true, Ordering::SeqCst)
-            {
-                tracing::info!(
-                    pid = host.pid,
-                    idle_s = idle / 1000,
-                    "reaping an idle sim host"
-                );
-                // SAFETY: kill(2) on the host's pid, which is our unreaped child (its pid
-                // cannot have been reused while the HostProcess holding it lives).
-                unsafe {
-                    libc::kill(host.pid as i32, libc::SIGKILL);
-                }
+            let limit = u64::try_from(host.idle_limit.as_millis()).unwrap_or(u64::MAX);
+            let reapable = !host.busy.load(Ordering::SeqCst)
+                && (host.practice || !host.in_episode.load(Ordering::SeqCst));
+            if idle < limit || !reapable {
+                continue;
             }
+            let mut life = host.life.lock().unwrap_or_else(|p| p.into_inner());
+            if !life.alive || life.reaped {
+                continue;
+            }
+            tracing::info!(
+                pid = host.pid,
+                idle_s = idle / 1000,
+                "reaping an idle sim host"
+            );
+            // SAFETY: kill(2) on the host's pid, which names it while `alive` (its owner
+            // clears that, under this lock, before reaping the child).
+            unsafe {
+                libc::kill(host.pid as i32, libc::SIGKILL);
+            }
+            life.reaped = true;
+            life.slot = None;
         }
     }
 }
@@ -380,7 +406,14 @@ impl HostProcess {
             pid: child.id(),
             last_used: AtomicU64::new(now_ms()),
             idle_limit,
-            reaped: AtomicBool::new(false),
+            busy: AtomicBool::new(false),
+            in_episode: AtomicBool::new(false),
+            practice: matches!(holder, Holder::Practice { .. }),
+            life: Mutex::new(Life {
+                alive: true,
+                reaped: false,
+                slot: Some(slot),
+            }),
         });
         watched()
             .lock()
@@ -396,7 +429,6 @@ impl HostProcess {
             max_frame,
             write_buf: Vec::new(),
             read_buf: Vec::new(),
-            _slot: slot,
         };
         let fds = [process.stdin.as_raw_fd(), process.stdout.as_raw_fd()];
         for fd in fds {
@@ -419,7 +451,40 @@ impl HostProcess {
 
     /// Whether the idle reaper killed this host.
     pub fn was_reaped(&self) -> bool {
-        self.watch.reaped.load(Ordering::SeqCst)
+        self.watch
+            .life
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .reaped
+    }
+
+    /// Says whether an episode is in play on this host (see the reaper).
+    pub fn set_in_episode(&self, in_episode: bool) {
+        self.watch.in_episode.store(in_episode, Ordering::SeqCst);
+    }
+
+    /// The largest reply read from now on: what the host's spec allows, so that a host
+    /// cannot make the evaluator hold (and decode) more than its answers need.
+    pub fn limit_replies(&mut self, max_frame: u64) {
+        self.max_frame = max_frame.min(self.max_frame);
+    }
+
+    /// From here on the reaper leaves the host alone (its pid may be reaped, then reused),
+    /// and its slot is given back.
+    fn stop_watching(&self) {
+        let mut life = self.watch.life.lock().unwrap_or_else(|p| p.into_inner());
+        life.alive = false;
+        life.slot = None;
+    }
+
+    /// Ends the host: its pid stops naming it for the reaper, its slot is given back, and it
+    /// is killed and reaped. Returns how it had ended by itself, if it had.
+    fn end(&mut self) -> Option<std::process::ExitStatus> {
+        self.stop_watching();
+        let ended = self.child.try_wait().ok().flatten();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        ended
     }
 
     /// Sends `request` and waits for its reply, within the start timeout for the first
@@ -431,6 +496,22 @@ impl HostProcess {
         first: bool,
     ) -> Result<hp::reply::Kind, HostError> {
         self.watch.last_used.store(now_ms(), Ordering::SeqCst);
+        self.watch.busy.store(true, Ordering::SeqCst);
+        let reply = self.exchange(request, first);
+        self.watch.busy.store(false, Ordering::SeqCst);
+        self.watch.last_used.store(now_ms(), Ordering::SeqCst);
+        // A large reply's buffer is not kept between calls.
+        if self.read_buf.capacity() > 1 << 20 {
+            self.read_buf = Vec::new();
+        }
+        reply
+    }
+
+    fn exchange(
+        &mut self,
+        request: hp::request::Kind,
+        first: bool,
+    ) -> Result<hp::reply::Kind, HostError> {
         let timeout = if first {
             self.timeouts.start
         } else {
@@ -448,7 +529,7 @@ impl HostProcess {
             deadline,
             secs,
         ) {
-            let cause = self.cause(e);
+            let cause = self.cause(e, first);
             return Err(self.failed(cause));
         }
         let reply = match frame::read_frame(
@@ -460,15 +541,17 @@ impl HostProcess {
         ) {
             Ok(bytes) => hp::Reply::decode(bytes),
             Err(e) => {
-                let cause = self.cause(e);
+                let cause = self.cause(e, first);
                 return Err(self.failed(cause));
             }
         };
-        self.watch.last_used.store(now_ms(), Ordering::SeqCst);
         match reply {
             Ok(hp::Reply {
                 kind: Some(hp::reply::Kind::Failure(f)),
-            }) => Err(self.failed(format!("it failed: {}", f.message))),
+            }) => {
+                let message: String = f.message.chars().take(MAX_FAILURE_CHARS).collect();
+                Err(self.failed(format!("it failed: {message}")))
+            }
             Ok(hp::Reply { kind: Some(kind) }) => Ok(kind),
             Ok(hp::Reply { kind: None }) => Err(self.failed("it sent an empty reply".into())),
             Err(e) => Err(self.failed(format!("it sent a frame that is not a Reply ({e})"))),
@@ -476,13 +559,14 @@ impl HostProcess {
     }
 
     /// The words for a frame error, with how the host ended if it did.
-    fn cause(&mut self, e: FrameError) -> String {
+    fn cause(&mut self, e: FrameError, first: bool) -> String {
         if self.was_reaped() {
             return "it was stopped after being left idle".into();
         }
         match e {
             FrameError::Closed => {
                 // A closed pipe is a host that exited or was killed; say how.
+                self.stop_watching();
                 let status = wait_briefly(&mut self.child);
                 match status {
                     Some(status) => format!("it exited ({})", describe_status(status)),
@@ -490,7 +574,12 @@ impl HostProcess {
                 }
             }
             FrameError::Timeout(s) => {
-                format!("it did not answer within {s:.1} s (the task's timeout_seconds)")
+                let key = if first {
+                    "start_timeout_seconds"
+                } else {
+                    "timeout_seconds"
+                };
+                format!("it did not answer within {s:.1} s (the task's {key})")
             }
             other => format!("{other}"),
         }
@@ -499,14 +588,12 @@ impl HostProcess {
     /// Kills the host and says why, with its stderr's tail.
     pub fn failed(&mut self, cause: String) -> HostError {
         // A host that ended by itself says how; one still running is killed now.
-        let ended = match self.child.try_wait() {
-            Ok(Some(status)) if !cause.starts_with("it exited") => {
+        let ended = match self.end() {
+            Some(status) if !cause.starts_with("it exited") => {
                 format!("{cause}; it exited ({})", describe_status(status))
             }
             _ => cause,
         };
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         // What it wrote before ending may still be in the pipe: give the reader a moment.
         std::thread::sleep(Duration::from_millis(20));
         HostError::Failed {
@@ -525,8 +612,7 @@ impl HostProcess {
 
 impl Drop for HostProcess {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.end();
     }
 }
 

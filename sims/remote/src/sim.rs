@@ -92,14 +92,67 @@ pub fn start_host(
                 max_episode_steps: spec.max_episode_steps,
             })
         });
-    match spec {
-        Ok(spec) if spec.counters.len() > 64 => Err(host.failed(format!(
-            "it names {} counters, more than the 64 allowed",
-            spec.counters.len()
-        ))),
+    match spec.and_then(|spec| check_spec(&spec).map(|()| spec)) {
         Ok(spec) => Ok((host, spec)),
         Err(problem) => Err(host.failed(problem)),
     }
+}
+
+/// The most elements a hosted env's observation or action may have.
+pub const MAX_SPACE_ELEMENTS: usize = 1 << 22;
+/// The most counters a host may name, and the longest name.
+pub const MAX_COUNTERS: usize = 64;
+pub const MAX_COUNTER_NAME: usize = 64;
+
+/// Refuses a spec the evaluator would not be able to hold or tell apart.
+fn check_spec(spec: &HostSpec) -> Result<(), String> {
+    for (which, space) in [
+        ("observation", &spec.observation_space),
+        ("action", &spec.action_space),
+    ] {
+        let elements = elements(space);
+        if elements > MAX_SPACE_ELEMENTS {
+            return Err(format!(
+                "its {which} space has {elements} elements, more than the {MAX_SPACE_ELEMENTS} \
+                 allowed"
+            ));
+        }
+    }
+    if spec.counters.len() > MAX_COUNTERS {
+        return Err(format!(
+            "it names {} counters, more than the {MAX_COUNTERS} allowed",
+            spec.counters.len()
+        ));
+    }
+    for (i, name) in spec.counters.iter().enumerate() {
+        if name.is_empty() || name.chars().count() > MAX_COUNTER_NAME {
+            return Err(format!(
+                "its counter {i} is named {:?}: a name is 1 to {MAX_COUNTER_NAME} characters",
+                name.chars().take(MAX_COUNTER_NAME + 1).collect::<String>()
+            ));
+        }
+        if spec.counters[..i].contains(name) {
+            return Err(format!("it names the counter {name:?} twice"));
+        }
+    }
+    Ok(())
+}
+
+fn elements(space: &Space) -> usize {
+    space
+        .shape()
+        .iter()
+        .try_fold(1usize, |n, d| n.checked_mul(*d))
+        .unwrap_or(usize::MAX)
+}
+
+/// The largest reply a host of `spec` needs for a block of `envs` envs: per env an
+/// observation (at most 11 bytes an element, an int64 varint and its tag), its counters, a
+/// reward and two flags, with room for framing.
+pub fn reply_bound(spec: &HostSpec, envs: usize) -> u64 {
+    let per_env =
+        11 * elements(&spec.observation_space) as u64 + 9 * spec.counters.len() as u64 + 256;
+    per_env.saturating_mul(envs as u64).saturating_add(4096)
 }
 
 fn reply_name(reply: &hp::reply::Kind) -> &'static str {
@@ -213,6 +266,7 @@ impl RemoteSim {
                 )));
             }
         };
+        host.limit_replies(reply_bound(&hosted.spec, 1));
         self.host = Some((host, env));
         Ok(())
     }
@@ -293,6 +347,9 @@ impl Sim for RemoteSim {
             return Err(self.fault(e));
         }
         self.clock.reset();
+        if let Some((host, _)) = &self.host {
+            host.set_in_episode(true);
+        }
         Ok(())
     }
 
@@ -332,6 +389,11 @@ impl Sim for RemoteSim {
         match outcome {
             Ok((reward, terminated, host_truncated)) => {
                 let limit = self.clock.tick(terminated || host_truncated);
+                if terminated || host_truncated || limit {
+                    if let Some((host, _)) = &self.host {
+                        host.set_in_episode(false);
+                    }
+                }
                 Ok(Transition {
                     reward,
                     terminated,

@@ -156,18 +156,40 @@ fn hosts_are_bounded_per_evaluator() {
 
 #[test]
 fn idle_hosts_are_reaped_and_restarted_at_the_next_reset() {
-    let policy = policy(2, Duration::from_secs(1));
-    let mut sim = sim_with(&policy, json!({}));
-    sim.reset(0).unwrap();
-    sim.step(&push()).unwrap();
+    let policy = policy(3, Duration::from_secs(1));
+    let t = table(json!({"kind": "process", "command": [HOST], "timeout_seconds": 1.0}));
+    let entry = hosted_entry(&policy, "test-task", &t).unwrap();
+    let build = |holder| {
+        entry
+            .build(&ale_sim::SimConfig {
+                max_steps: 200,
+                options: &Map::new(),
+                holder,
+            })
+            .unwrap()
+    };
+    // A practice env idle mid-episode loses its host; an official one does not (its
+    // session's time budget bounds it).
+    let mut practice = build(ale_sim::Holder::Practice { scope: Some(1) });
+    let mut official = build(ale_sim::Holder::Official);
+    practice.reset(0).unwrap();
+    practice.step(&push()).unwrap();
+    official.reset(0).unwrap();
+    official.step(&push()).unwrap();
     std::thread::sleep(Duration::from_millis(3500));
-    let err = sim.step(&push()).unwrap_err();
+    let err = practice.step(&push()).unwrap_err();
     assert!(
         matches!(&err, SimError::Fault(m) if m.contains("idle")),
         "{err:?}"
     );
-    sim.reset(0).unwrap();
-    sim.step(&push()).unwrap();
+    assert_eq!(
+        policy.slots.live(),
+        1,
+        "the reaped host's slot is given back at once"
+    );
+    official.step(&push()).unwrap();
+    practice.reset(0).unwrap();
+    practice.step(&push()).unwrap();
 }
 
 #[test]
@@ -311,4 +333,43 @@ fn practice_hosts_are_bounded_per_run_and_never_take_official_ones() {
     assert_eq!(policy.slots.live(), 4);
     drop(a);
     b[1].reset(0).unwrap();
+}
+
+/// Regression: a block whose host failed while one env was stepped (or reset) answered its
+/// other envs "step before reset", which failed the whole batch run; each lost episode now
+/// answers the fault, so it is recorded as the sim's.
+#[test]
+fn the_other_envs_of_a_failed_block_answer_the_fault_not_step_before_reset() {
+    let policy = policy(2, Duration::from_secs(60));
+    let t = table(
+        json!({"kind": "process", "command": [HOST, "--fault", "crash", "--at-step", "3"], "timeout_seconds": 1.0}),
+    );
+    let entry = hosted_entry(&policy, "test-task", &t).unwrap();
+    let config = ale_sim::SimConfig {
+        max_steps: 200,
+        options: &Map::new(),
+        holder: ale_sim::Holder::Official,
+    };
+    let mut block = entry.build_block(&config, 2).unwrap();
+    block.reset(0, 1).unwrap();
+    block.reset(1, 2).unwrap();
+    let actions = [push(), push()];
+    let mut results = Vec::new();
+    block.step(&[0, 1], &actions, &mut results);
+    assert!(results.iter().all(Result::is_ok));
+    block.step(&[0], &actions[..1], &mut results);
+    assert!(
+        matches!(&results[0], Err(SimError::Fault(_))),
+        "{results:?}"
+    );
+    // Env 1's episode went with the host: its step says so, once.
+    block.reset(0, 1).unwrap();
+    block.step(&[0, 1], &actions, &mut results);
+    assert!(results[0].is_ok(), "{results:?}");
+    assert!(
+        matches!(&results[1], Err(SimError::Fault(m)) if m.contains("SIGABRT")),
+        "{results:?}"
+    );
+    block.step(&[1], &actions[..1], &mut results);
+    assert!(matches!(results[0], Err(SimError::NotReset)), "{results:?}");
 }

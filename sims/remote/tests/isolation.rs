@@ -31,17 +31,39 @@ fn run_isolated(hidden: &std::path::Path, script: &str) -> String {
 fn check_isolation(dir: &std::path::Path) {
     let secret = dir.join("evaluator.key");
     std::fs::write(&secret, "secret").unwrap();
+    let outside_tmp = std::env::temp_dir().join(format!("ale-isolation-{}", std::process::id()));
+    std::fs::write(&outside_tmp, "outside").unwrap();
     let script = format!(
         "cat {secret} 2>/dev/null && echo READ; ls -A {dir} 2>/dev/null | grep -q . && echo LISTED; \
          umount {dir} 2>/dev/null && echo UNMOUNTED; \
-         grep -c : /proc/net/dev; grep CapEff /proc/self/status; ulimit -v; echo done",
+         for p in /proc/[0-9]*; do cat $p/root{secret} 2>/dev/null && echo VIA_PROC; done; \
+         touch /usr/ale-isolation 2>/dev/null && echo WROTE_USR; \
+         touch {parent}/ale-isolation 2>/dev/null && echo WROTE_PARENT; \
+         echo '|/bin/false' > /proc/sys/kernel/core_pattern 2>/dev/null && echo SYSCTL; \
+         cat {outside} 2>/dev/null && echo SAW_TMP; touch /tmp/mine || echo NO_TMP; \
+         (sleep 31337 &) ; \
+         grep -c : /proc/net/dev; grep CapEff /proc/self/status; ulimit -v; ls /dev | tr '\\n' ' '; echo; \
+         ls -d /proc/[0-9]* | wc -l; echo done",
         secret = secret.display(),
-        dir = dir.display()
+        dir = dir.display(),
+        parent = dir.parent().unwrap().display(),
+        outside = outside_tmp.display(),
     );
     let out = run_isolated(dir, &script);
-    assert!(!out.contains("READ"), "{out}");
-    assert!(!out.contains("LISTED"), "{out}");
-    assert!(!out.contains("UNMOUNTED"), "{out}");
+    let _ = std::fs::remove_file(&outside_tmp);
+    for word in [
+        "READ",
+        "LISTED",
+        "UNMOUNTED",
+        "VIA_PROC",
+        "WROTE_USR",
+        "WROTE_PARENT",
+        "SYSCTL",
+        "SAW_TMP",
+        "NO_TMP",
+    ] {
+        assert!(!out.contains(word), "{word}: {out}");
+    }
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "1", "only the loopback interface: {out}");
     assert_eq!(
@@ -50,7 +72,23 @@ fn check_isolation(dir: &std::path::Path) {
         "{out}"
     );
     assert_eq!(lines[2], (512 * 1024).to_string(), "{out}");
+    assert_eq!(lines[3].trim(), "full null random urandom zero", "{out}");
+    let processes: usize = lines[4].trim().parse().unwrap();
+    assert!(
+        processes <= 4,
+        "the host sees only its own processes: {out}"
+    );
     assert_eq!(lines.last(), Some(&"done"));
+    // What it started died with it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 31337"])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "a host's child outlived it: {left:?}"
+    );
     // The evaluator still sees its own files.
     assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret");
 }

@@ -165,6 +165,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     // This process is the evaluator: a flood of large requests must not stay resident.
     ale_server::serve::memory::return_large_buffers();
     let state_dir = args.state_dir.resolve();
+    // Before any sim host starts: an isolated host is started with the state dir covered.
+    ale_server::state_dir::prepare(&state_dir)
+        .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
     let catalog = crate::hosting_catalog(&state_dir, &args.sim_hosts);
     let tasks = match &args.tasks_dir {
         Some(dir) => TaskRegistry::with_dir(dir, &catalog)?,

@@ -57,6 +57,9 @@ pub struct ConsoleArgs {
     pub theme: Option<String>,
     #[command(flatten)]
     pub state_dir: crate::StateDirArg,
+    /// Extra task configs (*.toml) for the embedded evaluator, as `ale serve --tasks-dir`: sims hosted in processes of their own included.
+    #[arg(long, value_name = "DIR", conflicts_with = "connect")]
+    pub tasks_dir: Option<std::path::PathBuf>,
 }
 
 /// The console's state plus the machinery that performs its effects.
@@ -279,7 +282,15 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
         let (endpoint, label, server) = match &args.connect {
             Some(url) => (url.clone(), url.clone(), None),
             None => {
-                let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin(crate::sim_catalog())?, &state_dir)
+                // Before any sim host starts: an isolated host is started with it covered.
+                ale_server::state_dir::prepare(&state_dir)
+                    .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
+                let catalog = crate::hosting_catalog(&state_dir, &crate::SimHostArgs::default());
+                let tasks = match &args.tasks_dir {
+                    Some(dir) => ale_server::TaskRegistry::with_dir(dir, &catalog)?,
+                    None => ale_server::TaskRegistry::builtin(&catalog)?,
+                };
+                let evaluator = ale_server::Evaluator::new(tasks, &state_dir)
                     .with_context(|| format!("cannot prepare the state dir {}", state_dir.display()))?;
                 let server = ale_server::serve::start(Arc::new(evaluator), "127.0.0.1:0".parse()?)
                     .await
