@@ -100,7 +100,10 @@ def hosted(tmp_path_factory):
         files[f"fault-{fault}"] = task_file(f"fault-{fault}", rust_sim("--fault", fault, "--at-step", "3", more=memory))
     for name, text in files.items():
         (tasks / f"{name}.toml").write_text(text)
-    running = start_evaluator(state, "--tasks-dir", str(tasks), "--threads", "1")
+    # Closed practice envs keep their hosts until reaped (no RPC closes an env): room for all
+    # this module's.
+    running = start_evaluator(state, "--tasks-dir", str(tasks), "--threads", "1",
+                              "--max-run-practice-sim-hosts", "32")
     running.port = int(running.endpoint.rsplit(":", 1)[1])
     yield running
     running.stop()

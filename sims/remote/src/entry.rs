@@ -30,7 +30,7 @@ pub const DEFAULT_MAX_PRACTICE_HOSTS: usize = 64;
 /// The default number of hosts one run's practice envs (or the shared channel's) hold at once.
 pub const DEFAULT_MAX_RUN_PRACTICE_HOSTS: usize = 8;
 /// The default time a host may sit unused before it is stopped.
-pub const DEFAULT_IDLE_LIMIT: Duration = Duration::from_secs(300);
+pub const DEFAULT_IDLE_LIMIT: Duration = Duration::from_secs(60);
 
 /// Makes the entry of the hosted sim a task's `[sim]` table describes: reads the table, starts
 /// one host to learn its spec (spaces, counters, step limit), and stops it. Each env built

@@ -12,15 +12,16 @@
 //! - gives it a private `/tmp` (with `HOME` in it) and a `/dev` of its own with only `null`,
 //!   `zero`, `full`, `random` and `urandom`;
 //! - covers each hidden folder (the state dir) with an empty, read-only tmpfs;
-//! - forks the host program's process, PID 1 of the new PID namespace, which mounts a `/proc`
-//!   showing only that namespace (with `/proc/sys` and `/proc/sysrq-trigger` read-only), so no
-//!   other process's files (`/proc/<pid>/root`) can be reached and no other process signalled;
-//!   as root it then gives up every capability for good (it keeps uid 0, so a Python installed
-//!   under `/root` still runs, but can neither lift a cover nor write past the read-only mounts).
+//! - forks PID 1 of the new PID namespace, an init that mounts a `/proc` showing only that
+//!   namespace (with `/proc/sys` and `/proc/sysrq-trigger` read-only), so no other process's
+//!   files (`/proc/<pid>/root`) can be reached and no other process signalled; as root it
+//!   gives up every capability for good (keeping uid 0, so a Python installed under `/root`
+//!   still runs, but can neither lift a cover nor write past the read-only mounts);
+//! - and the init forks the host program (PID 2), then reaps until it ends.
 //!
-//! Everything the host starts dies with it (PID 1's end ends the namespace), and it dies with
-//! the evaluator (`PR_SET_PDEATHSIG` on the keeper and on PID 1). The keeper waits for PID 1
-//! and ends the same way. The host has `no_new_privs` and a bounded address space. The
+//! Everything the host starts dies with it (the init's end ends the namespace), and it dies
+//! with the evaluator (`PR_SET_PDEATHSIG` on the keeper, the init and the program). The keeper
+//! waits for the init and ends as the program ended. The host has `no_new_privs` and a bounded address space. The
 //! evaluator makes itself non-dumpable ([`protect_evaluator`]).
 
 use std::ffi::CString;
@@ -182,10 +183,9 @@ fn read_only_recursively(path: &std::ffi::CStr) -> std::io::Result<()> {
     }
     const MOUNT_ATTR_RDONLY: u64 = 0x1;
     const MOUNT_ATTR_NOSUID: u64 = 0x2;
-    const MOUNT_ATTR_NODEV: u64 = 0x4;
     const AT_RECURSIVE: libc::c_uint = 0x8000;
     let attr = MountAttr {
-        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV,
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
         attr_clr: 0,
         propagation: 0,
         userns_fd: 0,
@@ -282,20 +282,34 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
             libc::close(fd);
         }
         mount(Some(device), at, None, libc::MS_BIND, None)?;
+        // Writable (the bind took the read-only flag the whole machine now has).
+        mount(
+            None,
+            at,
+            None,
+            libc::MS_BIND | libc::MS_REMOUNT | libc::MS_NOSUID | libc::MS_NOEXEC,
+            None,
+        )?;
     }
     mount(Some(&plan.staging), c"/dev", None, libc::MS_MOVE, None)?;
+    // The keeper's report channel from the namespace's init: how the program ended.
+    let mut report = [0; 2];
+    // SAFETY: pipe2 into a two-element array.
+    check(unsafe { libc::pipe2(report.as_mut_ptr(), libc::O_CLOEXEC) })?;
+    let [report_r, report_w] = report;
     // SAFETY: fork in a single-threaded process (std's child between fork and exec).
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
+    let init = unsafe { libc::fork() };
+    if init < 0 {
         return Err(std::io::Error::last_os_error());
     }
-    if pid > 0 {
-        keep(pid);
+    if init > 0 {
+        keep(init, report_r);
     }
-    // PID 1 of the new namespace: the host program's process.
+    // PID 1 of the new namespace: the init that mounts its /proc and reaps.
     // SAFETY: system calls with plain values.
     unsafe {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+        libc::close(report_r);
     }
     mount(
         Some(c"proc"),
@@ -321,28 +335,87 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
         };
         check(libc::setrlimit(libc::RLIMIT_AS, &limit))?;
     }
+    // SAFETY: fork in a single-threaded process.
+    let program = unsafe { libc::fork() };
+    if program < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if program > 0 {
+        reap(program, report_w);
+    }
+    // PID 2: the host program, which `exec` replaces now. Not PID 1, so signals it sends
+    // itself (abort, a Python `os.kill(os.getpid(), …)`) act as anywhere else.
+    // SAFETY: close and prctl with plain values.
+    unsafe {
+        libc::close(report_w);
+        check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+    }
     Ok(())
 }
 
-/// The keeper: holds nothing of the host's (every descriptor but stdio closed, so the
-/// evaluator's spawn sees the program's `exec` and not this process), waits for the program's
-/// process, and ends as it ended. Never returns.
-fn keep(program: libc::pid_t) -> ! {
-    // SAFETY: close_range, waitpid, signal, kill and _exit with plain values.
+/// Closes every descriptor but `keep`.
+fn close_all_but(keep: libc::c_int) {
+    // SAFETY: close_range with plain values; closing descriptors this process does not use.
     unsafe {
-        libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32);
+        if keep > 0 {
+            libc::syscall(libc::SYS_close_range, 0u32, (keep - 1) as u32, 0u32);
+        }
+        libc::syscall(libc::SYS_close_range, (keep + 1) as u32, u32::MAX, 0u32);
+    }
+}
+
+/// The namespace's init: reaps every process in it until the program ends, tells the keeper
+/// how (a byte: 0 exited, 1 killed; then the status or signal), and exits, which ends the
+/// namespace and whatever the program left running. Never returns.
+fn reap(program: libc::pid_t, report: libc::c_int) -> ! {
+    close_all_but(report);
+    // SAFETY: waitpid, write and _exit with plain values and a live buffer.
+    unsafe {
         let mut status = 0;
         loop {
-            let r = libc::waitpid(program, &mut status, 0);
-            if r == program {
+            let pid = libc::waitpid(-1, &mut status, 0);
+            if pid == program {
                 break;
             }
-            if r < 0 && *libc::__errno_location() != libc::EINTR {
+            if pid < 0 && *libc::__errno_location() != libc::EINTR {
                 libc::_exit(125);
             }
         }
-        if libc::WIFSIGNALED(status) {
-            let signal = libc::WTERMSIG(status);
+        let message: [u8; 2] = if libc::WIFSIGNALED(status) {
+            [1, libc::WTERMSIG(status) as u8]
+        } else {
+            [0, libc::WEXITSTATUS(status) as u8]
+        };
+        libc::write(report, message.as_ptr().cast(), 2);
+        libc::_exit(0)
+    }
+}
+
+/// The keeper: holds nothing of the host's but the init's report (so the evaluator's spawn
+/// sees the program's `exec` and not this process), waits for the init, and ends as the
+/// program ended: with its status, or killed by its signal. Never returns.
+fn keep(init: libc::pid_t, report: libc::c_int) -> ! {
+    close_all_but(report);
+    // SAFETY: waitpid, read, signal, kill and _exit with plain values and live buffers.
+    unsafe {
+        let mut status = 0;
+        while libc::waitpid(init, &mut status, 0) < 0 {
+            if *libc::__errno_location() != libc::EINTR {
+                libc::_exit(125);
+            }
+        }
+        let mut message = [0u8; 2];
+        let (signal, code) = if libc::read(report, message.as_mut_ptr().cast(), 2) == 2 {
+            match message {
+                [1, signal] => (libc::c_int::from(signal), 0),
+                [_, code] => (0, libc::c_int::from(code)),
+            }
+        } else if libc::WIFSIGNALED(status) {
+            (libc::WTERMSIG(status), 0)
+        } else {
+            (0, 125)
+        };
+        if signal > 0 {
             let no_core = libc::rlimit {
                 rlim_cur: 0,
                 rlim_max: 0,
@@ -352,7 +425,7 @@ fn keep(program: libc::pid_t) -> ! {
             libc::kill(libc::getpid(), signal);
             libc::_exit(128 + signal);
         }
-        libc::_exit(libc::WEXITSTATUS(status))
+        libc::_exit(code)
     }
 }
 

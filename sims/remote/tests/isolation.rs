@@ -43,11 +43,14 @@ fn check_isolation(dir: &std::path::Path) {
          cat {outside} 2>/dev/null && echo SAW_TMP; touch /tmp/mine || echo NO_TMP; \
          (sleep 31337 &) ; \
          grep -c : /proc/net/dev; grep CapEff /proc/self/status; ulimit -v; ls /dev | tr '\\n' ' '; echo; \
-         ls -d /proc/[0-9]* | wc -l; echo done",
+         ls -d /proc/[0-9]* | wc -l; \
+         echo x > /dev/null && head -c 4 /dev/urandom > /tmp/r && echo DEVICES_OK; \
+         cat {visible} > /dev/null && echo VISIBLE_OK; echo done",
         secret = secret.display(),
         dir = dir.display(),
-        parent = dir.parent().unwrap().display(),
+        parent = env!("CARGO_MANIFEST_DIR"),
         outside = outside_tmp.display(),
+        visible = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml",
     );
     let out = run_isolated(dir, &script);
     let _ = std::fs::remove_file(&outside_tmp);
@@ -64,6 +67,11 @@ fn check_isolation(dir: &std::path::Path) {
     ] {
         assert!(!out.contains(word), "{word}: {out}");
     }
+    // The controls: what the attempts above needed (/dev/null, reading a file) works.
+    assert!(
+        out.contains("DEVICES_OK") && out.contains("VISIBLE_OK"),
+        "{out}"
+    );
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "1", "only the loopback interface: {out}");
     assert_eq!(
@@ -75,7 +83,7 @@ fn check_isolation(dir: &std::path::Path) {
     assert_eq!(lines[3].trim(), "full null random urandom zero", "{out}");
     let processes: usize = lines[4].trim().parse().unwrap();
     assert!(
-        processes <= 4,
+        processes <= 6,
         "the host sees only its own processes: {out}"
     );
     assert_eq!(lines.last(), Some(&"done"));
