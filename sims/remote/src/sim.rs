@@ -389,10 +389,10 @@ impl Sim for RemoteSim {
         match outcome {
             Ok((reward, terminated, host_truncated)) => {
                 let limit = self.clock.tick(terminated || host_truncated);
-                if terminated || host_truncated || limit {
-                    if let Some((host, _)) = &self.host {
-                        host.set_in_episode(false);
-                    }
+                if (terminated || host_truncated || limit)
+                    && let Some((host, _)) = &self.host
+                {
+                    host.set_in_episode(false);
                 }
                 Ok(Transition {
                     reward,

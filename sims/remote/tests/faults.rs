@@ -218,9 +218,9 @@ fn a_block_steps_every_env_in_one_message_as_single_envs_would() {
     let mut block = entry.build_block(&config, 4).unwrap();
     assert_eq!(block.len(), 4);
     let mut singles: Vec<Box<dyn Sim>> = (0..4).map(|_| entry.build_plain(200).unwrap()).collect();
-    for env in 0..4 {
+    for (env, single) in singles.iter_mut().enumerate() {
         block.reset(env, env as u64 + 10).unwrap();
-        singles[env].reset(env as u64 + 10).unwrap();
+        single.reset(env as u64 + 10).unwrap();
     }
     assert_eq!(
         policy.slots.live(),
@@ -234,11 +234,11 @@ fn a_block_steps_every_env_in_one_message_as_single_envs_would() {
     let mut results = Vec::new();
     for _ in 0..20 {
         block.step(&which, &actions, &mut results);
-        for env in 0..4 {
-            let single = singles[env].step(&actions[env]).unwrap();
-            assert_eq!(results[env].as_ref().unwrap(), &single);
-            assert_eq!(block.observation(env), singles[env].observation());
-            assert_eq!(block.counters(env), singles[env].counters());
+        for (env, single) in singles.iter_mut().enumerate() {
+            let stepped = single.step(&actions[env]).unwrap();
+            assert_eq!(results[env].as_ref().unwrap(), &stepped);
+            assert_eq!(block.observation(env), single.observation());
+            assert_eq!(block.counters(env), single.counters());
         }
     }
     // Only some envs: the others stay where they are.
