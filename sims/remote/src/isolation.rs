@@ -76,7 +76,7 @@ fn c(text: &str) -> Result<CString, String> {
 }
 
 impl Launcher for IsolatedLauncher {
-    fn prepare(&self, host: &HostCommand) -> Result<(Command, Vec<u8>), String> {
+    fn prepare(&self, host: &HostCommand) -> Result<Command, String> {
         // SAFETY: getters that never fail.
         let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
         let mut hidden = Vec::new();
@@ -120,7 +120,7 @@ impl Launcher for IsolatedLauncher {
         unsafe {
             command.pre_exec(move || isolate(&plan));
         }
-        Ok((command, Vec::new()))
+        Ok(command)
     }
 
     fn describe(&self) -> String {

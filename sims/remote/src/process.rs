@@ -39,9 +39,8 @@ pub struct HostCommand {
 /// evaluator ([`PlainLauncher`]), or one in the agent sandbox's namespaces (the `ale` binary's
 /// launcher), where it has no network and no sight of the state dir.
 pub trait Launcher: Send + Sync + std::fmt::Debug {
-    /// The command that starts `host` (its stdio is set by the caller), and the bytes to write
-    /// on its stdin before the protocol's first frame.
-    fn prepare(&self, host: &HostCommand) -> Result<(Command, Vec<u8>), String>;
+    /// The command that starts `host` (its stdio is set by the caller).
+    fn prepare(&self, host: &HostCommand) -> Result<Command, String>;
 
     /// How the host is confined, for logs and docs: "sandboxed (offline, no state dir)".
     fn describe(&self) -> String;
@@ -55,7 +54,7 @@ pub trait Launcher: Send + Sync + std::fmt::Debug {
 pub struct PlainLauncher;
 
 impl Launcher for PlainLauncher {
-    fn prepare(&self, host: &HostCommand) -> Result<(Command, Vec<u8>), String> {
+    fn prepare(&self, host: &HostCommand) -> Result<Command, String> {
         use std::os::unix::process::CommandExt;
         let mut command = Command::new(&host.program);
         command.args(&host.args).env_clear();
@@ -83,7 +82,7 @@ impl Launcher for PlainLauncher {
                 Ok(())
             });
         }
-        Ok((command, Vec::new()))
+        Ok(command)
     }
 
     fn describe(&self) -> String {
@@ -390,7 +389,7 @@ impl HostProcess {
         max_frame: u64,
     ) -> Result<HostProcess, HostError> {
         let slot = slots.take(holder)?;
-        let (command, preamble) = launcher.prepare(host).map_err(HostError::Spawn)?;
+        let command = launcher.prepare(host).map_err(HostError::Spawn)?;
         let mut child =
             spawn(command).map_err(|e| HostError::Spawn(format!("{}: {e}", host.program)))?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -401,7 +400,11 @@ impl HostProcess {
             return Err(HostError::Spawn("its pipes were not made".into()));
         };
         let tail = Arc::new(Mutex::new(VecDeque::with_capacity(STDERR_TAIL_BYTES)));
-        keep_tail(stderr, tail.clone());
+        if let Err(e) = keep_tail(stderr, tail.clone()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(HostError::Spawn(format!("cannot read its stderr: {e}")));
+        }
         let watch = Arc::new(Watched {
             pid: child.id(),
             last_used: AtomicU64::new(now_ms()),
@@ -435,12 +438,6 @@ impl HostProcess {
             if let Err(e) = frame::set_nonblocking(&AsRaw(fd)) {
                 return Err(process.failed(format!("cannot set up its pipes: {e}")));
             }
-        }
-        if !preamble.is_empty() {
-            let deadline = Instant::now() + timeouts.start;
-            let secs = timeouts.start.as_secs_f64();
-            frame::write_all(&mut process.stdin, &preamble, deadline, secs)
-                .map_err(|e| process.failed(format!("cannot start it: {e}")))?;
         }
         Ok(process)
     }
@@ -661,8 +658,11 @@ pub fn describe_status(status: std::process::ExitStatus) -> String {
 
 /// Keeps the last [`STDERR_TAIL_BYTES`] of `stderr` in `tail`, on a thread of its own that
 /// ends with the pipe.
-fn keep_tail(mut stderr: std::process::ChildStderr, tail: Arc<Mutex<VecDeque<u8>>>) {
-    let _ = std::thread::Builder::new()
+fn keep_tail(
+    mut stderr: std::process::ChildStderr,
+    tail: Arc<Mutex<VecDeque<u8>>>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
         .name("ale-sim-host-stderr".into())
         .spawn(move || {
             let mut buf = [0u8; 4096];
@@ -677,5 +677,6 @@ fn keep_tail(mut stderr: std::process::ChildStderr, tail: Arc<Mutex<VecDeque<u8>
                     }
                 }
             }
-        });
+        })
+        .map(drop)
 }
