@@ -28,6 +28,10 @@ struct Rollout {
     record: EpisodeRecord,
 }
 
+/// Times in a row a sim may fail by its own fault to start one rollout before the rollout is
+/// recorded as ended by the sim's fault.
+pub const MAX_START_FAULTS: u32 = 3;
+
 #[derive(Debug)]
 pub struct Session {
     id: SessionId,
@@ -39,6 +43,8 @@ pub struct Session {
     /// The next rollout a `Reset` starts.
     next: usize,
     total_steps: u64,
+    /// Times in a row the sim failed by its own fault to start rollout `next`.
+    start_faults: u32,
     deadline: Option<Instant>,
     status: EvalStatus,
     status_message: String,
@@ -156,6 +162,7 @@ impl Session {
             current: None,
             next: 0,
             total_steps: 0,
+            start_faults: 0,
             status: EvalStatus::Running,
             status_message: "running".into(),
             trajectory,
@@ -214,20 +221,26 @@ impl Session {
         let rollout = &mut self.rollouts[i];
         // The sim's own words stay in the evaluator's log: a message could carry what it was
         // given, the hidden seed included, and this answer goes to the agent.
-        sim.reset(rollout.seed.reveal()).map_err(|e| {
+        if let Err(e) = sim.reset(rollout.seed.reveal()) {
             tracing::warn!(task = %self.task.id, sim = %self.task.sim, rollout = i, error = %e,
                 "an official rollout's sim failed to reset");
             let said = "it failed to reset for an official rollout (the evaluator's log has its \
                         message); Reset again to retry the same rollout";
-            crate::action::sim_error(
-                &self.task,
-                match e {
-                    SimError::Fault(_) => SimError::Fault(said.into()),
-                    SimError::Exhausted(cause) => SimError::Exhausted(cause),
-                    _ => SimError::Backend(said.into()),
-                },
-            )
-        })?;
+            let e = match e {
+                SimError::Fault(_) => {
+                    self.start_faults += 1;
+                    if self.start_faults >= MAX_START_FAULTS {
+                        return Err(self.give_up_starting(i, sim.counters())?);
+                    }
+                    SimError::Fault(said.into())
+                }
+                SimError::Exhausted(cause) => SimError::Exhausted(cause),
+                _ => SimError::Backend(said.into()),
+            };
+            return Err(crate::action::sim_error(&self.task, e));
+        }
+        self.start_faults = 0;
+        let rollout = &mut self.rollouts[i];
         self.trajectory.append(
             EventKind::RolloutStarted,
             &RolloutStarted {
@@ -239,6 +252,38 @@ impl Session {
         self.current = Some(i);
         self.next += 1;
         Ok(self.progress(i))
+    }
+
+    /// Records rollout `i`, which its sim failed [`MAX_START_FAULTS`] times in a row to start,
+    /// as ended by the sim's fault, so that a sim that cannot start one hidden seed does not
+    /// hold the session; the answer says so.
+    fn give_up_starting(&mut self, i: usize, counters: &[Counter]) -> Result<Error, Error> {
+        self.start_faults = 0;
+        let commitment = self.rollouts[i].record.seed_commitment.clone();
+        self.trajectory.append(
+            EventKind::RolloutStarted,
+            &RolloutStarted {
+                index: i as u32,
+                seed_commitment: commitment,
+            },
+        )?;
+        self.close_rollout(i, Outcome::SimFault, counters)?;
+        self.next += 1;
+        let n = self.rollouts.len();
+        let next = if self.complete_if_all_played("")? {
+            "the session is complete"
+        } else {
+            "Reset starts the next rollout"
+        };
+        Ok(Error::SimFault {
+            task: self.task.id.clone(),
+            sim: self.task.sim.clone(),
+            cause: format!(
+                "it failed {MAX_START_FAULTS} times to start rollout {} of {n} (the evaluator's \
+                 log has why), which is recorded as ended by the sim's fault; {next}",
+                i + 1
+            ),
+        })
     }
 
     /// Applies one action to the rollout in progress.

@@ -94,6 +94,8 @@ def hosted(tmp_path_factory):
             """,
         ),
         "fault-official": task_file("fault-official", rust_sim("--fault", "crash", "--at-step", "25"), steps=20),
+        "fault-reset-official": task_file("fault-reset-official", rust_sim("--fault", "fail-reset", "--at-step", "1"),
+                                          episodes=2, steps=20),
     }
     for fault in FAULTS:
         memory = "memory_mb = 256" if fault == "memory" else ""
@@ -222,6 +224,17 @@ def test_a_sim_fault_mid_rollout_is_the_sims_on_record_and_the_record_verifies(h
     assert report["status"] == "completed", report["status_message"]
     trajectory = (run_dir / "trajectory.jsonl").read_text()
     assert "SIGABRT" not in trajectory and "misbehaving" not in trajectory, "the host's words stay in the log"
+    done = verify(run_dir)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_sim_that_cannot_start_a_rollout_gives_it_up_on_record_and_the_session_ends(hosted, tmp_path):
+    """A host that fails every reset does not hold the session: each rollout is tried a few
+    times, then recorded as the sim's, and the record verifies."""
+    code, report, log, run_dir = harness_run(hosted, "fault-reset-official", "hosted_agent.py", tmp_path)
+    assert [e["outcome"] for e in report["episodes"]] == ["sim_fault", "sim_fault"], log
+    assert report["status"] == "completed", report["status_message"]
+    assert "asked to fail" not in (run_dir / "trajectory.jsonl").read_text()
     done = verify(run_dir)
     assert done.returncode == 0, done.stdout + done.stderr
 

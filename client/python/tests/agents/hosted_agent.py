@@ -9,7 +9,21 @@ env = ale_client.from_env()
 session = env.start_eval_session()
 faults = 0
 for _ in range(session.episodes):
-    obs, _ = env.reset()
+    try:
+        obs, _ = env.reset()
+    except ale_client.SimFault as fault:
+        # The sim could not start this rollout; after a few tries it is recorded as the
+        # sim's, and the next Reset starts the next one.
+        faults += 1
+        print(f"sim fault at reset: {fault.details}", flush=True)
+        while "recorded as ended" not in fault.details:
+            try:
+                obs, _ = env.reset()
+                break
+            except ale_client.SimFault as again:
+                fault = again
+        else:
+            continue
     done = False
     while not done:
         action = env.action_space.sample() * 0 if hasattr(env.action_space, "shape") and env.action_space.shape else 0

@@ -9,7 +9,8 @@
 //! `--fault` makes the host misbehave at its N-th step (counted over all its envs), as the
 //! fault tests need: `crash` (abort), `exit` (exit status 3), `hang`, `garbage` (a frame that
 //! is not a reply), `wrong-shape` (an observation of 3 values), `nan` (a NaN observation),
-//! `memory` (allocates until its memory limit stops it), `fail` (answers Failure).
+//! `memory` (allocates until its memory limit stops it), `fail` (answers Failure);
+//! `fail-reset` answers Failure to every reset (N is not used).
 
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +43,7 @@ enum Fault {
     Nan,
     Memory,
     Fail,
+    FailReset,
 }
 
 /// Steps taken by every env of this host.
@@ -112,6 +114,7 @@ impl PointMass {
                 }
             }
             Fault::Fail => Err(SimError::Backend("asked to fail".into())),
+            Fault::FailReset => Ok(()),
         }
     }
 }
@@ -120,6 +123,9 @@ impl Sim for PointMass {
     ale_sim::sim_accessors!("PointMass-v0");
 
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
+        if matches!(self.fault, Some((Fault::FailReset, _))) {
+            return Err(SimError::Backend("asked to fail every reset".into()));
+        }
         let mut rng = Rng::new(seed);
         self.x = rng.uniform(-5.0, 5.0) as f32;
         self.v = 0.0;
@@ -181,6 +187,7 @@ fn parse_args() -> Result<Option<(Fault, u64)>, String> {
                 "nan" => Fault::Nan,
                 "memory" => Fault::Memory,
                 "fail" => Fault::Fail,
+                "fail-reset" => Fault::FailReset,
                 other => return Err(format!("unknown fault {other:?}")),
             };
             let n = n.parse().map_err(|e| format!("--at-step {n:?}: {e}"))?;
