@@ -73,6 +73,13 @@ pub enum Error {
         sim: String,
         cause: String,
     },
+    /// Another call on the env is still in progress (an evaluator hosting sims in processes
+    /// answers one call on an env at a time).
+    #[error(
+        "{0} is busy with another call (its sim may be waiting on its host process): wait for \
+         that call's answer before sending the next"
+    )]
+    EnvBusy(EnvHandle),
     /// Every sim-host slot of the evaluator is taken.
     #[error("task {task}'s simulator cannot start: {cause}")]
     SimHostsExhausted { task: String, cause: String },
@@ -217,6 +224,7 @@ impl Error {
             | Error::AlreadySubmitted(_)
             | Error::RunEnded { .. }
             | Error::RunSocketClosed
+            | Error::EnvBusy(_)
             | Error::SimUnavailable { .. } => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)

@@ -222,6 +222,16 @@ impl Evaluator {
         f: impl FnOnce(&mut Env) -> Result<T, Error>,
     ) -> Result<T, Error> {
         let env = self.env(channel, handle)?;
+        // With sims hosted in processes, a call may hold an env for seconds: an agent's call
+        // on an env already in a call is refused rather than queued, so no client can pile
+        // up waiting threads; the harness's waits its turn.
+        if self.hosts_processes && channel != Channel::Harness {
+            return match env.try_lock() {
+                Ok(guard) => Self::on_guard(guard, f),
+                Err(std::sync::TryLockError::Poisoned(p)) => Self::on_guard(p.into_inner(), f),
+                Err(std::sync::TryLockError::WouldBlock) => Err(Error::EnvBusy(handle.clone())),
+            };
+        }
         Self::on_env(&env, f)
     }
 
@@ -229,7 +239,13 @@ impl Evaluator {
         env: &Shared<Env>,
         f: impl FnOnce(&mut Env) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let mut guard = lock(env);
+        Self::on_guard(lock(env), f)
+    }
+
+    fn on_guard<T>(
+        mut guard: std::sync::MutexGuard<'_, Env>,
+        f: impl FnOnce(&mut Env) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let out = f(&mut guard);
         let ended = guard.take_ended_resources();
         drop(guard);

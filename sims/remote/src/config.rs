@@ -169,6 +169,16 @@ impl HostedSimConfig {
                 (format!("gymnasium:{env_id}"), python, args)
             }
         };
+        // A path to the program is taken from where the evaluator runs, once: hosts start in
+        // `/`. Links are kept (a venv's `python` is a link, and Python finds its venv by it).
+        let program = if program.contains('/') {
+            std::path::absolute(&program)
+                .map_err(|e| format!("[sim]: the program {program:?}: {e}"))?
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            program
+        };
         Ok(HostedSimConfig {
             name,
             command: HostCommand {

@@ -13,7 +13,7 @@
 //!   `zero`, `full`, `random` and `urandom`;
 //! - covers each hidden folder (the state dir) with an empty, read-only tmpfs;
 //! - forks PID 1 of the new PID namespace, an init that mounts a `/proc` showing only that
-//!   namespace (with `/proc/sys` and `/proc/sysrq-trigger` read-only), so no other process's
+//!   namespace, read-only, so no other process's
 //!   files (`/proc/<pid>/root`) can be reached and no other process signalled; as root it
 //!   gives up every capability for good (keeping uid 0, so a Python installed under `/root`
 //!   still runs, but can neither lift a cover nor write past the read-only mounts);
@@ -207,18 +207,6 @@ fn read_only_recursively(path: &std::ffi::CStr) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Binds `path` onto itself, read-only.
-fn bind_read_only(path: &std::ffi::CStr) -> std::io::Result<()> {
-    mount(Some(path), path, None, libc::MS_BIND, None)?;
-    mount(
-        None,
-        path,
-        None,
-        libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
-        None,
-    )
-}
-
 /// Runs in the host's process between `fork` and `exec`: sets the namespaces up, then forks
 /// the program's process (which returns, to `exec` it) and waits for it (never returning).
 fn isolate(plan: &Plan) -> std::io::Result<()> {
@@ -311,18 +299,14 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
         libc::close(report_r);
     }
+    // Read-only: nothing of the machine's (sysctls, IRQ affinities, PCI) can be set from it.
     mount(
         Some(c"proc"),
         c"/proc",
         Some(c"proc"),
-        libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+        libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
         None,
     )?;
-    bind_read_only(c"/proc/sys")?;
-    // SAFETY: access(2) on a NUL-terminated path.
-    if unsafe { libc::access(c"/proc/sysrq-trigger".as_ptr(), libc::F_OK) } == 0 {
-        bind_read_only(c"/proc/sysrq-trigger")?;
-    }
     if plan.as_root {
         drop_capabilities()?;
     }
@@ -345,10 +329,23 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
     }
     // PID 2: the host program, which `exec` replaces now. Not PID 1, so signals it sends
     // itself (abort, a Python `os.kill(os.getpid(), …)`) act as anywhere else.
-    // SAFETY: close and prctl with plain values.
+    // SAFETY: close, close_range and prctl with plain values.
     unsafe {
         libc::close(report_w);
         check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+    }
+    close_inherited_at_exec()?;
+    Ok(())
+}
+
+/// Marks every descriptor above stdio close-on-exec: whatever the evaluator inherited from
+/// its own parent (a descriptor of a folder would lead around the covers) stays behind.
+pub(crate) fn close_inherited_at_exec() -> std::io::Result<()> {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: close_range with plain values.
+    let rc = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, CLOSE_RANGE_CLOEXEC) };
+    if rc < 0 {
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
 }

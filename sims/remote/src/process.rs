@@ -79,7 +79,7 @@ impl Launcher for PlainLauncher {
                 if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                Ok(())
+                crate::isolation::close_inherited_at_exec()
             });
         }
         Ok(command)

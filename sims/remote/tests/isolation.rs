@@ -32,8 +32,14 @@ fn check_isolation(dir: &std::path::Path) {
     std::fs::write(&secret, "secret").unwrap();
     let outside_tmp = std::env::temp_dir().join(format!("ale-isolation-{}", std::process::id()));
     std::fs::write(&outside_tmp, "outside").unwrap();
+    // A descriptor of the hidden folder the evaluator inherited from its own parent.
+    let dir_c = std::ffi::CString::new(dir.to_str().unwrap()).unwrap();
+    // SAFETY: open(2) on a NUL-terminated path; the descriptor is closed below.
+    let inherited = unsafe { libc::open(dir_c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY) };
+    assert!(inherited > 2);
     let script = format!(
-        "cat {secret} 2>/dev/null && echo READ; ls -A {dir} 2>/dev/null | grep -q . && echo LISTED; \
+        "cat /proc/self/fd/{inherited}/evaluator.key 2>/dev/null && echo VIA_FD; \
+         cat {secret} 2>/dev/null && echo READ; ls -A {dir} 2>/dev/null | grep -q . && echo LISTED; \
          umount {dir} 2>/dev/null && echo UNMOUNTED; \
          for p in /proc/[0-9]*; do cat $p/root{secret} 2>/dev/null && echo VIA_PROC; done; \
          touch /usr/ale-isolation 2>/dev/null && echo WROTE_USR; \
@@ -52,8 +58,13 @@ fn check_isolation(dir: &std::path::Path) {
         visible = env!("CARGO_MANIFEST_DIR").to_string() + "/Cargo.toml",
     );
     let out = run_isolated(dir, &script);
+    // SAFETY: closing the descriptor opened above.
+    unsafe {
+        libc::close(inherited);
+    }
     let _ = std::fs::remove_file(&outside_tmp);
     for word in [
+        "VIA_FD",
         "READ",
         "LISTED",
         "UNMOUNTED",

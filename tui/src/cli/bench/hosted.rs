@@ -99,13 +99,12 @@ fn round_trip(
     table: &Map<String, Value>,
     launcher: Arc<dyn Launcher>,
     steps: usize,
+    action: impl Fn(usize) -> Tensor,
 ) -> anyhow::Result<f64> {
     let entry = ale_sims_remote::hosted_entry(&policy(launcher, 2), "bench", table)?;
     let mut sim: Box<dyn Sim> = entry.build_plain(500)?;
     sim.reset(0)?;
-    let actions: Vec<Tensor> = (0..steps)
-        .map(|i| Tensor::scalar_i64(((i * 7) % 3 % 2) as i64))
-        .collect();
+    let actions: Vec<Tensor> = (0..steps).map(action).collect();
     let start = Instant::now();
     for action in &actions {
         if sim.step(action)?.is_done() {
@@ -217,14 +216,18 @@ pub(super) fn bench_hosted(args: HostedArgs) -> anyhow::Result<ExitCode> {
             Arc::new(IsolatedLauncher::hiding(vec![])) as Arc<dyn Launcher>,
         ),
     ] {
-        let us = round_trip(&table, launcher, args.steps)?;
+        let us = round_trip(&table, launcher, args.steps, |i| {
+            Tensor::scalar_i64(((i * 7) % 3 % 2) as i64)
+        })?;
         println!("| {name} | {us:.1} | {:+.1} |", us - python_us);
     }
     let rust = json!({"kind": "process", "command": [std::env::current_exe()?.with_file_name("ale-rust-host")]});
     if let Some(rust) = rust.as_object().filter(|_| {
         std::env::current_exe().is_ok_and(|e| e.with_file_name("ale-rust-host").is_file())
     }) {
-        let us = round_trip(rust, Arc::new(PlainLauncher), args.steps)?;
+        let us = round_trip(rust, Arc::new(PlainLauncher), args.steps, |_| {
+            Tensor::vector_f32(vec![0.5])
+        })?;
         println!("| protocol floor: `ale-rust-host` (PointMass-v0) round trip | {us:.1} | — |");
     }
 
