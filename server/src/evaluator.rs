@@ -86,6 +86,10 @@ pub struct Swept {
     pub folders_removed: usize,
 }
 
+/// How long an agent's call waits for an env another call holds, in an evaluator with hosted
+/// sims, before it is refused as busy.
+const BUSY_ENV_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Why shutdown ends sessions and batch runs, as their records say.
 const SHUT_DOWN: &str = "the evaluator shut down during the session";
 
@@ -226,11 +230,25 @@ impl Evaluator {
         // on an env already in a call is refused rather than queued, so no client can pile
         // up waiting threads; the harness's waits its turn.
         if self.hosts_processes && channel != Channel::Harness {
-            return match env.try_lock() {
-                Ok(guard) => Self::on_guard(guard, f),
-                Err(std::sync::TryLockError::Poisoned(p)) => Self::on_guard(p.into_inner(), f),
-                Err(std::sync::TryLockError::WouldBlock) => Err(Error::EnvBusy(handle.clone())),
-            };
+            let waited = Instant::now();
+            loop {
+                match env.try_lock() {
+                    Ok(guard) => return Self::on_guard(guard, f),
+                    Err(std::sync::TryLockError::Poisoned(p)) => {
+                        return Self::on_guard(p.into_inner(), f);
+                    }
+                    // Held briefly (the harness reading the result, the sweep): wait a
+                    // little; held by a call waiting on its host: refuse.
+                    Err(std::sync::TryLockError::WouldBlock)
+                        if waited.elapsed() < BUSY_ENV_WAIT =>
+                    {
+                        std::thread::sleep(std::time::Duration::from_micros(200));
+                    }
+                    Err(std::sync::TryLockError::WouldBlock) => {
+                        return Err(Error::EnvBusy(handle.clone()));
+                    }
+                }
+            }
         }
         Self::on_env(&env, f)
     }

@@ -309,3 +309,36 @@ def test_hosts_die_with_a_killed_evaluator(tmp_path):
         assert all(is_gone(pid) for pid in hosts), f"hosts {hosts} outlived their evaluator"
     finally:
         running.stop()
+
+
+def test_a_call_on_an_env_busy_with_its_host_is_refused_not_queued(hosted):
+    """While one call waits on a hanging host, a second call on the same env is refused at
+    once (it would hold one of the evaluator's threads for as long), and the first ends with
+    the host's timeout."""
+    import threading
+
+    env = practice(hosted, "fault-hang")
+    other = ale_client.AleEnv.attach(env.handle, hosted.endpoint)
+    env.reset(seed=1)
+    env.step(np.array([0.5], np.float32))
+    env.step(np.array([0.5], np.float32))
+    outcome = {}
+
+    def hang():
+        try:
+            env.step(np.array([0.5], np.float32))
+        except ale_client.SimFault as fault:
+            outcome["fault"] = fault
+
+    stuck = threading.Thread(target=hang)
+    stuck.start()
+    import time
+
+    time.sleep(0.5)
+    with pytest.raises(ale_client.FailedPrecondition) as busy:
+        other.step(np.array([0.5], np.float32))
+    assert "busy with another call" in busy.value.details
+    stuck.join(timeout=30)
+    assert "did not answer within 2.0 s" in outcome["fault"].details
+    other.close()
+    env.close()

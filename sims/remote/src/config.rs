@@ -8,6 +8,7 @@
 //! kwargs = { continuing_task = false }                 # for `gymnasium`: gymnasium.make's
 //! counters = ["success", "collisions:sum"]             # for `gymnasium`: info keys to report
 //! env = { PYTHONPATH = "/opt/envs" }                   # added to the host's environment
+//! expose = ["/home/me/envs"]  # folders in users' homes the host needs (as root; its own Python's found by itself)
 //! timeout_seconds = 10        # each call; a host that takes longer has failed
 //! start_timeout_seconds = 120 # from start to its first answer (imports, models)
 //! memory_mb = 4096            # the host's address space
@@ -47,6 +48,8 @@ struct Table {
     counters: Vec<String>,
     #[serde(default)]
     env: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    expose: Vec<String>,
     #[serde(default = "default_timeout")]
     timeout_seconds: f64,
     #[serde(default = "default_start_timeout")]
@@ -179,6 +182,14 @@ impl HostedSimConfig {
         } else {
             program
         };
+        let mut expose = Vec::new();
+        for folder in &t.expose {
+            let path = std::path::Path::new(folder);
+            if !path.is_absolute() {
+                return Err(format!("[sim].expose: {folder:?} is not an absolute path"));
+            }
+            expose.push(path.to_path_buf());
+        }
         Ok(HostedSimConfig {
             name,
             command: HostCommand {
@@ -186,6 +197,7 @@ impl HostedSimConfig {
                 args,
                 env: t.env.into_iter().collect(),
                 memory_bytes: t.memory_mb << 20,
+                expose,
             },
             call_timeout,
             start_timeout,

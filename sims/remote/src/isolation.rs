@@ -8,6 +8,10 @@
 //! the evaluator's own uid, so that the program holds no capability and the mounts below are
 //! locked), then:
 //!
+//! - as root, covers users' homes (`/root`, `/home`) with an empty read-only tmpfs in which only
+//!   the program's own installation (a venv and the Python it was made from) and the task's
+//!   `expose` folders appear, read-only: `nobody` could not reach them otherwise;
+//!
 //! - makes every mount read-only (recursively), so nothing on the machine can be written;
 //! - gives it a private `/tmp` (with `HOME` in it) and a `/dev` of its own with only `null`,
 //!   `zero`, `full`, `random` and `urandom`;
@@ -15,8 +19,8 @@
 //! - forks PID 1 of the new PID namespace, an init that mounts a `/proc` showing only that
 //!   namespace, read-only, so no other process's
 //!   files (`/proc/<pid>/root`) can be reached and no other process signalled; as root it
-//!   gives up every capability for good (keeping uid 0, so a Python installed under `/root`
-//!   still runs, but can neither lift a cover nor write past the read-only mounts);
+//!   then becomes `nobody` (uid 65534), which owns nothing of the machine's and holds no
+//!   capability;
 //! - and the init forks the host program (PID 2), then reaps until it ends.
 //!
 //! Everything the host starts dies with it (the init's end ends the namespace), and it dies
@@ -26,7 +30,7 @@
 
 use std::ffi::CString;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::process::{HostCommand, Launcher};
@@ -60,6 +64,13 @@ pub fn protect_evaluator() -> std::io::Result<()> {
 /// allocate.
 struct Plan {
     as_root: bool,
+    /// As root: users' homes, covered by an empty read-only tmpfs (mode 0755) in which only
+    /// the exposed folders below them appear.
+    homes: Vec<CString>,
+    /// As root: folders under a home the host needs (its program's installation), bound back
+    /// read-only: the source, the fd it is held by meanwhile (`/proc/self/fd/N`), and the
+    /// folders to make in the cover on the way to it.
+    exposed: Vec<Exposed>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     hidden: Vec<CString>,
@@ -71,8 +82,105 @@ struct Plan {
     memory: u64,
 }
 
+struct Exposed {
+    source: CString,
+    fd: libc::c_int,
+    fd_path: CString,
+    steps: Vec<CString>,
+}
+
+/// The descriptor number an exposed folder is held by between its opening and its binding.
+const EXPOSED_FD_BASE: libc::c_int = 900;
+/// The most folders one host may have exposed.
+pub const MAX_EXPOSED: usize = 16;
+
+/// The user a root evaluator's hosts run as (`nobody`).
+pub const HOST_UID_AS_ROOT: u32 = 65534;
+
+/// `program` as the host will run it: a path, or the first match in `PATH`.
+fn locate(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        return Some(PathBuf::from(program));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
+/// The installation a program belongs to: the folder above its `bin` (a venv, a Python).
+fn installation(program: &Path) -> Option<PathBuf> {
+    let bin = program.parent()?;
+    (bin.file_name()? == "bin").then(|| bin.parent().map(Path::to_path_buf))?
+}
+
 fn c(text: &str) -> Result<CString, String> {
     CString::new(text).map_err(|e| e.to_string())
+}
+
+/// As root, the homes to cover and what to show in them: the program's installation and the
+/// folders the task exposes, where they lie in a home.
+fn exposure(host: &HostCommand) -> Result<(Vec<CString>, Vec<Exposed>), String> {
+    let homes: Vec<PathBuf> = ["/root", "/home"]
+        .iter()
+        .filter_map(|h| std::fs::canonicalize(h).ok())
+        .filter(|h| h.is_dir() && h.parent().is_some())
+        .collect();
+    let mut wanted: Vec<PathBuf> = host.expose.clone();
+    if let Some(program) = locate(&host.program) {
+        let absolute = std::path::absolute(&program).unwrap_or(program);
+        wanted.extend(installation(&absolute));
+        if let Ok(real) = std::fs::canonicalize(&absolute) {
+            wanted.extend(installation(&real));
+        }
+    }
+    let mut shown: Vec<(PathBuf, PathBuf)> = Vec::new();
+    for folder in wanted {
+        let folder = std::fs::canonicalize(&folder)
+            .map_err(|e| format!("cannot expose {} to the host: {e}", folder.display()))?;
+        let Some(home) = homes
+            .iter()
+            .find(|h| folder.starts_with(h) && folder != **h)
+        else {
+            continue;
+        };
+        if !shown.iter().any(|(f, _)| folder.starts_with(f)) {
+            shown.retain(|(f, _)| !f.starts_with(&folder));
+            shown.push((folder, home.clone()));
+        }
+    }
+    if shown.len() > MAX_EXPOSED {
+        return Err(format!(
+            "more than {MAX_EXPOSED} folders to expose to the host"
+        ));
+    }
+    let text = |p: &Path| {
+        p.to_str()
+            .ok_or_else(|| format!("{} is not UTF-8", p.display()))
+            .and_then(c)
+    };
+    let mut exposed = Vec::new();
+    for (k, (folder, home)) in shown.iter().enumerate() {
+        let fd = EXPOSED_FD_BASE + k as libc::c_int;
+        let mut steps = Vec::new();
+        let mut at = home.clone();
+        for part in folder
+            .strip_prefix(home)
+            .map_err(|e| e.to_string())?
+            .components()
+        {
+            at.push(part);
+            steps.push(text(&at)?);
+        }
+        exposed.push(Exposed {
+            source: text(folder)?,
+            fd,
+            fd_path: c(&format!("/proc/self/fd/{fd}"))?,
+            steps,
+        });
+    }
+    let homes = homes.iter().map(|h| text(h)).collect::<Result<_, _>>()?;
+    Ok((homes, exposed))
 }
 
 impl Launcher for IsolatedLauncher {
@@ -89,8 +197,16 @@ impl Launcher for IsolatedLauncher {
             hidden.push(c(text)?);
         }
         let staging = "/tmp/.ale-dev";
+        let as_root = euid == 0;
+        let (homes, exposed) = if as_root {
+            exposure(host)?
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let plan = Plan {
-            as_root: euid == 0,
+            as_root,
+            homes,
+            exposed,
             uid_map: format!("{euid} {euid} 1\n").into_bytes(),
             gid_map: format!("{egid} {egid} 1\n").into_bytes(),
             hidden,
@@ -227,6 +343,19 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
         }
     }
     mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+    // The exposed folders, held before anything covers them.
+    for folder in &plan.exposed {
+        // SAFETY: open and dup3 on a NUL-terminated path and plain values.
+        unsafe {
+            let fd = libc::open(
+                folder.source.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            check(fd)?;
+            check(libc::dup3(fd, folder.fd, libc::O_CLOEXEC))?;
+            libc::close(fd);
+        }
+    }
     read_only_recursively(c"/")?;
     // The covers first: a hidden folder under /tmp then also lies under the fresh /tmp.
     for dir in &plan.hidden {
@@ -236,6 +365,47 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
             Some(c"tmpfs"),
             libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
             Some(c"size=4k,mode=000"),
+        )?;
+    }
+    // As root: users' homes covered, but for what the host needs of them.
+    for home in &plan.homes {
+        mount(
+            Some(c"tmpfs"),
+            home,
+            Some(c"tmpfs"),
+            libc::MS_NOSUID | libc::MS_NODEV,
+            Some(c"size=64k,mode=755"),
+        )?;
+    }
+    for folder in &plan.exposed {
+        for step in &folder.steps {
+            // SAFETY: mkdir on a NUL-terminated path.
+            if unsafe { libc::mkdir(step.as_ptr(), 0o755) } < 0
+                && std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST)
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+        }
+        let at = folder.steps.last().unwrap_or(&folder.source);
+        mount(
+            Some(&folder.fd_path),
+            at,
+            None,
+            libc::MS_BIND | libc::MS_REC,
+            None,
+        )?;
+        // SAFETY: closing the descriptor opened above.
+        unsafe {
+            libc::close(folder.fd);
+        }
+    }
+    for home in &plan.homes {
+        mount(
+            None,
+            home,
+            None,
+            libc::MS_REMOUNT | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV,
+            None,
         )?;
     }
     let nosuid = libc::MS_NOSUID | libc::MS_NODEV;
@@ -308,7 +478,23 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
         None,
     )?;
     if plan.as_root {
-        drop_capabilities()?;
+        // An unprivileged user from here on: it owns nothing of the machine's.
+        // SAFETY: setgroups/setresgid/setresuid with plain values.
+        unsafe {
+            check(libc::setgroups(0, std::ptr::null()))?;
+            check(libc::setresgid(
+                HOST_UID_AS_ROOT,
+                HOST_UID_AS_ROOT,
+                HOST_UID_AS_ROOT,
+            ))?;
+            check(libc::setresuid(
+                HOST_UID_AS_ROOT,
+                HOST_UID_AS_ROOT,
+                HOST_UID_AS_ROOT,
+            ))?;
+        }
+        // Changing to a uid other than 0 has cleared every capability; `no_new_privs` (below)
+        // keeps exec from granting any.
     }
     // SAFETY: prctl and setrlimit with values that live across the calls.
     unsafe {
@@ -424,64 +610,4 @@ fn keep(init: libc::pid_t, report: libc::c_int) -> ! {
         }
         libc::_exit(code)
     }
-}
-
-/// Gives up every capability for good: uid 0 gains none back at `exec` (`SECBIT_NOROOT`,
-/// locked), none can be raised again, and the bounding set is empty.
-fn drop_capabilities() -> std::io::Result<()> {
-    const SECBIT_NOROOT: libc::c_ulong = 1 << 0;
-    const SECBIT_NOROOT_LOCKED: libc::c_ulong = 1 << 1;
-    const SECBIT_NO_SETUID_FIXUP: libc::c_ulong = 1 << 2;
-    const SECBIT_NO_SETUID_FIXUP_LOCKED: libc::c_ulong = 1 << 3;
-    const SECBIT_KEEP_CAPS_LOCKED: libc::c_ulong = 1 << 5;
-    const SECBIT_NO_CAP_AMBIENT_RAISE: libc::c_ulong = 1 << 6;
-    const SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED: libc::c_ulong = 1 << 7;
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: libc::c_int,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    // SAFETY: prctl and capset with values and structs that live across the calls.
-    unsafe {
-        check(libc::prctl(
-            libc::PR_SET_SECUREBITS,
-            SECBIT_NOROOT
-                | SECBIT_NOROOT_LOCKED
-                | SECBIT_NO_SETUID_FIXUP
-                | SECBIT_NO_SETUID_FIXUP_LOCKED
-                | SECBIT_KEEP_CAPS_LOCKED
-                | SECBIT_NO_CAP_AMBIENT_RAISE
-                | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED,
-            0,
-            0,
-            0,
-        ))?;
-        for cap in 0..64 {
-            // Past the kernel's last capability: EINVAL, and nothing left to drop.
-            if libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 {
-                break;
-            }
-        }
-        let header = Header {
-            version: LINUX_CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        let data = [Data {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        if libc::syscall(libc::SYS_capset, &header, data.as_ptr()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -33,6 +34,9 @@ pub struct HostCommand {
     pub env: Vec<(String, String)>,
     /// The host's memory, in bytes.
     pub memory_bytes: u64,
+    /// Folders the host must see that lie in users' homes (which an isolated host of a root
+    /// evaluator does not see): besides its program's installation, found by itself.
+    pub expose: Vec<PathBuf>,
 }
 
 /// How a host process is started, decided by the binary: a plain child process of the

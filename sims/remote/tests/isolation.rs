@@ -20,6 +20,7 @@ fn run_isolated(hidden: &std::path::Path, script: &str) -> String {
             args: vec!["-c".into(), script.into()],
             env: vec![],
             memory_bytes: 512 << 20,
+            expose: vec![],
         })
         .unwrap();
     let out = command.stderr(Stdio::inherit()).output().unwrap();
@@ -39,6 +40,8 @@ fn check_isolation(dir: &std::path::Path) {
     assert!(inherited > 2);
     let script = format!(
         "cat /proc/self/fd/{inherited}/evaluator.key 2>/dev/null && echo VIA_FD; \
+         cat /etc/shadow >/dev/null 2>&1 && echo SHADOW; ls /root >/dev/null 2>&1 && ls -A /root | grep -q . && echo ROOT_HOME; \
+         [ \"$(id -u)\" = 0 ] && echo UID0; \
          cat {secret} 2>/dev/null && echo READ; ls -A {dir} 2>/dev/null | grep -q . && echo LISTED; \
          umount {dir} 2>/dev/null && echo UNMOUNTED; \
          for p in /proc/[0-9]*; do cat $p/root{secret} 2>/dev/null && echo VIA_PROC; done; \
@@ -65,6 +68,9 @@ fn check_isolation(dir: &std::path::Path) {
     let _ = std::fs::remove_file(&outside_tmp);
     for word in [
         "VIA_FD",
+        "SHADOW",
+        "ROOT_HOME",
+        "UID0",
         "READ",
         "LISTED",
         "UNMOUNTED",
