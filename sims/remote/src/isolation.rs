@@ -494,7 +494,11 @@ fn isolate(plan: &Plan) -> std::io::Result<()> {
             ))?;
         }
         // Changing to a uid other than 0 has cleared every capability; `no_new_privs` (below)
-        // keeps exec from granting any.
+        // keeps exec from granting any. It also cleared the parent-death signal: set again.
+        // SAFETY: prctl with plain values.
+        unsafe {
+            check(libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL))?;
+        }
     }
     // SAFETY: prctl and setrlimit with values that live across the calls.
     unsafe {
