@@ -307,6 +307,10 @@ def test_hosts_die_with_a_killed_evaluator(tmp_path):
         while not all(is_gone(pid) for pid in hosts) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert all(is_gone(pid) for pid in hosts), f"hosts {hosts} outlived their evaluator"
+        # Nor anything below them (the host's init and program): no PointMass host is left.
+        while time.monotonic() < deadline and subprocess.run(["pgrep", "-f", str(RUST_HOST)]).returncode == 0:
+            time.sleep(0.05)
+        assert subprocess.run(["pgrep", "-f", str(RUST_HOST)]).returncode != 0, "a host outlived its evaluator"
     finally:
         running.stop()
 
