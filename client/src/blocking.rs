@@ -7,6 +7,7 @@ use tokio::runtime::{Builder, Runtime};
 
 use crate::env::{self, EnvSpec, EvalSession, ResetResult, StepResult};
 use crate::error::ClientError;
+use crate::vector::{self, AutoresetMode, VecReset, VecResetResult, VecStepResult};
 
 fn runtime() -> Result<Runtime, ClientError> {
     Builder::new_current_thread()
@@ -44,6 +45,22 @@ impl Client {
     pub fn create(&self, task_id: &str) -> Result<Env, ClientError> {
         let inner = self.rt.block_on(self.inner.create(task_id))?;
         Ok(Env {
+            rt: self.rt.clone(),
+            inner,
+        })
+    }
+
+    /// A practice vector env of `num_envs` sub-envs (see [`crate::VecEnv`]).
+    pub fn create_vec(
+        &self,
+        task_id: &str,
+        num_envs: u32,
+        mode: AutoresetMode,
+    ) -> Result<VecEnv, ClientError> {
+        let inner = self
+            .rt
+            .block_on(self.inner.create_vec(task_id, num_envs, mode))?;
+        Ok(VecEnv {
             rt: self.rt.clone(),
             inner,
         })
@@ -93,5 +110,37 @@ impl Env {
 
     pub fn start_eval_session(&mut self) -> Result<EvalSession, ClientError> {
         self.rt.block_on(self.inner.start_eval_session())
+    }
+}
+
+/// A blocking handle on a practice vector env.
+pub struct VecEnv {
+    rt: std::sync::Arc<Runtime>,
+    inner: vector::VecEnv,
+}
+
+impl VecEnv {
+    pub fn handle(&self) -> &EnvHandle {
+        self.inner.handle()
+    }
+
+    pub fn spec(&self) -> &EnvSpec {
+        self.inner.spec()
+    }
+
+    pub fn num_envs(&self) -> usize {
+        self.inner.num_envs()
+    }
+
+    pub fn autoreset_mode(&self) -> AutoresetMode {
+        self.inner.autoreset_mode()
+    }
+
+    pub fn reset(&mut self, reset: VecReset) -> Result<VecResetResult, ClientError> {
+        self.rt.block_on(self.inner.reset(reset))
+    }
+
+    pub fn step(&mut self, actions: &Tensor) -> Result<VecStepResult, ClientError> {
+        self.rt.block_on(self.inner.step(actions))
     }
 }

@@ -106,7 +106,9 @@ pub struct EvalSession {
 }
 
 /// Decodes an info map; a value that does not decode is an error naming its key.
-fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Result<Info, ClientError> {
+pub(crate) fn decode_info(
+    info: std::collections::HashMap<String, pb::Value>,
+) -> Result<Info, ClientError> {
     info.into_iter()
         .map(|(key, v)| {
             let value = match v.kind {
@@ -125,6 +127,20 @@ fn decode_info(info: std::collections::HashMap<String, pb::Value>) -> Result<Inf
         .collect()
 }
 
+/// A `GetSpec` answer, decoded.
+pub(crate) fn spec_from_wire(spec: pb::GetSpecResponse) -> Result<EnvSpec, ClientError> {
+    let space = |s: Option<pb::Space>, what| {
+        let s = s.ok_or(ClientError::Missing(what))?;
+        Space::try_from(s).map_err(|cause| ClientError::Wire { what, cause })
+    };
+    Ok(EnvSpec {
+        observation_space: space(spec.observation_space, "observation space")?,
+        action_space: space(spec.action_space, "action space")?,
+        task: decode_task(spec.task.ok_or(ClientError::Missing("task metadata"))?)?,
+        official: spec.official,
+    })
+}
+
 fn decode_task(task: pb::TaskMetadata) -> Result<TaskSpec, ClientError> {
     TaskSpec::try_from(task).map_err(|cause| ClientError::Wire {
         what: "task metadata",
@@ -132,7 +148,7 @@ fn decode_task(task: pb::TaskMetadata) -> Result<TaskSpec, ClientError> {
     })
 }
 
-fn decode_observation(t: Option<pb::Tensor>) -> Result<Tensor, ClientError> {
+pub(crate) fn decode_observation(t: Option<pb::Tensor>) -> Result<Tensor, ClientError> {
     let t = t.ok_or(ClientError::Missing("an observation"))?;
     Tensor::try_from(t).map_err(|cause| ClientError::Wire {
         what: "observation",
@@ -201,6 +217,7 @@ impl Client {
             .create_env(pb::CreateEnvRequest {
                 task_id: task_id.to_string(),
                 official: false,
+                ..Default::default()
             })
             .await?
             .into_inner();
@@ -216,20 +233,10 @@ impl Client {
             })
             .await?
             .into_inner();
-        let space = |s: Option<pb::Space>, what| {
-            let s = s.ok_or(ClientError::Missing(what))?;
-            Space::try_from(s).map_err(|cause| ClientError::Wire { what, cause })
-        };
-        let spec = EnvSpec {
-            observation_space: space(spec.observation_space, "observation space")?,
-            action_space: space(spec.action_space, "action space")?,
-            task: decode_task(spec.task.ok_or(ClientError::Missing("task metadata"))?)?,
-            official: spec.official,
-        };
         Ok(Env {
             client,
             handle,
-            spec,
+            spec: spec_from_wire(spec)?,
         })
     }
 
@@ -282,6 +289,7 @@ impl Env {
             .reset(pb::ResetRequest {
                 handle: self.handle.to_string(),
                 seed,
+                ..Default::default()
             })
             .await?
             .into_inner();

@@ -25,6 +25,7 @@ mod env;
 mod error;
 pub mod policy;
 mod transport;
+mod vector;
 
 pub use ale_proto::task_spec::{
     Budgets, MetricSpec, SafetyMetricSpec, SubmissionContract, TaskMode,
@@ -36,6 +37,7 @@ pub use env::{
     StepResult,
 };
 pub use error::ClientError;
+pub use vector::{AutoresetMode, Finals, VecEnv, VecReset, VecResetResult, VecStepResult};
 
 /// What one episode amounted to.
 #[derive(Debug, Clone, PartialEq)]

@@ -94,6 +94,7 @@ impl HarnessChannel {
             .create_env(pb::CreateEnvRequest {
                 task_id: task_id.to_string(),
                 official: true,
+                ..Default::default()
             })
             .await
             .map_err(HarnessError::rpc("CreateEnv"))?

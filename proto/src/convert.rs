@@ -25,6 +25,16 @@ pub enum WireError {
         expected: &'static str,
         got: &'static str,
     },
+    #[error(
+        "a {dtype} tensor's `raw` field holds {got} bytes, not a whole number of {width}-byte elements"
+    )]
+    RawLength {
+        dtype: DType,
+        width: usize,
+        got: usize,
+    },
+    #[error("a bool tensor's `raw` field holds byte {0} at element {1}; only 0 and 1 are booleans")]
+    RawBool(u8, usize),
     #[error(transparent)]
     Shape(#[from] ShapeMismatch),
     #[error("missing field `{0}`")]
@@ -96,19 +106,91 @@ pub fn tensor_to_pb_ref(t: &Tensor) -> pb::Tensor {
     pb::Tensor::from(t.clone())
 }
 
+/// The bytes one element of `dtype` takes in a tensor's `raw` field.
+pub fn raw_width(dtype: DType) -> usize {
+    match dtype {
+        DType::F64 | DType::I64 => 8,
+        DType::F32 | DType::I32 => 4,
+        DType::U8 | DType::Bool => 1,
+    }
+}
+
+/// Encodes `data` (of `shape`) packed in the `raw` field: what a vector env answers, readable
+/// without a copy by the client.
+pub fn tensor_to_pb_raw(shape: &[usize], data: &TensorData) -> pb::Tensor {
+    let mut raw = Vec::with_capacity(data.len() * raw_width(data.dtype()));
+    match data {
+        TensorData::F32(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::F64(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::I64(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::I32(v) => v
+            .iter()
+            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::U8(v) => raw.extend_from_slice(v),
+        TensorData::Bool(v) => raw.extend(v.iter().map(|&b| u8::from(b))),
+    }
+    pb::Tensor {
+        dtype: dtype_to_pb(data.dtype()) as i32,
+        shape: dims_to_pb(shape),
+        raw,
+        ..Default::default()
+    }
+}
+
+/// The elements of a tensor's `raw` field.
+fn data_from_raw(dtype: DType, raw: &[u8]) -> Result<TensorData, WireError> {
+    let width = raw_width(dtype);
+    if raw.len() % width != 0 {
+        return Err(WireError::RawLength {
+            dtype,
+            width,
+            got: raw.len(),
+        });
+    }
+    fn words<const W: usize, T>(raw: &[u8], f: impl Fn([u8; W]) -> T) -> Vec<T> {
+        raw.chunks_exact(W)
+            .map(|c| f(c.try_into().expect("chunks of W bytes")))
+            .collect()
+    }
+    Ok(match dtype {
+        DType::F32 => TensorData::F32(words(raw, f32::from_le_bytes)),
+        DType::F64 => TensorData::F64(words(raw, f64::from_le_bytes)),
+        DType::I64 => TensorData::I64(words(raw, i64::from_le_bytes)),
+        DType::I32 => TensorData::I32(words(raw, i32::from_le_bytes)),
+        DType::U8 => TensorData::U8(raw.to_vec()),
+        DType::Bool => TensorData::Bool(
+            raw.iter()
+                .enumerate()
+                .map(|(i, &b)| match b {
+                    0 => Ok(false),
+                    1 => Ok(true),
+                    other => Err(WireError::RawBool(other, i)),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
+    })
+}
+
 impl TryFrom<pb::Tensor> for Tensor {
     type Error = WireError;
 
     fn try_from(t: pb::Tensor) -> Result<Self, WireError> {
         let dtype = dtype_from_pb(t.dtype)?;
         let shape = dims_from_pb(&t.shape)?;
-        let filled: [(&'static str, bool); 6] = [
+        let filled: [(&'static str, bool); 7] = [
             ("f32", !t.f32.is_empty()),
             ("f64", !t.f64.is_empty()),
             ("i64", !t.i64.is_empty()),
             ("i32", !t.i32.is_empty()),
             ("u8", !t.u8.is_empty()),
             ("bool", !t.bool.is_empty()),
+            ("raw", !t.raw.is_empty()),
         ];
         let expected = match dtype {
             DType::F32 => "f32",
@@ -118,12 +200,16 @@ impl TryFrom<pb::Tensor> for Tensor {
             DType::U8 => "u8",
             DType::Bool => "bool",
         };
+        let expected = if t.raw.is_empty() { expected } else { "raw" };
         if let Some((got, _)) = filled.iter().find(|(name, set)| *set && *name != expected) {
             return Err(WireError::WrongDataField {
                 dtype,
                 expected,
                 got,
             });
+        }
+        if !t.raw.is_empty() {
+            return Ok(Tensor::new(shape, data_from_raw(dtype, &t.raw)?)?);
         }
         let data = match dtype {
             DType::F32 => TensorData::F32(t.f32),
@@ -229,6 +315,66 @@ mod tests {
         for t in tensors {
             assert_eq!(Tensor::try_from(pb::Tensor::from(t.clone())).unwrap(), t);
         }
+    }
+
+    #[test]
+    fn raw_tensors_round_trip_in_every_dtype() {
+        let tensors = [
+            Tensor::new(vec![2, 2], TensorData::F32(vec![1.5, -2.0, f32::MAX, 0.0])).unwrap(),
+            Tensor::new(vec![3], TensorData::F64(vec![1e300, -0.5, f64::MIN])).unwrap(),
+            Tensor::new(vec![2], TensorData::I64(vec![i64::MIN, 7])).unwrap(),
+            Tensor::new(vec![2], TensorData::I32(vec![-1, i32::MAX])).unwrap(),
+            Tensor::new(vec![2, 1], TensorData::U8(vec![0, 255])).unwrap(),
+            Tensor::new(vec![3], TensorData::Bool(vec![true, false, true])).unwrap(),
+            Tensor::scalar_i64(-3),
+        ];
+        for t in tensors {
+            let wire = tensor_to_pb_raw(t.shape(), t.data());
+            assert_eq!(wire.raw.len(), t.len() * raw_width(t.dtype()));
+            assert_eq!(Tensor::try_from(wire).unwrap(), t);
+        }
+        // Little-endian, as NumPy's `<f4` reads it.
+        let wire = tensor_to_pb_raw(&[1], &TensorData::F32(vec![1.0]));
+        assert_eq!(wire.raw, [0, 0, 0x80, 0x3f]);
+    }
+
+    #[test]
+    fn malformed_raw_tensors_are_rejected_with_reasons() {
+        let ragged = pb::Tensor {
+            dtype: pb::DType::DtypeFloat64 as i32,
+            shape: vec![1],
+            raw: vec![0; 7],
+            ..Default::default()
+        };
+        assert_eq!(
+            Tensor::try_from(ragged).unwrap_err().to_string(),
+            "a float64 tensor's `raw` field holds 7 bytes, not a whole number of 8-byte elements"
+        );
+        let both = pb::Tensor {
+            dtype: pb::DType::DtypeFloat32 as i32,
+            shape: vec![1],
+            f32: vec![1.0],
+            raw: vec![0; 4],
+            ..Default::default()
+        };
+        assert_eq!(
+            Tensor::try_from(both).unwrap_err().to_string(),
+            "a float32 tensor must carry its data in the `raw` field only, but `f32` is filled"
+        );
+        let short = pb::Tensor {
+            dtype: pb::DType::DtypeFloat32 as i32,
+            shape: vec![2],
+            raw: vec![0; 4],
+            ..Default::default()
+        };
+        assert!(matches!(Tensor::try_from(short), Err(WireError::Shape(_))));
+        let not_bool = pb::Tensor {
+            dtype: pb::DType::DtypeBool as i32,
+            shape: vec![2],
+            raw: vec![1, 2],
+            ..Default::default()
+        };
+        assert_eq!(Tensor::try_from(not_bool), Err(WireError::RawBool(2, 1)));
     }
 
     #[test]

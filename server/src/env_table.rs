@@ -13,6 +13,7 @@ use ale_proto::{EnvHandle, RunId, SessionId};
 use crate::env::Env;
 use crate::error::{EnvCap, Error};
 use crate::evaluator::Channel;
+use crate::vector::VectorEnv;
 
 pub(crate) type Shared<T> = Arc<Mutex<T>>;
 
@@ -95,9 +96,36 @@ pub struct EnvCounts {
     pub official: usize,
 }
 
+/// What a handle names: an env, or a practice vector env of many sub-envs.
+#[derive(Clone)]
+pub enum Held {
+    Env(Shared<Env>),
+    Vector(Shared<VectorEnv>),
+}
+
+impl Held {
+    /// When it was last used, unless a call holds it now (a busy env is in use, and never
+    /// waited on under the table's lock).
+    fn last_used_if_free(&self) -> Option<Instant> {
+        match self {
+            Held::Env(env) => env.try_lock().ok().map(|env| env.last_used()),
+            Held::Vector(vector) => vector.try_lock().ok().map(|v| v.last_used()),
+        }
+    }
+
+    fn as_env(&self) -> Option<&Shared<Env>> {
+        match self {
+            Held::Env(env) => Some(env),
+            Held::Vector(_) => None,
+        }
+    }
+}
+
 struct Slot {
-    env: Shared<Env>,
+    held: Held,
     pool: Pool,
+    /// How many envs it counts as against its pool's caps: a vector env's sub-envs.
+    weight: usize,
 }
 
 impl Slot {
@@ -124,7 +152,7 @@ pub struct Room(Vec<EnvHandle>);
 #[must_use = "the reclaimed envs are dropped, and their sessions forgotten, by the caller"]
 pub struct Reclaimed {
     pub sessions: Vec<SessionId>,
-    pub envs: Vec<Shared<Env>>,
+    pub envs: Vec<Held>,
 }
 
 /// A run whose own agent channel is open: `ended` once the run has ended or its official env
@@ -147,13 +175,15 @@ pub struct EnvTable {
 /// Picks idle envs to reclaim, the biggest holder's first: while more are `needed`, one idle
 /// env of whichever holder has the most left goes. `held` is each holder's count,
 /// `idle` each holder's idle envs. Returns fewer than `needed` if there are not enough.
+/// Weights (a vector env's sub-envs) count: picking stops once the envs picked weigh `needed`.
 fn biggest_holders_first<H: Eq + std::hash::Hash + Copy + Ord>(
     mut held: HashMap<H, usize>,
-    mut idle: HashMap<H, Vec<EnvHandle>>,
+    mut idle: HashMap<H, Vec<(EnvHandle, usize)>>,
     needed: usize,
-) -> Vec<EnvHandle> {
-    let mut picked = Vec::with_capacity(needed);
-    while picked.len() < needed {
+) -> (Vec<EnvHandle>, usize) {
+    let mut picked = Vec::new();
+    let mut freed = 0;
+    while freed < needed {
         // Ties go to the lowest holder id, so the choice does not depend on hash order.
         let Some(holder) = idle
             .iter()
@@ -166,24 +196,26 @@ fn biggest_holders_first<H: Eq + std::hash::Hash + Copy + Ord>(
         else {
             break;
         };
-        if let Some(handle) = idle.get_mut(&holder).and_then(Vec::pop) {
-            picked.push(handle);
-        }
+        let Some((handle, weight)) = idle.get_mut(&holder).and_then(Vec::pop) else {
+            break;
+        };
+        picked.push(handle);
+        freed += weight;
         if let Some(n) = held.get_mut(&holder) {
-            *n = n.saturating_sub(1);
+            *n = n.saturating_sub(weight);
         }
     }
-    picked
+    (picked, freed)
 }
 
 impl EnvTable {
     /// The env `handle` names, if `channel` may reach it; otherwise `None`, exactly as for a
     /// handle that names nothing.
-    pub fn get(&self, handle: &EnvHandle, channel: Channel) -> Option<Shared<Env>> {
+    pub fn get(&self, handle: &EnvHandle, channel: Channel) -> Option<Held> {
         self.envs
             .get(handle)
             .filter(|slot| slot.is_reachable_from(channel))
-            .map(|slot| slot.env.clone())
+            .map(|slot| slot.held.clone())
     }
 
     /// The official envs, each with its run.
@@ -191,7 +223,7 @@ impl EnvTable {
         self.envs
             .values()
             .filter(|slot| matches!(slot.pool, Pool::Official { .. }))
-            .map(|slot| slot.env.clone())
+            .filter_map(|slot| slot.held.as_env().cloned())
             .collect()
     }
 
@@ -241,13 +273,21 @@ impl EnvTable {
         self.counts
     }
 
-    /// Whether one more env fits in `pool`, counting its envs that are idle enough to be
-    /// reclaimed as gone. Changes nothing: the reclaiming happens in [`EnvTable::insert`].
+    /// Whether one more env of `weight` sub-envs (1, or a vector env's count) fits in `pool`,
+    /// counting its envs that are idle enough to be reclaimed as gone. Changes nothing: the
+    /// reclaiming happens in [`EnvTable::insert`].
     ///
     /// Practice envs are reclaimed only as many as needed, the biggest holder's first: within
     /// the caller's own cap its own idle envs; past a total cap (the shared channel's, or the
-    /// caller's run's), idle envs of whichever connection holds the most in that pool.
-    pub fn room_for(&self, pool: Pool, limits: &Limits, now: Instant) -> Result<Room, Error> {
+    /// caller's run's), idle envs of whichever connection holds the most in that pool. Caps
+    /// count sub-envs: a vector env of 256 takes 256.
+    pub fn room_for(
+        &self,
+        pool: Pool,
+        weight: usize,
+        limits: &Limits,
+        now: Instant,
+    ) -> Result<Room, Error> {
         match pool {
             Pool::Official { .. } => {
                 let held = self.counts.official;
@@ -260,7 +300,10 @@ impl EnvTable {
                     }
                     // An env busy in a call (a hosted sim may wait on its host for seconds)
                     // is in use, not idle: the table's lock never waits on an env's.
-                    slot.env.try_lock().is_ok_and(|env| {
+                    let Held::Env(env) = &slot.held else {
+                        return false;
+                    };
+                    env.try_lock().is_ok_and(|env| {
                         env.is_official_reclaimable(
                             now,
                             limits.finished_official_idle,
@@ -287,11 +330,30 @@ impl EnvTable {
                 };
                 let mine = self.practice_of(connection);
                 let per_connection = limits.max_practice_envs_per_connection;
-                if held < total_cap && mine < per_connection {
+                if weight > per_connection || weight > total_cap {
+                    let (cap, what, flag) = match (weight > per_connection, run) {
+                        (true, _) => (
+                            per_connection,
+                            "a connection's share",
+                            "--max-practice-envs-per-connection",
+                        ),
+                        (false, None) => (total_cap, "the total", "--max-practice-envs"),
+                        (false, Some(_)) => (total_cap, "a run's share", "--max-run-practice-envs"),
+                    };
+                    return Err(Error::VectorOverCap {
+                        envs: weight,
+                        cap,
+                        what,
+                        flag,
+                    });
+                }
+                if held + weight <= total_cap && mine + weight <= per_connection {
                     return Ok(Room(Vec::new()));
                 }
-                // The idle envs of this pool (the shared one, or this run's), by connection.
-                let mut idle: HashMap<Option<ConnectionId>, Vec<EnvHandle>> = HashMap::new();
+                // The idle envs of this pool (the shared one, or this run's), by connection,
+                // each with its weight.
+                let mut idle: HashMap<Option<ConnectionId>, Vec<(EnvHandle, usize)>> =
+                    HashMap::new();
                 for (handle, slot) in &self.envs {
                     let Pool::Practice {
                         connection: owner,
@@ -304,20 +366,22 @@ impl EnvTable {
                         continue;
                     }
                     // Busy in a call: in use, and never waited on under the table's lock.
-                    let Ok(env) = slot.env.try_lock() else {
+                    let Some(last_used) = slot.held.last_used_if_free() else {
                         continue;
                     };
-                    let last_used = env.last_used();
-                    drop(env);
                     if now.saturating_duration_since(last_used) >= limits.practice_idle {
-                        idle.entry(owner).or_default().push(handle.clone());
+                        idle.entry(owner)
+                            .or_default()
+                            .push((handle.clone(), slot.weight));
                     }
                 }
                 // Below the total cap only the caller's own idle envs make room: one client
-                // at its own cap cannot evict another's.
-                let need_mine = (mine + 1).saturating_sub(per_connection);
+                // at its own cap cannot evict another's. The lightest go first.
+                let need_mine = (mine + weight).saturating_sub(per_connection);
                 let mut own_idle = idle.remove(&connection).unwrap_or_default();
-                if own_idle.len() < need_mine {
+                own_idle.sort_by_key(|(_, w)| std::cmp::Reverse(*w));
+                let own_weight: usize = own_idle.iter().map(|(_, w)| w).sum();
+                if own_weight < need_mine {
                     return Err(Error::TooManyEnvs(match run {
                         None => EnvCap::PracticePerConnection {
                             cap: per_connection,
@@ -329,21 +393,29 @@ impl EnvTable {
                         },
                     }));
                 }
-                let mut room: Vec<EnvHandle> = own_idle.split_off(own_idle.len() - need_mine);
-                let need_total = (held + 1)
+                let mut room = Vec::new();
+                let mut freed = 0;
+                while freed < need_mine {
+                    let Some((handle, w)) = own_idle.pop() else {
+                        break;
+                    };
+                    room.push(handle);
+                    freed += w;
+                }
+                let need_total = (held + weight)
                     .saturating_sub(total_cap)
-                    .saturating_sub(room.len());
+                    .saturating_sub(freed);
                 if need_total > 0 {
                     idle.insert(connection, own_idle);
                     let held_by: HashMap<Option<ConnectionId>, usize> = idle
                         .keys()
                         .map(|owner| {
-                            let taken = if *owner == connection { room.len() } else { 0 };
+                            let taken = if *owner == connection { freed } else { 0 };
                             (*owner, self.practice_of(*owner).saturating_sub(taken))
                         })
                         .collect();
-                    let more = biggest_holders_first(held_by, idle, need_total);
-                    if more.len() < need_total {
+                    let (more, more_freed) = biggest_holders_first(held_by, idle, need_total);
+                    if more_freed < need_total {
                         return Err(Error::TooManyEnvs(match run {
                             None => EnvCap::PracticeTotal {
                                 cap: total_cap,
@@ -384,8 +456,9 @@ impl EnvTable {
         &mut self,
         room: Room,
         handle: EnvHandle,
-        env: Shared<Env>,
+        held: Held,
         pool: Pool,
+        weight: usize,
     ) -> Reclaimed {
         if !room.0.is_empty() {
             tracing::info!(
@@ -400,19 +473,23 @@ impl EnvTable {
         };
         for handle in room.0 {
             if let Some(slot) = self.remove(&handle) {
-                if let Some(id) = lock(&slot.env).session_id() {
-                    reclaimed.sessions.push(id.clone());
+                if let Some(id) = slot
+                    .held
+                    .as_env()
+                    .and_then(|env| lock(env).session_id().cloned())
+                {
+                    reclaimed.sessions.push(id);
                 }
-                reclaimed.envs.push(slot.env);
+                reclaimed.envs.push(slot.held);
             }
         }
-        self.count(pool);
+        self.count(pool, weight);
         // Handles are 128-bit random tokens, so a repeat means a broken random source; the
         // counts must still match the table.
-        if let Some(old) = self.envs.insert(handle, Slot { env, pool }) {
+        if let Some(old) = self.envs.insert(handle, Slot { held, pool, weight }) {
             tracing::error!("an env handle was issued twice; the older env is dropped");
-            self.uncount(old.pool);
-            reclaimed.envs.push(old.env);
+            self.uncount(old.pool, old.weight);
+            reclaimed.envs.push(old.held);
         }
         reclaimed
     }
@@ -437,49 +514,51 @@ impl EnvTable {
     /// those made over it with it.
     fn remove(&mut self, handle: &EnvHandle) -> Option<Slot> {
         let slot = self.envs.remove(handle)?;
-        self.uncount(slot.pool);
+        self.uncount(slot.pool, slot.weight);
         if let Pool::Official { run } = slot.pool {
             self.end_run(run);
         }
         Some(slot)
     }
 
-    fn count(&mut self, pool: Pool) {
+    fn count(&mut self, pool: Pool, weight: usize) {
         match pool {
-            Pool::Official { .. } => self.counts.official += 1,
+            Pool::Official { .. } => self.counts.official += weight,
             Pool::Practice { connection, run } => {
                 match run {
-                    None => self.counts.practice += 1,
+                    None => self.counts.practice += weight,
                     Some(run) => {
-                        self.counts.run_practice += 1;
-                        *self.practice_by_run.entry(run).or_insert(0) += 1;
+                        self.counts.run_practice += weight;
+                        *self.practice_by_run.entry(run).or_insert(0) += weight;
                     }
                 }
-                *self.practice_by_connection.entry(connection).or_insert(0) += 1;
+                *self.practice_by_connection.entry(connection).or_insert(0) += weight;
             }
         }
     }
 
-    fn uncount(&mut self, pool: Pool) {
-        fn decrement<K: Eq + std::hash::Hash>(map: &mut HashMap<K, usize>, key: K) {
+    fn uncount(&mut self, pool: Pool, weight: usize) {
+        fn decrement<K: Eq + std::hash::Hash>(map: &mut HashMap<K, usize>, key: K, by: usize) {
             if let Some(n) = map.get_mut(&key) {
-                *n = n.saturating_sub(1);
+                *n = n.saturating_sub(by);
                 if *n == 0 {
                     map.remove(&key);
                 }
             }
         }
         match pool {
-            Pool::Official { .. } => self.counts.official = self.counts.official.saturating_sub(1),
+            Pool::Official { .. } => {
+                self.counts.official = self.counts.official.saturating_sub(weight)
+            }
             Pool::Practice { connection, run } => {
                 match run {
-                    None => self.counts.practice = self.counts.practice.saturating_sub(1),
+                    None => self.counts.practice = self.counts.practice.saturating_sub(weight),
                     Some(run) => {
-                        self.counts.run_practice = self.counts.run_practice.saturating_sub(1);
-                        decrement(&mut self.practice_by_run, run);
+                        self.counts.run_practice = self.counts.run_practice.saturating_sub(weight);
+                        decrement(&mut self.practice_by_run, run, weight);
                     }
                 }
-                decrement(&mut self.practice_by_connection, connection);
+                decrement(&mut self.practice_by_connection, connection, weight);
             }
         }
     }

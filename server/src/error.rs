@@ -91,6 +91,44 @@ pub enum Error {
     ResultNeedsHarness,
     #[error("{0}")]
     TooManyEnvs(EnvCap),
+    /// A vector env bigger than a practice cap could ever hold.
+    #[error(
+        "a vector env of {envs} sub-envs can never fit: each sub-env counts against the \
+         practice caps, and {what} is {cap} (ale serve {flag}); ask for at most {cap}"
+    )]
+    VectorOverCap {
+        envs: usize,
+        cap: usize,
+        what: &'static str,
+        flag: &'static str,
+    },
+    /// A vector env whose batched answers would not fit in one message.
+    #[error(
+        "a vector env of {envs} sub-envs of task {task} would answer {bytes} bytes a step \
+         ({per_env} per sub-env, final observations included), more than one message may \
+         carry ({max} bytes): ask for at most {fits} sub-envs"
+    )]
+    VectorTooLarge {
+        task: String,
+        envs: usize,
+        per_env: usize,
+        bytes: usize,
+        max: usize,
+        fits: usize,
+    },
+    /// `num_envs` above 1 for an official env.
+    #[error(
+        "official envs are single (num_envs {0} asked for): an eval session plays its hidden \
+         rollouts one at a time; vector envs are for practice"
+    )]
+    OfficialVector(u32),
+    /// A Step on a vector env in DISABLED autoreset mode while some sub-envs' episodes are over.
+    #[error(
+        "sub-envs {} ended their episodes and the vector env's autoreset mode is DISABLED: \
+         reset them (ResetRequest.reset_mask) before the next Step; nothing was stepped",
+        Echo(format!("{:?}", .0).as_str())
+    )]
+    SubEnvsEnded(Vec<usize>),
     #[error(
         "the evaluator cannot reserve {bytes} bytes in its state dir {} for the new run's \
          record ({cause}), so it starts no run it could not finish recording: free space \
@@ -211,7 +249,10 @@ impl Error {
             | Error::UnknownHandle(_)
             | Error::UnknownSession(_)
             | Error::UnknownBatch(_) => Code::NotFound,
-            Error::BadAction { .. } | Error::InvalidRequest(_) => Code::InvalidArgument,
+            Error::BadAction { .. }
+            | Error::InvalidRequest(_)
+            | Error::OfficialVector(_)
+            | Error::VectorTooLarge { .. } => Code::InvalidArgument,
             Error::StepBeforeReset
             | Error::EpisodeOver
             | Error::PracticeEnvInEval(_)
@@ -225,9 +266,11 @@ impl Error {
             | Error::RunEnded { .. }
             | Error::RunSocketClosed
             | Error::EnvBusy(_)
+            | Error::SubEnvsEnded(_)
             | Error::SimUnavailable { .. } => Code::FailedPrecondition,
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)
+            | Error::VectorOverCap { .. }
             | Error::TooManyRequestBytes(_)
             | Error::NoRoomForRecord { .. }
             | Error::SimHostsExhausted { .. } => Code::ResourceExhausted,

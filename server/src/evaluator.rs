@@ -16,7 +16,9 @@ use crate::batch::folder::Leftovers;
 use crate::batch::run::BatchRun;
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, OfficialRun, StepInfo};
-use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Limits, Pool, RunScope, Shared, lock};
+use crate::env_table::{
+    ConnectionId, EnvCounts, EnvTable, Held, Limits, Pool, RunScope, Shared, lock,
+};
 use crate::error::Error;
 use crate::interrupted::{MarkedRun, mark_interrupted_runs};
 use crate::run_resources::{RunChannels, RunResources, RunSetup};
@@ -24,6 +26,7 @@ use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
 use crate::task::Mode;
 use crate::task::{Task, TaskRegistry};
+use crate::vector::{Autoreset, VectorEnv, VectorReset, VectorStep};
 
 /// Which listener a request arrived on. Decided once, when the connection is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +47,43 @@ pub struct CreatedEnv {
     pub task_id: String,
     /// Present for an official env.
     pub official: Option<(SessionId, RunId)>,
+    /// Sub-envs: 1 for a single env.
+    pub num_envs: usize,
+    pub autoreset: Autoreset,
+}
+
+/// What `CreateEnv` asks for beyond the task: one env, or a practice vector env.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvShape {
+    /// Sub-envs; 0 and 1 both mean a single env, unless `vector`.
+    pub num_envs: u32,
+    pub autoreset: Autoreset,
+    /// A vector env even of one sub-env.
+    pub vector: bool,
+}
+
+impl Default for EnvShape {
+    fn default() -> Self {
+        EnvShape {
+            num_envs: 1,
+            autoreset: Autoreset::NextStep,
+            vector: false,
+        }
+    }
+}
+
+/// What a Reset answers: a single env's observation and info, or a vector env's batch.
+#[derive(Debug, Clone)]
+pub enum ResetAnswer {
+    Single(Tensor, StepInfo),
+    Vector(VectorReset),
+}
+
+/// What a Step answers.
+#[derive(Debug, Clone)]
+pub enum StepAnswer {
+    Single(Tensor, Transition, StepInfo),
+    Vector(VectorStep),
 }
 
 /// What `GetSpec` reports.
@@ -53,6 +93,9 @@ pub struct Spec {
     pub action_space: Space,
     pub task: Arc<Task>,
     pub official: bool,
+    /// Sub-envs: 1 for a single env.
+    pub num_envs: usize,
+    pub autoreset: Autoreset,
 }
 
 pub struct Evaluator {
@@ -84,6 +127,12 @@ pub struct Swept {
     pub runs_ended: usize,
     /// Runs' submission folders removed on another try.
     pub folders_removed: usize,
+}
+
+/// What `create_env` made, before it enters the table.
+enum Made {
+    Env(Env),
+    Vector(VectorEnv),
 }
 
 /// How long an agent's call waits for an env another call holds, in an evaluator with hosted
@@ -211,10 +260,60 @@ impl Evaluator {
 
     /// The env `handle` names, if `channel` may reach it; otherwise, exactly as for a handle
     /// that names nothing, `NOT_FOUND`.
-    fn env(&self, channel: Channel, handle: &EnvHandle) -> Result<Shared<Env>, Error> {
+    fn held(&self, channel: Channel, handle: &EnvHandle) -> Result<Held, Error> {
         lock(&self.envs)
             .get(handle, channel)
             .ok_or_else(|| Error::UnknownHandle(handle.clone()))
+    }
+
+    /// The env `handle` names; a vector env (practice only) is refused with `vector`.
+    fn env(
+        &self,
+        channel: Channel,
+        handle: &EnvHandle,
+        vector: impl FnOnce() -> Error,
+    ) -> Result<Shared<Env>, Error> {
+        match self.held(channel, handle)? {
+            Held::Env(env) => Ok(env),
+            Held::Vector(_) => Err(vector()),
+        }
+    }
+
+    /// Runs `f` on the vector env `vector` under its lock; an agent's call on a vector env
+    /// another call holds waits a little, then is refused as busy (as for hosted sims).
+    fn with_vector<T>(
+        channel: Channel,
+        handle: &EnvHandle,
+        vector: &Shared<VectorEnv>,
+        f: impl FnOnce(&mut VectorEnv) -> Result<T, Error>,
+    ) -> Result<T, Error> {
+        if channel == Channel::Harness {
+            return f(&mut lock(vector));
+        }
+        let waited = Instant::now();
+        loop {
+            match vector.try_lock() {
+                Ok(mut guard) => return f(&mut guard),
+                Err(std::sync::TryLockError::Poisoned(p)) => return f(&mut p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) if waited.elapsed() < BUSY_ENV_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_micros(200));
+                }
+                Err(std::sync::TryLockError::WouldBlock) => {
+                    return Err(Error::EnvBusy(handle.clone()));
+                }
+            }
+        }
+    }
+
+    /// Whether a call on `handle` may run where it arrives, on the server's runtime: a single
+    /// env of an evaluator hosting no sim process, or a vector env whose stepping is quick.
+    pub fn runs_inline(&self, channel: Channel, handle: &EnvHandle) -> bool {
+        match lock(&self.envs).get(handle, channel) {
+            Some(Held::Vector(vector)) => vector
+                .try_lock()
+                .is_ok_and(|v| v.steps_inline() && !self.hosts_processes),
+            _ => !self.hosts_processes,
+        }
     }
 
     /// Runs `f` on the env `handle` names under its lock; then, if `f` ended its run,
@@ -225,7 +324,7 @@ impl Evaluator {
         handle: &EnvHandle,
         f: impl FnOnce(&mut Env) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        let env = self.env(channel, handle)?;
+        let env = self.env(channel, handle, || Error::PracticeEnvInEval(handle.clone()))?;
         // With sims hosted in processes, a call may hold an env for seconds: an agent's call
         // on an env already in a call is refused rather than queued, so no client can pile
         // up waiting threads; the harness's waits its turn.
@@ -302,9 +401,26 @@ impl Evaluator {
         task_id: &str,
         official: bool,
     ) -> Result<CreatedEnv, Error> {
+        self.create_env_shaped(channel, connection, task_id, official, EnvShape::default())
+    }
+
+    /// [`Evaluator::create_env`] of a practice vector env when `shape` asks for one (more than
+    /// one sub-env, or `vector`); an official env must be single.
+    pub fn create_env_shaped(
+        &self,
+        channel: Channel,
+        connection: Option<ConnectionId>,
+        task_id: &str,
+        official: bool,
+        shape: EnvShape,
+    ) -> Result<CreatedEnv, Error> {
         if official && channel != Channel::Harness {
             return Err(Error::OfficialNeedsHarness);
         }
+        if official && (shape.num_envs > 1 || shape.vector) {
+            return Err(Error::OfficialVector(shape.num_envs));
+        }
+        let num_envs = usize::try_from(shape.num_envs.max(1)).unwrap_or(usize::MAX);
         let task = self.task(task_id)?.clone();
         let run = RunScope(self.next_run.fetch_add(1, Ordering::Relaxed));
         let pool = match (official, channel) {
@@ -323,10 +439,10 @@ impl Evaluator {
             let envs = lock(&self.envs);
             envs.check_open(pool)?;
             // Only whether it fits: the room is taken when the env is inserted.
-            drop(envs.room_for(pool, &self.limits, now)?);
+            drop(envs.room_for(pool, num_envs, &self.limits, now)?);
         }
         let handle = EnvHandle::from_random(random_id_bytes());
-        let (env, ids, has_channel) = if official {
+        let (held, ids, has_channel) = if official {
             let ids = OfficialRun {
                 run_id: RunId::from_random(random_id_bytes()),
                 session_id: SessionId::from_random(random_id_bytes()),
@@ -351,33 +467,42 @@ impl Evaluator {
                 Some(resources),
                 now,
             )?;
-            (env, Some(ids), has_channel)
+            (Made::Env(env), Some(ids), has_channel)
         } else {
             let scope = match channel {
                 Channel::Run(scope) => Some(scope),
                 Channel::Agent | Channel::Harness => None,
             };
-            (
-                Env::practice(handle.clone(), task, scope, now)?,
-                None,
-                false,
-            )
+            let made = if num_envs > 1 || shape.vector {
+                Made::Vector(VectorEnv::new(task, num_envs, shape.autoreset, scope, now)?)
+            } else {
+                Made::Env(Env::practice(handle.clone(), task, scope, now)?)
+            };
+            (made, None, false)
         };
         let mut envs = lock(&self.envs);
         let room = match envs
             .check_open(pool)
-            .and_then(|()| envs.room_for(pool, &self.limits, Instant::now()))
+            .and_then(|()| envs.room_for(pool, num_envs, &self.limits, Instant::now()))
         {
             Ok(room) => room,
             Err(e) => {
                 drop(envs);
                 // Another request took the room (or ended the run) meanwhile.
-                env.discard(&ale_proto::layout::runs_dir(&self.state_dir));
+                if let Made::Env(env) = held {
+                    env.discard(&ale_proto::layout::runs_dir(&self.state_dir));
+                }
                 return Err(e);
             }
         };
-        let env = Arc::new(Mutex::new(env));
-        let reclaimed = envs.insert(room, handle.clone(), env.clone(), pool);
+        let (held, env) = match held {
+            Made::Env(env) => {
+                let env = Arc::new(Mutex::new(env));
+                (Held::Env(env.clone()), Some(env))
+            }
+            Made::Vector(vector) => (Held::Vector(Arc::new(Mutex::new(vector))), None),
+        };
+        let reclaimed = envs.insert(room, handle.clone(), held, pool, num_envs);
         if let (true, Some(ids)) = (has_channel, &ids) {
             envs.open_run_channel(run, ids.run_id.clone());
         }
@@ -385,7 +510,7 @@ impl Evaluator {
         for id in &reclaimed.sessions {
             sessions.remove(id);
         }
-        if let Some(ids) = &ids {
+        if let (Some(ids), Some(env)) = (&ids, env) {
             sessions.insert(ids.session_id.clone(), env);
         }
         drop(sessions);
@@ -403,6 +528,8 @@ impl Evaluator {
             handle,
             task_id: task_id.to_string(),
             official: ids.map(|ids| (ids.session_id, ids.run_id)),
+            num_envs,
+            autoreset: shape.autoreset,
         })
     }
 
@@ -450,39 +577,113 @@ impl Evaluator {
     }
 
     pub fn spec(&self, channel: Channel, handle: &EnvHandle) -> Result<Spec, Error> {
-        let env = self.env(channel, handle)?;
-        let env = lock(&env);
-        Ok(Spec {
-            observation_space: env.sim().observation_space().clone(),
-            action_space: env.sim().action_space().clone(),
-            task: env.task().clone(),
-            official: env.is_official(),
-        })
+        match self.held(channel, handle)? {
+            Held::Env(env) => {
+                let env = lock(&env);
+                Ok(Spec {
+                    observation_space: env.sim().observation_space().clone(),
+                    action_space: env.sim().action_space().clone(),
+                    task: env.task().clone(),
+                    official: env.is_official(),
+                    num_envs: 1,
+                    autoreset: Autoreset::NextStep,
+                })
+            }
+            Held::Vector(vector) => Self::with_vector(channel, handle, &vector, |v| {
+                Ok(Spec {
+                    observation_space: v.observation_space().clone(),
+                    action_space: v.action_space().clone(),
+                    task: v.task().clone(),
+                    official: false,
+                    num_envs: v.len(),
+                    autoreset: v.mode(),
+                })
+            }),
+        }
     }
 
-    /// Begins an episode and returns its first observation.
+    /// Begins an episode and returns its first observation: of a single env (`seed`, or a
+    /// fresh one), or of the sub-envs of a vector env (`seeds` one each, or `seed + i`, or
+    /// each its own generator; `mask` marks which, empty for all). `seeds` and `mask` must be
+    /// empty for a single env.
+    pub fn reset_any(
+        &self,
+        channel: Channel,
+        handle: &EnvHandle,
+        seed: Option<u64>,
+        seeds: &[u64],
+        mask: &[bool],
+    ) -> Result<ResetAnswer, Error> {
+        match self.held(channel, handle)? {
+            Held::Vector(vector) => Self::with_vector(channel, handle, &vector, |v| {
+                v.reset(seed, seeds, mask, Instant::now())
+                    .map(ResetAnswer::Vector)
+            }),
+            Held::Env(_) if !seeds.is_empty() || !mask.is_empty() => {
+                Err(Error::InvalidRequest(format!(
+                    "{handle} is a single env: ResetRequest.seeds and reset_mask are for vector \
+                     envs (CreateEnv with num_envs above 1); give one `seed`"
+                )))
+            }
+            Held::Env(_) => self.with_env(channel, handle, |env| {
+                let info = env.reset(seed, Instant::now())?;
+                Ok(ResetAnswer::Single(env.sim().observation().clone(), info))
+            }),
+        }
+    }
+
+    /// Begins an episode of the single env `handle` and returns its first observation.
     pub fn reset(
         &self,
         channel: Channel,
         handle: &EnvHandle,
         seed: Option<u64>,
     ) -> Result<(Tensor, StepInfo), Error> {
-        self.with_env(channel, handle, |env| {
-            let info = env.reset(seed, Instant::now())?;
-            Ok((env.sim().observation().clone(), info))
-        })
+        match self.reset_any(channel, handle, seed, &[], &[])? {
+            ResetAnswer::Single(observation, info) => Ok((observation, info)),
+            ResetAnswer::Vector(_) => Err(Error::InvalidRequest(format!(
+                "{handle} is a vector env: its answers are batched"
+            ))),
+        }
     }
 
+    /// One step of the single env `handle`.
     pub fn step(
         &self,
         channel: Channel,
         handle: &EnvHandle,
         action: &Tensor,
     ) -> Result<(Tensor, Transition, StepInfo), Error> {
-        self.with_env(channel, handle, |env| {
-            let (transition, info) = env.step(action, Instant::now())?;
-            Ok((env.sim().observation().clone(), transition, info))
-        })
+        match self.step_any(channel, handle, action)? {
+            StepAnswer::Single(observation, transition, info) => {
+                Ok((observation, transition, info))
+            }
+            StepAnswer::Vector(_) => Err(Error::InvalidRequest(format!(
+                "{handle} is a vector env: its answers are batched"
+            ))),
+        }
+    }
+
+    /// One step: of a single env, or of every sub-env of a vector env (`action` batched).
+    pub fn step_any(
+        &self,
+        channel: Channel,
+        handle: &EnvHandle,
+        action: &Tensor,
+    ) -> Result<StepAnswer, Error> {
+        match self.held(channel, handle)? {
+            Held::Vector(vector) => Self::with_vector(channel, handle, &vector, |v| {
+                v.step(action, Instant::now()).map(StepAnswer::Vector)
+            }),
+            Held::Env(_) => self.with_env(channel, handle, |env| {
+                let (transition, info) = env.step(action, Instant::now())?;
+                Ok(StepAnswer::Single(
+                    env.sim().observation().clone(),
+                    transition,
+                    info,
+                ))
+            }),
+        }
     }
 
     pub fn start_eval_session(
@@ -538,7 +739,9 @@ impl Evaluator {
         channel: Channel,
         handle: &EnvHandle,
     ) -> Result<BatchId, Error> {
-        let env = self.env(channel, handle)?;
+        let env = self.env(channel, handle, || {
+            Error::PracticeEnvInBatch(handle.clone())
+        })?;
         let mut env = lock(&env);
         env.check_submittable()?;
         let run_id = env

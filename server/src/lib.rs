@@ -29,11 +29,14 @@ mod session;
 pub mod state_dir;
 pub mod task;
 mod trajectory;
+pub mod vector;
 
 pub use batch::{BatchOptions, BatchState, BatchStatus};
 pub use env_table::{ConnectionId, EnvCounts, Limits, RunScope};
 pub use error::{EnvCap, Error};
-pub use evaluator::{Channel, CreatedEnv, Evaluator, Spec, Swept};
+pub use evaluator::{
+    Channel, CreatedEnv, EnvShape, Evaluator, ResetAnswer, Spec, StepAnswer, Swept,
+};
 pub use serve::{RunningServer, ServeError};
 pub use state_dir::StateDirError;
 pub use task::{Task, TaskError, TaskRegistry};

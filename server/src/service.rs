@@ -3,16 +3,17 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use ale_proto::convert::WireError;
+use ale_proto::convert::{WireError, tensor_to_pb_raw};
 use ale_proto::pb::{self, ale_env_server::AleEnv, catalog_server::Catalog};
 use ale_proto::{BatchId, EnvHandle, SessionId};
-use ale_sim::Tensor;
+use ale_sim::{Tensor, TensorData};
 use tonic::{Request, Response, Status};
 
 use crate::batch::BatchState;
 use crate::env::StepInfo;
-use crate::evaluator::{Channel, Evaluator};
+use crate::evaluator::{Channel, EnvShape, Evaluator, ResetAnswer, StepAnswer};
 use crate::serve::ConnectionInfo;
+use crate::vector::{Autoreset, Column, VectorInfo};
 
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
 #[derive(Clone)]
@@ -36,7 +37,27 @@ impl AleEnvService {
         &self,
         f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
     ) -> Result<T, Status> {
-        if !self.evaluator.hosts_processes() {
+        self.call_where(!self.evaluator.hosts_processes(), f).await
+    }
+
+    /// [`AleEnvService::call`] for a call on the env `handle`: a vector env whose steps take a
+    /// while runs on a blocking thread (and its blocks on the vector threads), so no amount of
+    /// stepping holds the runtime that serves the harness.
+    async fn call_on<T: Send + 'static>(
+        &self,
+        handle: &EnvHandle,
+        f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
+    ) -> Result<T, Status> {
+        let inline = self.evaluator.runs_inline(self.channel, handle);
+        self.call_where(inline, f).await
+    }
+
+    async fn call_where<T: Send + 'static>(
+        &self,
+        inline: bool,
+        f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
+    ) -> Result<T, Status> {
+        if inline {
             return Ok(f(&self.evaluator, self.channel)?);
         }
         let evaluator = self.evaluator.clone();
@@ -61,6 +82,57 @@ fn number(v: f64) -> pb::Value {
 fn integer(v: i64) -> pb::Value {
     pb::Value {
         kind: Some(pb::value::Kind::Integer(v)),
+    }
+}
+
+fn tensor(t: pb::Tensor) -> pb::Value {
+    pb::Value {
+        kind: Some(pb::value::Kind::Tensor(t)),
+    }
+}
+
+fn raw(shape: &[usize], data: TensorData) -> pb::Tensor {
+    tensor_to_pb_raw(shape, &data)
+}
+
+/// A vector info map in Gymnasium's layout: each key a tensor `[num_envs]`, beside `_key`, a
+/// bool tensor marking the sub-envs that hold a value.
+fn encode_vector_info(info: VectorInfo) -> HashMap<String, pb::Value> {
+    let n = info.mask.len();
+    let mask = raw(&[n], TensorData::Bool(info.mask));
+    let mut map = HashMap::with_capacity(2 * info.columns.len());
+    for (key, column) in info.columns {
+        let data = match column {
+            Column::Integers(v) => TensorData::I64(v),
+            Column::Numbers(v) => TensorData::F64(v),
+        };
+        map.insert(format!("_{key}"), tensor(mask.clone()));
+        map.insert(key.to_string(), tensor(raw(&[n], data)));
+    }
+    map
+}
+
+fn raw_tensor(t: Tensor) -> pb::Tensor {
+    tensor_to_pb_raw(t.shape(), t.data())
+}
+
+fn autoreset_to_pb(mode: Autoreset) -> pb::AutoresetMode {
+    match mode {
+        Autoreset::NextStep => pb::AutoresetMode::NextStep,
+        Autoreset::SameStep => pb::AutoresetMode::SameStep,
+        Autoreset::Disabled => pb::AutoresetMode::Disabled,
+    }
+}
+
+fn autoreset_from_pb(raw: i32) -> Result<Autoreset, Status> {
+    match pb::AutoresetMode::try_from(raw) {
+        Ok(pb::AutoresetMode::Unspecified | pb::AutoresetMode::NextStep) => Ok(Autoreset::NextStep),
+        Ok(pb::AutoresetMode::SameStep) => Ok(Autoreset::SameStep),
+        Ok(pb::AutoresetMode::Disabled) => Ok(Autoreset::Disabled),
+        Err(_) => Err(Status::invalid_argument(format!(
+            "CreateEnvRequest.autoreset_mode {raw} is not an autoreset mode: use NEXT_STEP (1), \
+             SAME_STEP (2) or DISABLED (3)"
+        ))),
     }
 }
 
@@ -92,8 +164,15 @@ impl AleEnv for AleEnvService {
             .get::<ConnectionInfo>()
             .map(|info| info.id);
         let req = request.into_inner();
+        let shape = EnvShape {
+            num_envs: req.num_envs,
+            autoreset: autoreset_from_pb(req.autoreset_mode)?,
+            vector: req.vector,
+        };
         let created = self
-            .call(move |e, channel| e.create_env(channel, connection, &req.task_id, req.official))
+            .call(move |e, channel| {
+                e.create_env_shaped(channel, connection, &req.task_id, req.official, shape)
+            })
             .await?;
         let (session_id, run_id) = created
             .official
@@ -106,6 +185,8 @@ impl AleEnv for AleEnvService {
             task_id: created.task_id,
             session_id,
             run_id,
+            num_envs: u32::try_from(created.num_envs).unwrap_or(u32::MAX),
+            autoreset_mode: autoreset_to_pb(created.autoreset) as i32,
         }))
     }
 
@@ -122,6 +203,8 @@ impl AleEnv for AleEnvService {
             action_space: Some((&spec.action_space).into()),
             task: Some(spec.task.metadata()),
             official: spec.official,
+            num_envs: u32::try_from(spec.num_envs).unwrap_or(u32::MAX),
+            autoreset_mode: autoreset_to_pb(spec.autoreset) as i32,
         }))
     }
 
@@ -131,13 +214,21 @@ impl AleEnv for AleEnvService {
     ) -> Result<Response<pb::ResetResponse>, Status> {
         let req = request.into_inner();
         let handle = EnvHandle::from_wire(req.handle);
-        let seed = req.seed;
-        let (observation, info) = self
-            .call(move |e, channel| e.reset(channel, &handle, seed))
+        let (seed, seeds, mask) = (req.seed, req.seeds, req.reset_mask);
+        let answer = self
+            .call_on(&handle.clone(), move |e, channel| {
+                e.reset_any(channel, &handle, seed, &seeds, &mask)
+            })
             .await?;
-        Ok(Response::new(pb::ResetResponse {
-            observation: Some(observation.into()),
-            info: encode_info(info),
+        Ok(Response::new(match answer {
+            ResetAnswer::Single(observation, info) => pb::ResetResponse {
+                observation: Some(observation.into()),
+                info: encode_info(info),
+            },
+            ResetAnswer::Vector(reset) => pb::ResetResponse {
+                observation: Some(raw_tensor(reset.observation)),
+                info: encode_vector_info(reset.info),
+            },
         }))
     }
 
@@ -151,15 +242,42 @@ impl AleEnv for AleEnvService {
             .action
             .ok_or_else(|| Status::invalid_argument("StepRequest.action is missing"))?;
         let action = Tensor::try_from(action).map_err(|e| bad_request("StepRequest.action", e))?;
-        let (observation, t, info) = self
-            .call(move |e, channel| e.step(channel, &handle, &action))
+        let answer = self
+            .call_on(&handle.clone(), move |e, channel| {
+                e.step_any(channel, &handle, &action)
+            })
             .await?;
-        Ok(Response::new(pb::StepResponse {
-            observation: Some(observation.into()),
-            reward: t.reward,
-            terminated: t.terminated,
-            truncated: t.truncated,
-            info: encode_info(info),
+        Ok(Response::new(match answer {
+            StepAnswer::Single(observation, t, info) => pb::StepResponse {
+                observation: Some(observation.into()),
+                reward: t.reward,
+                terminated: t.terminated,
+                truncated: t.truncated,
+                info: encode_info(info),
+                ..Default::default()
+            },
+            StepAnswer::Vector(step) => {
+                let n = step.rewards.len();
+                let (final_index, final_observation, final_info) = match step.finals {
+                    Some(f) => (
+                        f.index,
+                        Some(raw_tensor(f.observation)),
+                        encode_vector_info(f.info),
+                    ),
+                    None => (Vec::new(), None, HashMap::new()),
+                };
+                pb::StepResponse {
+                    observation: Some(raw_tensor(step.observation)),
+                    info: encode_vector_info(step.info),
+                    rewards: Some(raw(&[n], TensorData::F64(step.rewards))),
+                    terminations: Some(raw(&[n], TensorData::Bool(step.terminations))),
+                    truncations: Some(raw(&[n], TensorData::Bool(step.truncations))),
+                    final_index,
+                    final_observation,
+                    final_info,
+                    ..Default::default()
+                }
+            }
         }))
     }
 

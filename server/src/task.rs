@@ -322,6 +322,15 @@ impl Task {
 
     /// A block of `n` fresh envs for this task, as the batch pipeline plays them.
     pub fn build_block(&self, n: usize) -> Result<Box<dyn ale_sim::SimBlock>, SimError> {
+        self.build_block_for(n, Holder::Official)
+    }
+
+    /// A block of `n` fresh envs for this task, for `holder` (a practice vector env's sub-envs).
+    pub fn build_block_for(
+        &self,
+        n: usize,
+        holder: Holder,
+    ) -> Result<Box<dyn ale_sim::SimBlock>, SimError> {
         let entry = self.entry.entry.as_ref().ok_or_else(|| {
             SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
         })?;
@@ -329,7 +338,7 @@ impl Task {
             &SimConfig {
                 max_steps: self.eval.max_steps_per_episode,
                 options: &self.sim_config,
-                holder: Holder::Official,
+                holder,
             },
             n,
         )

@@ -100,6 +100,7 @@ async fn the_official_batch_env_is_not_played_interactively_but_its_practice_env
             .reset(pb::ResetRequest {
                 handle: handle.clone(),
                 seed: None,
+                ..Default::default()
             })
             .await
             .map(|_| ())

@@ -129,6 +129,7 @@ async fn a_submitted_mlp_is_scored_by_the_tracking_its_rollouts_measure() {
             .create_env(pb::CreateEnvRequest {
                 task_id: TASK.into(),
                 official: true,
+                ..Default::default()
             })
             .await
             .unwrap_err();

@@ -35,6 +35,7 @@ async fn create(
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: false,
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner().handle)
@@ -47,6 +48,7 @@ async fn create_official(
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .map(tonic::Response::into_inner)
@@ -182,6 +184,7 @@ async fn a_refused_create_env_changes_nothing() {
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap_err();

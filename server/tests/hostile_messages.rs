@@ -211,6 +211,7 @@ async fn oversized_requests_are_refused_on_both_channels_and_create_nothing() {
             .create_env(pb::CreateEnvRequest {
                 task_id: huge_id.clone(),
                 official: false,
+                ..Default::default()
             })
             .await
             .unwrap_err();
@@ -280,6 +281,7 @@ async fn guessed_handles_and_session_ids_are_not_found_and_change_nothing() {
             .reset(pb::ResetRequest {
                 handle: guess.clone(),
                 seed: None,
+                ..Default::default()
             })
             .await
             .unwrap_err();
@@ -308,6 +310,7 @@ async fn guessed_handles_and_session_ids_are_not_found_and_change_nothing() {
         .reset(pb::ResetRequest {
             handle: handle.clone(),
             seed: None,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -356,6 +359,7 @@ async fn a_gzip_compressed_request_is_unimplemented_and_changes_nothing() {
     let mut request = tonic::Request::new(pb::CreateEnvRequest {
         task_id: "cartpole-balance".into(),
         official: false,
+        ..Default::default()
     });
     request
         .metadata_mut()
@@ -382,6 +386,7 @@ async fn a_gzip_compressed_request_is_unimplemented_and_changes_nothing() {
     let mut request = tonic::Request::new(pb::CreateEnvRequest {
         task_id: "cartpole-balance".into(),
         official: false,
+        ..Default::default()
     });
     request
         .metadata_mut()

@@ -66,6 +66,7 @@ async fn the_agent_channel_cannot_create_official_envs_or_read_results() {
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -128,6 +129,7 @@ async fn no_response_on_the_agent_channel_carries_a_hidden_seed() {
             .reset(pb::ResetRequest {
                 handle: handle.clone(),
                 seed: Some(u64::from(episode)),
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -160,6 +162,7 @@ async fn no_response_on_the_agent_channel_carries_a_hidden_seed() {
             .reset(pb::ResetRequest {
                 handle: handle.clone(),
                 seed: None,
+                ..Default::default()
             })
             .await
             .unwrap_err(),
@@ -299,6 +302,7 @@ async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
         .reset(pb::ResetRequest {
             handle: handle.clone(),
             seed: Some(3),
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -395,6 +399,7 @@ async fn each_bad_input_gets_its_code_and_leaves_the_env_usable() {
         .create_env(pb::CreateEnvRequest {
             task_id: "no-such-task".into(),
             official: false,
+            ..Default::default()
         })
         .await
         .unwrap_err();

@@ -80,6 +80,7 @@ async fn values_a_client_sent_are_echoed_cut_short() {
         .create_env(pb::CreateEnvRequest {
             task_id: mega.clone(),
             official: false,
+            ..Default::default()
         })
         .await
         .unwrap_err();

@@ -89,6 +89,7 @@ async fn create_practice(client: &mut AleEnvClient<Channel>) -> Result<String, t
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: false,
+            ..Default::default()
         })
         .await
         .map(|r| r.into_inner().handle)
@@ -303,6 +304,7 @@ async fn a_runs_channel_reaches_only_its_own_envs() {
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -333,6 +335,7 @@ async fn a_runs_channel_reaches_only_its_own_envs() {
         .reset(pb::ResetRequest {
             handle: a.clone(),
             seed: None,
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -475,6 +478,7 @@ async fn a_full_disk_never_costs_a_started_run_its_record() {
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -496,6 +500,7 @@ async fn a_full_disk_never_costs_a_started_run_its_record() {
         .reset(pb::ResetRequest {
             handle: handle.clone(),
             seed: None,
+            ..Default::default()
         })
         .await
         .is_ok()
@@ -592,6 +597,7 @@ async fn runs_nobody_drives_past_their_time_budget_are_ended_by_the_sweep() {
         .reset(pb::ResetRequest {
             handle: started.clone(),
             seed: None,
+            ..Default::default()
         })
         .await
         .unwrap();

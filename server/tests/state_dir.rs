@@ -69,6 +69,7 @@ async fn a_runs_dir_swapped_for_a_link_gets_no_run_folder() {
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap_err();
@@ -87,6 +88,7 @@ async fn a_runs_dir_swapped_for_a_link_gets_no_run_folder() {
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -21,6 +21,13 @@ pub trait SimBlock: Send {
     /// Begins an episode in env `env` from `seed`.
     fn reset(&mut self, env: usize, seed: u64) -> Result<(), SimError>;
 
+    /// Begins env `env`'s next episode from its own generator (see
+    /// [`Sim::reset_continuing`]); `None`: the caller seeds it.
+    fn reset_continuing(&mut self, env: usize) -> Option<Result<(), SimError>> {
+        let _ = env;
+        None
+    }
+
     /// One step in each env of `which`, `actions[k]` for `which[k]` (each a member of the
     /// action space, checked by the caller); `results` is cleared and gets one result per env,
     /// in `which`'s order.
@@ -66,6 +73,10 @@ impl SimBlock for SimsBlock {
 
     fn reset(&mut self, env: usize, seed: u64) -> Result<(), SimError> {
         self.sims[env].reset(seed)
+    }
+
+    fn reset_continuing(&mut self, env: usize) -> Option<Result<(), SimError>> {
+        self.sims[env].reset_continuing()
     }
 
     fn step(

@@ -28,6 +28,6 @@ pub use catalog::{DeclaredSpaces, DuplicateSim, Holder, SimCatalog, SimConfig, S
 pub use draw::{Drawing, Role, Shape, Viewport};
 pub use echo::{ECHO_LIMIT, Echo};
 pub use rng::Rng;
-pub use sim::{Counter, EpisodeClock, Sim, SimError, Transition, state_array};
+pub use sim::{Counter, EpisodeClock, EpisodeRng, Sim, SimError, Transition, state_array};
 pub use space::{BoxSpace, DiscreteSpace, InvalidSpace, MultiDiscreteSpace, Space, SpaceError};
 pub use tensor::{DType, ShapeMismatch, Tensor, TensorData};

@@ -66,6 +66,13 @@ pub trait Sim: Send {
     /// Begins an episode whose random initial state is drawn from `seed`. A sim whose backend
     /// fails here (a model that cannot be set up) says so, and no episode is running.
     fn reset(&mut self, seed: u64) -> Result<(), SimError>;
+    /// Begins the next episode from the sim's own generator, as Gymnasium's `reset()` without
+    /// a seed does: the stream the last seeded [`Sim::reset`] began goes on, so a vector env's
+    /// autoreset draws what Gymnasium's would. `None`: the sim keeps no generator between
+    /// episodes, or was never seeded; the caller seeds it instead.
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        None
+    }
     /// Applies one action. An action outside the action space, a step before the first reset
     /// and a step after the episode ended are errors that leave the sim unchanged.
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError>;
@@ -80,6 +87,24 @@ pub trait Sim: Send {
     /// The sim's episode counters, in a fixed order; none for the classic-control sims.
     fn counters(&self) -> &[Counter] {
         &[]
+    }
+}
+
+/// A sim's generator between episodes: NumPy's `default_rng(seed)` from its last seeded reset,
+/// which Gymnasium's `env.np_random` is, drawn on by unseeded resets (see
+/// [`Sim::reset_continuing`]).
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeRng(Option<crate::numpy_rng::Generator>);
+
+impl EpisodeRng {
+    /// A fresh generator from `seed`, kept for the episodes after.
+    pub fn seed(&mut self, seed: u64) -> &mut crate::numpy_rng::Generator {
+        self.0.insert(crate::numpy_rng::default_rng(seed))
+    }
+
+    /// The generator the last seeded reset began, if any.
+    pub fn continuing(&mut self) -> Option<&mut crate::numpy_rng::Generator> {
+        self.0.as_mut()
     }
 }
 

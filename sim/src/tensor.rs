@@ -237,6 +237,22 @@ impl Tensor {
         }
     }
 
+    /// Mutable int32 elements, written in place.
+    pub fn as_i32_mut(&mut self) -> Option<&mut [i32]> {
+        match &mut self.data {
+            TensorData::I32(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Mutable bool elements, written in place.
+    pub fn as_bool_mut(&mut self) -> Option<&mut [bool]> {
+        match &mut self.data {
+            TensorData::Bool(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Every element widened to f64, in order.
     pub fn to_f64_vec(&self) -> Vec<f64> {
         (0..self.len())

@@ -6,8 +6,9 @@
 use std::f64::consts::PI;
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::numpy_rng::default_rng;
+use crate::numpy_rng::Generator;
 use crate::numpy_trig::{cos_f32, sin_f32};
+use crate::sim::EpisodeRng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, DiscreteSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -36,6 +37,8 @@ pub const OBSERVATION_LABELS: [&str; 6] = [
 ];
 
 pub struct Acrobot {
+    /// `env.np_random`, for unseeded resets.
+    rng: EpisodeRng,
     /// (theta1, theta2, dtheta1, dtheta2)
     state: [f64; 4],
     clock: EpisodeClock,
@@ -111,6 +114,7 @@ impl Acrobot {
     pub fn new(max_steps: u32) -> Self {
         let high = [1.0, 1.0, 1.0, 1.0, MAX_VEL_1, MAX_VEL_2].map(|h| f64::from(h as f32));
         Acrobot {
+            rng: EpisodeRng::default(),
             state: [0.0; 4],
             clock: EpisodeClock::new(max_steps),
             observation: Tensor::zeros(vec![6], DType::F32),
@@ -124,6 +128,19 @@ impl Acrobot {
                 "torque +1",
             ])),
         }
+    }
+
+    /// Gymnasium's `np_random.uniform(low=-0.1, high=0.1, size=(4,)).astype(np.float32)`.
+    fn draw_start(rng: &mut Generator) -> [f32; 4] {
+        let mut drawn = [0.0; 4];
+        rng.fill_uniform(-0.1, 0.1, &mut drawn);
+        drawn.map(|x| x as f32)
+    }
+
+    /// Begins an episode from a drawn (float32) state.
+    fn begin_drawn(&mut self, state: [f32; 4]) {
+        self.begin(state.map(f64::from));
+        self.write_observation_f32(state);
     }
 
     fn begin(&mut self, state: [f64; 4]) {
@@ -162,12 +179,15 @@ impl Sim for Acrobot {
     /// The first step widens that float32 state to float64 exactly (`np.append` with the
     /// torque), but the first observation takes NumPy's float32 `cos` and `sin` of it.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut drawn = [0.0; 4];
-        default_rng(seed).fill_uniform(-0.1, 0.1, &mut drawn);
-        let state = drawn.map(|x| x as f32);
-        self.begin(state.map(f64::from));
-        self.write_observation_f32(state);
+        let state = Self::draw_start(self.rng.seed(seed));
+        self.begin_drawn(state);
         Ok(())
+    }
+
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        let state = Self::draw_start(self.rng.continuing()?);
+        self.begin_drawn(state);
+        Some(Ok(()))
     }
 
     /// `[theta1, theta2, dtheta1, dtheta2]`.

@@ -3,7 +3,8 @@
 //! draws the initial state as Gymnasium's `reset(seed=seed)` does.
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::numpy_rng::default_rng;
+use crate::numpy_rng::Generator;
+use crate::sim::EpisodeRng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, DiscreteSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -41,6 +42,8 @@ pub struct CartPoleState {
 }
 
 pub struct CartPole {
+    /// `env.np_random`, for unseeded resets.
+    rng: EpisodeRng,
     state: CartPoleState,
     clock: EpisodeClock,
     observation: Tensor,
@@ -64,6 +67,7 @@ impl CartPole {
         let action_space =
             Space::Discrete(DiscreteSpace::new(2).with_labels(&["push left", "push right"]));
         CartPole {
+            rng: EpisodeRng::default(),
             state: CartPoleState {
                 x: 0.0,
                 x_dot: 0.0,
@@ -74,6 +78,19 @@ impl CartPole {
             observation: Tensor::zeros(vec![4], DType::F32),
             observation_space,
             action_space,
+        }
+    }
+
+    /// Gymnasium's `np_random.uniform(low=-0.05, high=0.05, size=(4,))`.
+    fn draw_start(rng: &mut Generator) -> CartPoleState {
+        let mut s = [0.0; 4];
+        rng.fill_uniform(-0.05, 0.05, &mut s);
+        let [x, x_dot, theta, theta_dot] = s;
+        CartPoleState {
+            x,
+            x_dot,
+            theta,
+            theta_dot,
         }
     }
 
@@ -143,18 +160,16 @@ impl CartPole {
 impl Sim for CartPole {
     crate::sim_accessors!(ID);
 
-    /// Gymnasium's `np_random.uniform(low=-0.05, high=0.05, size=(4,))`.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut s = [0.0; 4];
-        default_rng(seed).fill_uniform(-0.05, 0.05, &mut s);
-        let [x, x_dot, theta, theta_dot] = s;
-        self.reset_to(CartPoleState {
-            x,
-            x_dot,
-            theta,
-            theta_dot,
-        });
+        let start = Self::draw_start(self.rng.seed(seed));
+        self.reset_to(start);
         Ok(())
+    }
+
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        let start = Self::draw_start(self.rng.continuing()?);
+        self.reset_to(start);
+        Some(Ok(()))
     }
 
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError> {

@@ -3,7 +3,7 @@
 //! draws the initial position as Gymnasium's `reset(seed=seed)` does.
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::numpy_rng::default_rng;
+use crate::sim::EpisodeRng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, DiscreteSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -34,6 +34,8 @@ pub fn observation_space() -> Space {
 }
 
 pub struct MountainCar {
+    /// `env.np_random`, for unseeded resets.
+    rng: EpisodeRng,
     /// (position, velocity)
     state: [f64; 2],
     clock: EpisodeClock,
@@ -45,6 +47,7 @@ pub struct MountainCar {
 impl MountainCar {
     pub fn new(max_steps: u32) -> Self {
         MountainCar {
+            rng: EpisodeRng::default(),
             state: [0.0; 2],
             clock: EpisodeClock::new(max_steps),
             observation: Tensor::zeros(vec![2], DType::F32),
@@ -76,8 +79,15 @@ impl Sim for MountainCar {
 
     /// Gymnasium's `[np_random.uniform(low=-0.6, high=-0.4), 0]`.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        self.begin([default_rng(seed).uniform(-0.6, -0.4), 0.0]);
+        let position = self.rng.seed(seed).uniform(-0.6, -0.4);
+        self.begin([position, 0.0]);
         Ok(())
+    }
+
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        let position = self.rng.continuing()?.uniform(-0.6, -0.4);
+        self.begin([position, 0.0]);
+        Some(Ok(()))
     }
 
     /// `[position, velocity]`.

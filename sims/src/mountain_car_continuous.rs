@@ -9,7 +9,7 @@
 
 use crate::draw::Drawing;
 use crate::mountain_car::{MAX_POSITION, MAX_SPEED, MIN_POSITION, draw_hill, observation_space};
-use crate::numpy_rng::default_rng;
+use crate::sim::EpisodeRng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -86,6 +86,8 @@ impl Np {
 }
 
 pub struct MountainCarContinuous {
+    /// `env.np_random`, for unseeded resets.
+    rng: EpisodeRng,
     /// (position, velocity): float64 right after a reset, float32 after any step.
     state: [Np; 2],
     clock: EpisodeClock,
@@ -97,6 +99,7 @@ pub struct MountainCarContinuous {
 impl MountainCarContinuous {
     pub fn new(max_steps: u32) -> Self {
         MountainCarContinuous {
+            rng: EpisodeRng::default(),
             state: [Np::F64(0.0); 2],
             clock: EpisodeClock::new(max_steps),
             observation: Tensor::zeros(vec![2], DType::F32),
@@ -126,8 +129,15 @@ impl Sim for MountainCarContinuous {
 
     /// Gymnasium's `[np_random.uniform(low=-0.6, high=-0.4), 0]`.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        self.begin(default_rng(seed).uniform(-0.6, -0.4), 0.0);
+        let position = self.rng.seed(seed).uniform(-0.6, -0.4);
+        self.begin(position, 0.0);
         Ok(())
+    }
+
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        let position = self.rng.continuing()?.uniform(-0.6, -0.4);
+        self.begin(position, 0.0);
+        Some(Ok(()))
     }
 
     /// `[position, velocity]`.

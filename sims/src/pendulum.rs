@@ -6,7 +6,8 @@
 use std::f64::consts::PI;
 
 use crate::draw::{Drawing, Role, Viewport, obs};
-use crate::numpy_rng::default_rng;
+use crate::numpy_rng::Generator;
+use crate::sim::EpisodeRng;
 use crate::sim::{EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, Space};
 use crate::tensor::{DType, Tensor};
@@ -29,6 +30,8 @@ pub fn angle_normalize(x: f64) -> f64 {
 }
 
 pub struct Pendulum {
+    /// `env.np_random`, for unseeded resets.
+    rng: EpisodeRng,
     /// (theta, theta_dot); theta = 0 is upright.
     state: [f64; 2],
     clock: EpisodeClock,
@@ -40,6 +43,7 @@ pub struct Pendulum {
 impl Pendulum {
     pub fn new(max_steps: u32) -> Self {
         Pendulum {
+            rng: EpisodeRng::default(),
             state: [0.0; 2],
             clock: EpisodeClock::new(max_steps),
             observation: Tensor::zeros(vec![3], DType::F32),
@@ -64,6 +68,13 @@ impl Pendulum {
         }
     }
 
+    /// Gymnasium's `np_random.uniform(low=-high, high=high)` for `[theta, theta_dot]`.
+    fn draw_start(rng: &mut Generator) -> [f64; 2] {
+        let theta = rng.uniform(-PI, PI);
+        let theta_dot = rng.uniform(-1.0, 1.0);
+        [theta, theta_dot]
+    }
+
     fn begin(&mut self, state: [f64; 2]) {
         self.state = state;
         self.clock.reset();
@@ -77,11 +88,15 @@ impl Sim for Pendulum {
     /// Gymnasium's `np_random.uniform(low=-high, high=high)` with `high = [pi, 1]`: one
     /// draw per element, in order.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = default_rng(seed);
-        let theta = rng.uniform(-PI, PI);
-        let theta_dot = rng.uniform(-1.0, 1.0);
-        self.begin([theta, theta_dot]);
+        let start = Self::draw_start(self.rng.seed(seed));
+        self.begin(start);
         Ok(())
+    }
+
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        let start = Self::draw_start(self.rng.continuing()?);
+        self.begin(start);
+        Some(Ok(()))
     }
 
     /// `[theta, theta_dot]`.

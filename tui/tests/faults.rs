@@ -275,6 +275,7 @@ fn the_practice_envs_of_a_killed_client_are_reclaimed_once_idle() {
                     .create_env(pb::CreateEnvRequest {
                         task_id: "cartpole-balance".into(),
                         official: false,
+                        ..Default::default()
                     })
                     .await
                     .unwrap();
@@ -339,6 +340,7 @@ fn the_practice_envs_of_a_killed_client_are_reclaimed_once_idle() {
                 .create_env(pb::CreateEnvRequest {
                     task_id: "cartpole-balance".into(),
                     official: false,
+                    ..Default::default()
                 })
                 .await
         })
@@ -559,6 +561,7 @@ fn sigkill_mid_session_leaves_whole_lines_and_a_restart_marks_the_run_interrupte
             .create_env(pb::CreateEnvRequest {
                 task_id: "cartpole-balance".into(),
                 official: true,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -607,6 +610,7 @@ fn sigkill_mid_session_leaves_whole_lines_and_a_restart_marks_the_run_interrupte
             .reset(pb::ResetRequest {
                 handle: handle.clone(),
                 seed: None,
+                ..Default::default()
             })
             .await;
         assert_eq!(grpc_code(reset), tonic::Code::NotFound);
@@ -760,6 +764,7 @@ fn a_full_disk_refuses_new_runs_and_a_started_runs_record_stays_whole() {
         let official = |task: &str| pb::CreateEnvRequest {
             task_id: task.into(),
             official: true,
+            ..Default::default()
         };
         let env = harness
             .create_env(official("cartpole-balance"))
@@ -813,6 +818,7 @@ fn a_full_disk_refuses_new_runs_and_a_started_runs_record_stays_whole() {
                 .reset(pb::ResetRequest {
                     handle: env.handle.clone(),
                     seed: None,
+                    ..Default::default()
                 })
                 .await
                 .unwrap();
@@ -883,6 +889,7 @@ fn a_read_only_runs_dir_refuses_official_runs_and_still_serves_practice() {
             .create_env(pb::CreateEnvRequest {
                 task_id: "cartpole-balance".into(),
                 official: true,
+                ..Default::default()
             })
             .await
             .unwrap_err();
@@ -900,6 +907,7 @@ fn a_read_only_runs_dir_refuses_official_runs_and_still_serves_practice() {
             .create_env(pb::CreateEnvRequest {
                 task_id: "cartpole-balance".into(),
                 official: false,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -908,6 +916,7 @@ fn a_read_only_runs_dir_refuses_official_runs_and_still_serves_practice() {
             .reset(pb::ResetRequest {
                 handle: practice.handle,
                 seed: Some(1),
+                ..Default::default()
             })
             .await
             .unwrap();

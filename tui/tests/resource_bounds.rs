@@ -363,6 +363,7 @@ async fn sigterm_ends_a_stalled_request_at_the_deadline_and_the_session_verifies
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -468,6 +469,7 @@ async fn idle_connections_past_the_cap_are_closed_and_the_harness_still_answers(
         .create_env(pb::CreateEnvRequest {
             task_id: "cartpole-balance".into(),
             official: true,
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -96,6 +96,7 @@ async fn expect_refuses_play(
         raw.reset(pb::ResetRequest {
             handle: official.handle.to_string(),
             seed: None,
+            ..Default::default()
         })
         .await,
         Code::FailedPrecondition,

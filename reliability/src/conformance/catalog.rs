@@ -61,6 +61,7 @@ pub(crate) async fn spec_matches_catalog(ctx: &Ctx) -> Outcome {
             raw.create_env(pb::CreateEnvRequest {
                 task_id: id.clone(),
                 official: false,
+                ..Default::default()
             })
             .await,
         )?;

@@ -357,6 +357,7 @@ pub(crate) async fn unknown_handle(ctx: &Ctx) -> Outcome {
             raw.reset(pb::ResetRequest {
                 handle: h(),
                 seed: Some(SEED),
+                ..Default::default()
             })
             .await,
             Code::NotFound,
@@ -390,6 +391,7 @@ pub(crate) async fn unknown_task(ctx: &Ctx) -> Outcome {
         .create_env(pb::CreateEnvRequest {
             task_id: "no-such-task".into(),
             official: false,
+            ..Default::default()
         })
         .await;
     let message = match &answer {
@@ -444,6 +446,7 @@ pub(crate) async fn cap_per_connection(ctx: &Ctx) -> Outcome {
             .create_env(pb::CreateEnvRequest {
                 task_id: task.id.clone(),
                 official: false,
+                ..Default::default()
             })
             .await
         {

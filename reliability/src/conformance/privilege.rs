@@ -22,6 +22,7 @@ pub(crate) async fn cannot_create_official(ctx: &Ctx) -> Outcome {
         raw.create_env(pb::CreateEnvRequest {
             task_id: task.id.clone(),
             official: true,
+            ..Default::default()
         })
         .await,
         Code::PermissionDenied,

@@ -31,6 +31,7 @@ pub(crate) async fn create_official(
             .create_env(pb::CreateEnvRequest {
                 task_id: task.id.clone(),
                 official: true,
+                ..Default::default()
             })
             .await,
     )?;
@@ -200,6 +201,7 @@ pub(crate) async fn official_env_needs_session(ctx: &Ctx) -> Outcome {
         raw.reset(pb::ResetRequest {
             handle: handle.clone(),
             seed: None,
+            ..Default::default()
         })
         .await,
         Code::FailedPrecondition,
@@ -386,6 +388,7 @@ pub(crate) async fn completes(ctx: &Ctx) -> Outcome {
             raw.reset(pb::ResetRequest {
                 handle: handle.clone(),
                 seed: None,
+                ..Default::default()
             })
             .await,
             Code::FailedPrecondition,
@@ -439,6 +442,7 @@ pub(crate) async fn completes(ctx: &Ctx) -> Outcome {
         raw.reset(pb::ResetRequest {
             handle: handle.clone(),
             seed: None,
+            ..Default::default()
         })
         .await,
         Code::FailedPrecondition,
@@ -492,6 +496,7 @@ pub(crate) async fn ended_by_harness(ctx: &Ctx) -> Outcome {
         raw.reset(pb::ResetRequest {
             handle: official.handle.to_string(),
             seed: None,
+            ..Default::default()
         })
         .await,
         Code::FailedPrecondition,
@@ -527,6 +532,7 @@ pub(crate) async fn step_budget(ctx: &Ctx) -> Outcome {
             .reset(pb::ResetRequest {
                 handle: handle.clone(),
                 seed: None,
+                ..Default::default()
             })
             .await;
         if let Err(status) = reset {

@@ -80,6 +80,24 @@ fn lower_priority(own: i32) {
     }
 }
 
+/// `threads` rayon threads (at least 1) named `<name>-<i>`, each at a lower scheduling
+/// priority than the calling thread's (which stands for the serving threads'): work on them
+/// never takes the CPU from an RPC that wants it.
+pub(crate) fn lowered_threads(
+    name: &'static str,
+    threads: usize,
+) -> Result<rayon::ThreadPool, rayon::ThreadPoolBuildError> {
+    let own = own_nice().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot read the evaluator's nice value; assuming 0");
+        0
+    });
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads.max(1))
+        .thread_name(move |i| format!("{name}-{i}"))
+        .start_handler(move |_| lower_priority(own))
+        .build()
+}
+
 /// A unit of batch work that runs in slices.
 pub trait Slice: Send {
     /// Plays for about [`TIME_SLICE`]; says whether the work is done.
@@ -108,18 +126,8 @@ impl std::fmt::Debug for Pool {
 impl Pool {
     /// A pool of `threads` threads (at least 1).
     pub fn new(threads: usize) -> Result<Pool, rayon::ThreadPoolBuildError> {
-        // The builder's own nice value stands for the serving threads'.
-        let own = own_nice().unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "cannot read the evaluator's nice value; assuming 0");
-            0
-        });
-        let threads = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads.max(1))
-            .thread_name(|i| format!("ale-batch-{i}"))
-            .start_handler(move |_| lower_priority(own))
-            .build()?;
         Ok(Pool {
-            threads,
+            threads: lowered_threads("ale-batch", threads)?,
             queue: Arc::default(),
         })
     }

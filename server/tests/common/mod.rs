@@ -173,6 +173,7 @@ impl TestServer {
             .create_env(pb::CreateEnvRequest {
                 task_id: task.into(),
                 official: true,
+                ..Default::default()
             })
             .await
             .unwrap()
@@ -286,6 +287,7 @@ pub async fn practice_env(agent: &mut AleEnvClient<Channel>, task: &str) -> Stri
         .create_env(pb::CreateEnvRequest {
             task_id: task.into(),
             official: false,
+            ..Default::default()
         })
         .await
         .unwrap()
@@ -303,6 +305,7 @@ pub async fn reset(
         .reset(pb::ResetRequest {
             handle: handle.into(),
             seed,
+            ..Default::default()
         })
         .await
         .unwrap()

@@ -1,6 +1,5 @@
 //! One env of this crate as a [`Sim`]: its spec and rules over a state of the shared model.
 
-use ale_sim::numpy_rng::default_rng;
 use ale_sim::{
     BoxSpace, DType, EpisodeClock, Sim, SimError, Space, SpaceError, Tensor, Transition,
 };
@@ -24,6 +23,8 @@ pub struct GymnasiumMujoco {
     action_space: Space,
     observation: Tensor,
     clock: EpisodeClock,
+    /// `env.np_random`, for unseeded resets.
+    rng: ale_sim::EpisodeRng,
 }
 
 impl std::fmt::Debug for GymnasiumMujoco {
@@ -64,6 +65,7 @@ impl GymnasiumMujoco {
             crate::view::action_labels(model),
         ));
         Ok(GymnasiumMujoco {
+            rng: ale_sim::EpisodeRng::default(),
             spec,
             rules,
             physics: Physics::new(model, spec.frame_skip),
@@ -141,11 +143,20 @@ impl Sim for GymnasiumMujoco {
     /// `reset(seed=seed)`: the noise is drawn from `np.random.default_rng(seed)`, as
     /// Gymnasium's `np_random` after a seeded reset.
     fn reset(&mut self, seed: u64) -> Result<(), SimError> {
-        let mut rng = default_rng(seed);
-        self.physics.reset_perturbed(self.rules.as_ref(), &mut rng);
+        let rng = self.rng.seed(seed);
+        self.physics.reset_perturbed(self.rules.as_ref(), rng);
         self.observe();
         self.clock.reset();
         Ok(())
+    }
+
+    /// `reset()`: the noise drawn on from the last seeded reset's generator.
+    fn reset_continuing(&mut self) -> Option<Result<(), SimError>> {
+        let rng = self.rng.continuing()?;
+        self.physics.reset_perturbed(self.rules.as_ref(), rng);
+        self.observe();
+        self.clock.reset();
+        Some(Ok(()))
     }
 
     fn step(&mut self, action: &Tensor) -> Result<Transition, SimError> {

@@ -51,7 +51,12 @@ def to_numpy(tensor: pb.Tensor) -> np.ndarray:
     """A wire tensor as a NumPy array of its dtype and shape (a 0-d array for a scalar)."""
     dtype = numpy_dtype(tensor.dtype)
     shape = tuple(tensor.shape)
-    if tensor.dtype == pb.DTYPE_UINT8:
+    if tensor.raw:
+        # Packed little-endian: read where it lies, without a copy (the array is read-only).
+        if len(tensor.raw) % dtype.itemsize:
+            raise WireError(f"a {dtype} tensor's raw field holds {len(tensor.raw)} bytes, not whole elements")
+        flat = np.frombuffer(tensor.raw, dtype=dtype.newbyteorder("<"))
+    elif tensor.dtype == pb.DTYPE_UINT8:
         flat = np.frombuffer(tensor.u8, dtype=np.uint8).copy()
     else:
         flat = np.asarray(getattr(tensor, _FIELD_OF[tensor.dtype]), dtype=dtype)
@@ -59,6 +64,18 @@ def to_numpy(tensor: pb.Tensor) -> np.ndarray:
     if flat.size != expected:
         raise WireError(f"tensor of shape {list(shape)} carries {flat.size} elements, expected {expected}")
     return flat.reshape(shape)
+
+
+def raw_from_numpy(array: np.ndarray) -> pb.Tensor:
+    """A NumPy array (of one of the wire's six dtypes) as a wire tensor with its elements packed
+    in `raw`: one copy, little-endian, what a vector env's batched action travels as."""
+    array = np.asarray(array)
+    try:
+        wire = _WIRE_OF[array.dtype]
+    except KeyError:
+        supported = ", ".join(str(d) for d in _WIRE_OF)
+        raise TypeError(f"dtype {array.dtype} cannot travel on the wire; use one of {supported}") from None
+    return pb.Tensor(dtype=wire, shape=list(array.shape), raw=array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes())
 
 
 def from_numpy(array: np.ndarray) -> pb.Tensor:

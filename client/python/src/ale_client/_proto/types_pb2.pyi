@@ -82,7 +82,7 @@ OUTCOME_IN_PROGRESS: Outcome
 OUTCOME_SIM_FAULT: Outcome
 
 class Tensor(_message.Message):
-    __slots__ = ("dtype", "shape", "f32", "f64", "i64", "i32", "u8", "bool")
+    __slots__ = ("dtype", "shape", "f32", "f64", "i64", "i32", "u8", "bool", "raw")
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
     F32_FIELD_NUMBER: _ClassVar[int]
@@ -91,6 +91,7 @@ class Tensor(_message.Message):
     I32_FIELD_NUMBER: _ClassVar[int]
     U8_FIELD_NUMBER: _ClassVar[int]
     BOOL_FIELD_NUMBER: _ClassVar[int]
+    RAW_FIELD_NUMBER: _ClassVar[int]
     dtype: DType
     shape: _containers.RepeatedScalarFieldContainer[int]
     f32: _containers.RepeatedScalarFieldContainer[float]
@@ -99,7 +100,8 @@ class Tensor(_message.Message):
     i32: _containers.RepeatedScalarFieldContainer[int]
     u8: bytes
     bool: _containers.RepeatedScalarFieldContainer[bool]
-    def __init__(self, dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., f32: _Optional[_Iterable[float]] = ..., f64: _Optional[_Iterable[float]] = ..., i64: _Optional[_Iterable[int]] = ..., i32: _Optional[_Iterable[int]] = ..., u8: _Optional[bytes] = ..., bool: _Optional[_Iterable[bool]] = ...) -> None: ...
+    raw: bytes
+    def __init__(self, dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., f32: _Optional[_Iterable[float]] = ..., f64: _Optional[_Iterable[float]] = ..., i64: _Optional[_Iterable[int]] = ..., i32: _Optional[_Iterable[int]] = ..., u8: _Optional[bytes] = ..., bool: _Optional[_Iterable[bool]] = ..., raw: _Optional[bytes] = ...) -> None: ...
 
 class Value(_message.Message):
     __slots__ = ("number", "integer", "flag", "text", "tensor")
