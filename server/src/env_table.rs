@@ -31,7 +31,8 @@ pub struct ConnectionId(pub(crate) u64);
 /// envs, and only when that makes room.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
-    /// Practice envs held at once, over all connections (`ale serve --max-practice-envs`).
+    /// Practice envs held at once, over all connections (`ale serve --max-practice-envs`). A
+    /// vector env counts as its sub-envs, here and in the other practice caps.
     pub max_practice_envs: usize,
     /// Practice envs created over one connection and held at once
     /// (`ale serve --max-practice-envs-per-connection`).
@@ -55,10 +56,12 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Self {
         Limits {
-            max_practice_envs: 1024,
-            max_practice_envs_per_connection: 64,
+            // Caps count sub-envs: a vector env of 4,096 (what one agent trains on) fits
+            // one connection's share.
+            max_practice_envs: 8192,
+            max_practice_envs_per_connection: 4096,
             max_official_envs: 256,
-            max_run_practice_envs: 64,
+            max_run_practice_envs: 1024,
             practice_idle: Duration::from_secs(300),
             finished_official_idle: Duration::from_secs(600),
             read_official_idle: Duration::from_secs(30),

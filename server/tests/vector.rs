@@ -86,7 +86,10 @@ async fn a_vector_env_plays_exactly_what_single_envs_on_the_same_seeds_play() {
             }
         }
     }
-    assert!(episodes >= 5, "several episodes ended and restarted: {episodes}");
+    assert!(
+        episodes >= 5,
+        "several episodes ended and restarted: {episodes}"
+    );
 }
 
 #[tokio::test]
@@ -135,7 +138,10 @@ async fn same_step_autoreset_hands_back_the_last_observation_and_info() {
         assert_eq!(finals.index, ended);
         assert_eq!(finals.observation.shape(), &[ended.len(), 4]);
         let last = row(&finals.observation, 0);
-        assert!(last[2].abs() > 0.2 || last[0].abs() > 2.4, "past a limit: {last:?}");
+        assert!(
+            last[2].abs() > 0.2 || last[0].abs() > 2.4,
+            "past a limit: {last:?}"
+        );
         let steps = column(&step.info, "episode_steps").to_f64_vec();
         let final_steps = column(&finals.info, "episode_steps").to_f64_vec();
         let mask = column(&finals.info, "_episode_steps");
@@ -205,7 +211,11 @@ async fn one_bad_action_refuses_the_step_naming_its_sub_env_and_nothing_steps() 
     }
     let step = envs.step(&boxed(&[0.0, 0.5, -0.5])).await.unwrap();
     let steps = column(&step.info, "episode_steps");
-    assert_eq!(steps.data(), &TensorData::I64(vec![1, 1, 1]), "no refused call stepped");
+    assert_eq!(
+        steps.data(),
+        &TensorData::I64(vec![1, 1, 1]),
+        "no refused call stepped"
+    );
 }
 
 #[tokio::test]
@@ -266,7 +276,10 @@ async fn bad_resets_and_vector_arguments_to_single_envs_are_refused_and_change_n
         })
         .await
         .unwrap_err();
-    assert!(refused.message().contains("step before reset"), "{refused:?}");
+    assert!(
+        refused.message().contains("step before reset"),
+        "{refused:?}"
+    );
 
     let single = agent
         .create_env(pb::CreateEnvRequest {
@@ -327,13 +340,21 @@ async fn caps_count_sub_envs() {
             .contains("--max-practice-envs-per-connection"),
         "{refused:?}"
     );
-    assert_eq!(counts(), EnvCounts::default(), "a refused vector holds nothing");
+    assert_eq!(
+        counts(),
+        EnvCounts::default(),
+        "a refused vector holds nothing"
+    );
     agent.create_env(create(6)).await.unwrap();
     agent.create_env(create(1)).await.unwrap();
     agent.create_env(create(0)).await.unwrap();
     assert_eq!(counts().practice, 8);
     let refused = agent.create_env(create(1)).await.unwrap_err();
-    assert_eq!(refused.code(), Code::ResourceExhausted, "the connection's 8 are taken");
+    assert_eq!(
+        refused.code(),
+        Code::ResourceExhausted,
+        "the connection's 8 are taken"
+    );
     // Another connection: 4 more fit under the total of 12, not 5.
     let mut other = t.agent().await;
     assert_eq!(
@@ -365,7 +386,10 @@ async fn an_official_vector_env_is_refused_and_nothing_is_made() {
             .await
             .unwrap_err();
         assert_eq!(refused.code(), Code::InvalidArgument);
-        assert!(refused.message().contains("official envs are single"), "{refused:?}");
+        assert!(
+            refused.message().contains("official envs are single"),
+            "{refused:?}"
+        );
     }
     assert_eq!(t.server.evaluator().env_counts(), EnvCounts::default());
     let runs = std::fs::read_dir(t.state_dir().join("runs")).map_or(0, |d| d.count());
@@ -416,7 +440,11 @@ fn a_large_vector_stepped_in_parallel_plays_what_single_envs_play() {
         let out = envs.step(&discrete(&actions)).unwrap();
         for (k, &i) in watched.iter().enumerate() {
             let one = singles[k].step(&Tensor::scalar_i64(actions[i])).unwrap();
-            assert_eq!(row(&out.observation, i), one.observation.to_f64_vec(), "sub-env {i}");
+            assert_eq!(
+                row(&out.observation, i),
+                one.observation.to_f64_vec(),
+                "sub-env {i}"
+            );
             assert_eq!(out.rewards[i], one.reward);
         }
     }

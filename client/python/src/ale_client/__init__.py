@@ -23,7 +23,6 @@ from .errors import (
     ResourceExhausted,
     RpcError,
     SimFault,
-    SubEnvErrors,
     Unavailable,
     WireError,
 )
@@ -62,7 +61,6 @@ __all__ = [
     "ResourceExhausted",
     "SimFault",
     "RpcError",
-    "SubEnvErrors",
     "SubmissionContract",
     "Task",
     "Unavailable",

@@ -15,15 +15,13 @@ docs/protocol.md.
 
 from __future__ import annotations
 
-import asyncio
 import os
-import threading
 from typing import Any, Optional, Sequence
 
 import grpc
 
 from ._proto import ale_env_pb2_grpc, catalog_pb2, catalog_pb2_grpc
-from .errors import AleError, Closed, from_grpc
+from .errors import Closed, from_grpc
 
 #: The agent channel an evaluator listens on unless told otherwise (`ale serve --listen`).
 DEFAULT_ENDPOINT = "http://127.0.0.1:50051"
@@ -144,78 +142,3 @@ def resolve_endpoint(endpoint: Optional[str]) -> str:
     if endpoint is not None:
         return endpoint
     return os.environ.get(ENDPOINT_VAR) or DEFAULT_ENDPOINT
-
-
-class ParallelCalls:
-    """Many calls at once over `n` connections, with grpc's asyncio API: grpcio's synchronous
-    futures cost about as much per call as blocking calls, asyncio's `gather` does not, so a
-    vector env's N calls cost about one round trip.
-
-    The calls run on a private event loop: in the calling thread when it runs no event loop
-    of its own (a script), else (a notebook, an async program) on a thread of its own.
-    """
-
-    def __init__(self, endpoint: str, n: int, *, timeout: Optional[float] = None) -> None:
-        self.endpoint = endpoint
-        self.timeout = timeout
-        self._loop = asyncio.new_event_loop()
-        self._thread: Optional[threading.Thread] = None
-        if _running_loop() is not None:
-            self._thread = threading.Thread(target=self._loop.run_forever, name="ale-client-calls", daemon=True)
-            self._thread.start()
-        target, options = channel_args(endpoint)
-
-        async def open_channels() -> list[Any]:
-            return [grpc.aio.insecure_channel(target, options=options) for _ in range(n)]
-
-        self._channels = self._run(open_channels())
-        self._stubs = [ale_env_pb2_grpc.AleEnvStub(c) for c in self._channels]
-        self._closed = False
-
-    def _run(self, coroutine: Any) -> Any:
-        if self._thread is not None:
-            return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-        if _running_loop() is not None:
-            coroutine.close()
-            raise AleError("a vector env made outside an event loop is used inside one; make it there")
-        return self._loop.run_until_complete(coroutine)
-
-    def call_all(self, calls: Sequence[tuple[int, str, Any]]) -> list[Any]:
-        """Sends every `(connection index, method, request)` at once and waits for all. Each
-        entry of the answer is the response or the `RpcError` that call ended with: one failed
-        call does not hide what the others did."""
-        if self._closed:
-            raise Closed(f"calls on closed connections to {self.endpoint}")
-
-        async def one(index: int, method: str, request: Any) -> Any:
-            try:
-                return await getattr(self._stubs[index], method)(request, timeout=self.timeout)
-            except grpc.aio.AioRpcError as e:
-                return from_grpc(e, method)
-
-        async def every() -> list[Any]:
-            return await asyncio.gather(*(one(*call) for call in calls))
-
-        return self._run(every())
-
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-
-        async def close_channels() -> None:
-            for channel in self._channels:
-                await channel.close()
-
-        self._run(close_channels())
-        if self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join()
-        self._loop.close()
-
-
-def _running_loop() -> Optional[asyncio.AbstractEventLoop]:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

@@ -163,7 +163,7 @@ class AleEnv(gymnasium.Env):
     def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
         return self._step_answer(self._call("Step", self._step_request(action)))
 
-    # The halves of reset and step, apart so a vector env can send many requests at once.
+    # The halves of reset and step: the request, then what its answer holds.
 
     def _reset_request(self, seed: Optional[int]) -> pb.ResetRequest:
         if seed is not None and not 0 <= seed < 2**64:

@@ -82,19 +82,6 @@ class DeadlineExceeded(RpcError):
     """The call took longer than its timeout (`DEADLINE_EXCEEDED`)."""
 
 
-class SubEnvErrors(AleError):
-    """Calls of a vector env's step or reset failed for some sub-envs.
-
-    `errors` maps each failed sub-env's index to its `RpcError`. The other sub-envs' calls
-    succeeded and the vector env kept their answers; the failed ones are where they were.
-    """
-
-    def __init__(self, errors: dict[int, RpcError]) -> None:
-        self.errors = errors
-        described = "; ".join(f"sub-env {i}: {e}" for i, e in sorted(errors.items()))
-        super().__init__(f"{len(errors)} sub-env call(s) failed: {described}")
-
-
 _BY_CODE = {
     grpc.StatusCode.NOT_FOUND: NotFound,
     grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
