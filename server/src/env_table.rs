@@ -45,6 +45,10 @@ pub struct Limits {
     pub max_run_practice_envs: usize,
     /// A practice env unused this long may be dropped to make room for a new practice env.
     pub practice_idle: Duration,
+    /// A vector env whose last Step's stepping took less than this steps where its call
+    /// arrives, on the server's runtime; one that took longer, on a blocking thread with its
+    /// blocks in parallel on the vector threads (`ale serve --vector-inline-us`).
+    pub vector_inline_work: Duration,
     /// An official env whose session finished this long ago may be dropped to make room for a
     /// new official env (its record is on disk; its result can no longer be read over the wire).
     pub finished_official_idle: Duration,
@@ -63,6 +67,7 @@ impl Default for Limits {
             max_official_envs: 256,
             max_run_practice_envs: 1024,
             practice_idle: Duration::from_secs(300),
+            vector_inline_work: crate::vector::INLINE_WORK,
             finished_official_idle: Duration::from_secs(600),
             read_official_idle: Duration::from_secs(30),
         }

@@ -474,7 +474,14 @@ impl Evaluator {
                 Channel::Agent | Channel::Harness => None,
             };
             let made = if num_envs > 1 || shape.vector {
-                Made::Vector(VectorEnv::new(task, num_envs, shape.autoreset, scope, now)?)
+                Made::Vector(VectorEnv::new(
+                    task,
+                    num_envs,
+                    shape.autoreset,
+                    scope,
+                    self.limits.vector_inline_work,
+                    now,
+                )?)
             } else {
                 Made::Env(Env::practice(handle.clone(), task, scope, now)?)
             };

@@ -22,8 +22,9 @@ use crate::task::Task;
 pub const BLOCK: usize = 64;
 
 /// Below this much stepping work a call runs where it arrives (on the server's runtime);
-/// from it, on a blocking thread, its blocks in parallel on the vector threads. See
-/// docs/performance.md "Vector envs" for the crossover this comes from.
+/// from it, on a blocking thread, its blocks in parallel on the vector threads: the default of
+/// [`crate::Limits::vector_inline_work`]. See docs/performance.md "Vector envs" for the
+/// crossover this comes from.
 pub const INLINE_WORK: Duration = Duration::from_micros(250);
 
 /// Gymnasium 1.x's autoreset modes.
@@ -150,6 +151,8 @@ pub struct VectorEnv {
     last_used: Instant,
     /// How long the last Step's stepping took.
     last_work: Duration,
+    /// See [`crate::Limits::vector_inline_work`].
+    inline_work: Duration,
 }
 
 impl VectorEnv {
@@ -160,6 +163,7 @@ impl VectorEnv {
         n: usize,
         mode: Autoreset,
         scope: Option<crate::env_table::RunScope>,
+        inline_work: Duration,
         now: Instant,
     ) -> Result<VectorEnv, Error> {
         let holder = Holder::Practice {
@@ -203,6 +207,7 @@ impl VectorEnv {
             action_space,
             last_used: now,
             last_work: Duration::ZERO,
+            inline_work,
         })
     }
 
@@ -235,9 +240,9 @@ impl VectorEnv {
     }
 
     /// Whether the next Step should run where it arrives: its stepping took less than
-    /// [`INLINE_WORK`] last time.
+    /// [`crate::Limits::vector_inline_work`] last time.
     pub fn steps_inline(&self) -> bool {
-        self.last_work < INLINE_WORK
+        self.last_work < self.inline_work
     }
 
     fn locate(&self, env: usize) -> (usize, usize) {
@@ -340,7 +345,7 @@ impl VectorEnv {
         let started = Instant::now();
         let mode = self.mode;
         let task = &self.task;
-        let parallel = self.blocks.len() > 1 && self.last_work >= INLINE_WORK;
+        let parallel = self.blocks.len() > 1 && !self.steps_inline();
         let work = self
             .blocks
             .iter_mut()

@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// Practice envs one run's agent may hold at once over its own socket, apart from the above.
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_run_practice_envs))]
     pub max_run_practice_envs: NonZeroUsize,
+    /// Microseconds of stepping under which a vector env's Step runs on the serving thread; a slower one runs its blocks in parallel on threads of their own (0: always).
+    #[arg(long, value_name = "MICROS", default_value_t = Limits::default().vector_inline_work.as_micros() as u64)]
+    pub vector_inline_us: u64,
     /// The largest batch submission file read, in bytes; as root, each batch run's own tmpfs holds this plus 1 MiB.
     #[arg(long, value_name = "BYTES", default_value_t = BatchOptions::default().max_submission_bytes)]
     pub max_submission_bytes: u64,
@@ -130,6 +133,7 @@ impl ServeArgs {
             max_practice_envs_per_connection: self.max_practice_envs_per_connection.get(),
             max_official_envs: self.max_official_envs.get(),
             max_run_practice_envs: self.max_run_practice_envs.get(),
+            vector_inline_work: Duration::from_micros(self.vector_inline_us),
             ..Limits::default()
         }
     }

@@ -5,6 +5,7 @@ mod console;
 mod hosted;
 mod sandbox;
 mod step;
+mod vector;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ use std::process::ExitCode;
 pub use batch::BatchArgs;
 pub use hosted::HostedArgs;
 pub use step::{Placement, StepArgs};
+pub use vector::VectorArgs;
 
 #[derive(clap::Subcommand, Debug)]
 pub enum BenchCommand {
@@ -37,6 +39,10 @@ pub enum BenchCommand {
     /// What a sim hosted in a process of its own costs: Gymnasium's CartPole in its own Python,
     /// through the sim-host protocol, through `ale serve`, and in blocks on 1, 2 and 4 hosts.
     Hosted(HostedArgs),
+    /// Env-steps per second of a practice vector env (one Step for N sub-envs) through the
+    /// Rust client, for each N, over TCP and the agent socket, stepped inline or on the
+    /// evaluator's vector threads.
+    Vector(VectorArgs),
     /// A 1-byte TCP echo server (the floor's far end); prints its port, serves one client.
     #[command(hide = true)]
     Pong {
@@ -53,5 +59,6 @@ pub fn run(command: BenchCommand) -> anyhow::Result<ExitCode> {
         BenchCommand::Sandbox { runs } => sandbox::bench_sandbox(runs),
         BenchCommand::Batch(args) => batch::bench_batch(args),
         BenchCommand::Hosted(args) => hosted::bench_hosted(args),
+        BenchCommand::Vector(args) => vector::bench_vector(args),
     }
 }
