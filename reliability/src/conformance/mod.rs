@@ -27,6 +27,7 @@ mod privilege;
 mod records;
 mod services;
 mod session;
+mod vector;
 
 use std::fmt;
 use std::future::Future;
@@ -161,6 +162,10 @@ pub const CASES: &[Case] = &[
     case!("unknown-task-not-found", Agent, practice::unknown_task),
     case!("unknown-batch-not-found", Agent, practice::unknown_batch),
     case!("practice-cap-per-connection", Agent, practice::cap_per_connection),
+    case!("vector-env-batched", Agent, vector::batched),
+    case!("vector-bad-action-steps-nothing", Agent, vector::bad_action_steps_nothing),
+    case!("vector-disabled-autoreset-refuses-ended", Agent, vector::disabled_mode_refuses_ended),
+    case!("vector-official-refused", Harness, vector::official_refused),
     case!("agent-cannot-create-official", Agent, privilege::cannot_create_official),
     case!("agent-cannot-read-results", Agent, privilege::cannot_read_results),
     case!("agent-cannot-end-sessions", Harness, privilege::cannot_end_sessions),

@@ -428,6 +428,10 @@ pub(crate) async fn unknown_batch(ctx: &Ctx) -> Outcome {
 /// per-connection cap to check.
 const CAP_PROBE: usize = 128;
 
+/// Sub-envs of each env the cap case creates: caps count sub-envs, so vectors reach a cap of
+/// thousands in a few calls (an evaluator without vector envs makes single envs of them).
+const CAP_PROBE_SUB_ENVS: u32 = 256;
+
 pub(crate) async fn cap_per_connection(ctx: &Ctx) -> Outcome {
     let task = ctx
         .task_where(|t| !t.is_batch())?
@@ -435,22 +439,26 @@ pub(crate) async fn cap_per_connection(ctx: &Ctx) -> Outcome {
     let client = ctx.agent().await?;
     let mut raw = client.raw();
     let mut held = Vec::new();
+    // Vectors first, then single envs for what is left of the cap.
+    let mut size = CAP_PROBE_SUB_ENVS;
     let refusal = loop {
         if held.len() == CAP_PROBE {
             return Err(Problem::Skip(format!(
-                "one connection created {CAP_PROBE} practice envs without being refused: no \
-                 per-connection cap to check"
+                "one connection created {CAP_PROBE} practice envs of {CAP_PROBE_SUB_ENVS} \
+                 sub-envs without being refused: no per-connection cap to check"
             )));
         }
         match raw
             .create_env(pb::CreateEnvRequest {
                 task_id: task.id.clone(),
                 official: false,
+                num_envs: size,
                 ..Default::default()
             })
             .await
         {
             Ok(created) => held.push(EnvHandle::from_wire(created.into_inner().handle)),
+            Err(status) if size > 1 && status.code() == Code::ResourceExhausted => size = 1,
             Err(status) => break status,
         }
     };
