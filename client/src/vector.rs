@@ -34,11 +34,14 @@ impl AutoresetMode {
         }
     }
 
-    fn from_pb(raw: i32) -> AutoresetMode {
+    fn from_pb(raw: i32) -> Result<AutoresetMode, ClientError> {
         match pb::AutoresetMode::try_from(raw) {
-            Ok(pb::AutoresetMode::SameStep) => AutoresetMode::SameStep,
-            Ok(pb::AutoresetMode::Disabled) => AutoresetMode::Disabled,
-            _ => AutoresetMode::NextStep,
+            Ok(pb::AutoresetMode::Unspecified | pb::AutoresetMode::NextStep) => {
+                Ok(AutoresetMode::NextStep)
+            }
+            Ok(pb::AutoresetMode::SameStep) => Ok(AutoresetMode::SameStep),
+            Ok(pb::AutoresetMode::Disabled) => Ok(AutoresetMode::Disabled),
+            Err(_) => Err(ClientError::Missing("a known autoreset mode")),
         }
     }
 }
@@ -139,8 +142,14 @@ impl Client {
             })
             .await?
             .into_inner();
-        let num_envs = usize::try_from(spec.num_envs.max(1)).unwrap_or(usize::MAX);
-        let mode = AutoresetMode::from_pb(spec.autoreset_mode);
+        if spec.num_envs != num_envs.max(1) {
+            // An evaluator older than vector envs makes a single env of any request.
+            return Err(ClientError::Missing(
+                "a vector env of the sub-envs asked for",
+            ));
+        }
+        let num_envs = usize::try_from(spec.num_envs).unwrap_or(usize::MAX);
+        let mode = AutoresetMode::from_pb(spec.autoreset_mode)?;
         Ok(VecEnv {
             spec: spec_from_wire(spec)?,
             client,
@@ -208,7 +217,7 @@ impl VecEnv {
             observation: decode_observation(resp.observation)?,
             rewards: match decode_vector(resp.rewards, "rewards")? {
                 TensorData::F64(v) => v,
-                _ => return Err(ClientError::Missing("float64 rewards")),
+                _ => return Err(ClientError::Missing("rewards of dtype float64")),
             },
             terminations: flags(resp.terminations, "terminations")?,
             truncations: flags(resp.truncations, "truncations")?,
@@ -229,6 +238,6 @@ fn decode_vector(t: Option<pb::Tensor>, what: &'static str) -> Result<TensorData
 fn flags(t: Option<pb::Tensor>, what: &'static str) -> Result<Vec<bool>, ClientError> {
     match decode_vector(t, what)? {
         TensorData::Bool(v) => Ok(v),
-        _ => Err(ClientError::Missing(what)),
+        _ => Err(ClientError::Missing("flags of dtype bool")),
     }
 }

@@ -13,7 +13,7 @@ use ale_proto::{EnvHandle, RunId, SessionId};
 use crate::env::Env;
 use crate::error::{EnvCap, Error};
 use crate::evaluator::Channel;
-use crate::vector::VectorEnv;
+use crate::vector::SharedVector;
 
 pub(crate) type Shared<T> = Arc<Mutex<T>>;
 
@@ -65,7 +65,7 @@ impl Default for Limits {
             max_practice_envs: 8192,
             max_practice_envs_per_connection: 4096,
             max_official_envs: 256,
-            max_run_practice_envs: 1024,
+            max_run_practice_envs: 256,
             practice_idle: Duration::from_secs(300),
             vector_inline_work: crate::vector::INLINE_WORK,
             finished_official_idle: Duration::from_secs(600),
@@ -108,7 +108,7 @@ pub struct EnvCounts {
 #[derive(Clone)]
 pub enum Held {
     Env(Shared<Env>),
-    Vector(Shared<VectorEnv>),
+    Vector(Arc<SharedVector>),
 }
 
 impl Held {
@@ -117,7 +117,7 @@ impl Held {
     fn last_used_if_free(&self) -> Option<Instant> {
         match self {
             Held::Env(env) => env.try_lock().ok().map(|env| env.last_used()),
-            Held::Vector(vector) => vector.try_lock().ok().map(|v| v.last_used()),
+            Held::Vector(vector) => vector.env.try_lock().ok().map(|v| v.last_used()),
         }
     }
 
@@ -180,6 +180,19 @@ pub struct EnvTable {
     run_channels: HashMap<RunScope, RunChannelState>,
 }
 
+/// Takes from `envs` the env that frees `needed` sub-envs with the least waste: the lightest
+/// that weighs at least `needed`, else the heaviest (ties by handle, so the choice does not
+/// depend on hash order).
+fn take_best_fit(envs: &mut Vec<(EnvHandle, usize)>, needed: usize) -> Option<(EnvHandle, usize)> {
+    let by_weight = |a: &&(EnvHandle, usize), b: &&(EnvHandle, usize)| {
+        a.1.cmp(&b.1).then_with(|| a.0.cmp(&b.0))
+    };
+    let fits = envs.iter().filter(|(_, w)| *w >= needed).min_by(by_weight);
+    let pick = fits.or_else(|| envs.iter().max_by(by_weight))?.0.clone();
+    let at = envs.iter().position(|(h, _)| *h == pick)?;
+    Some(envs.swap_remove(at))
+}
+
 /// Picks idle envs to reclaim, the biggest holder's first: while more are `needed`, one idle
 /// env of whichever holder has the most left goes. `held` is each holder's count,
 /// `idle` each holder's idle envs. Returns fewer than `needed` if there are not enough.
@@ -204,7 +217,10 @@ fn biggest_holders_first<H: Eq + std::hash::Hash + Copy + Ord>(
         else {
             break;
         };
-        let Some((handle, weight)) = idle.get_mut(&holder).and_then(Vec::pop) else {
+        let Some((handle, weight)) = idle
+            .get_mut(&holder)
+            .and_then(|envs| take_best_fit(envs, needed - freed))
+        else {
             break;
         };
         picked.push(handle);
@@ -387,7 +403,6 @@ impl EnvTable {
                 // at its own cap cannot evict another's. The lightest go first.
                 let need_mine = (mine + weight).saturating_sub(per_connection);
                 let mut own_idle = idle.remove(&connection).unwrap_or_default();
-                own_idle.sort_by_key(|(_, w)| std::cmp::Reverse(*w));
                 let own_weight: usize = own_idle.iter().map(|(_, w)| w).sum();
                 if own_weight < need_mine {
                     return Err(Error::TooManyEnvs(match run {
@@ -404,7 +419,7 @@ impl EnvTable {
                 let mut room = Vec::new();
                 let mut freed = 0;
                 while freed < need_mine {
-                    let Some((handle, w)) = own_idle.pop() else {
+                    let Some((handle, w)) = take_best_fit(&mut own_idle, need_mine - freed) else {
                         break;
                     };
                     room.push(handle);

@@ -102,6 +102,17 @@ pub enum Error {
         what: &'static str,
         flag: &'static str,
     },
+    /// Other requests are building vector envs of as many sub-envs as the total practice cap.
+    #[error(
+        "the evaluator is building vector envs of {building} sub-envs for other requests; \
+         {asked} more would pass the total practice cap of {cap} (ale serve \
+         --max-practice-envs): retry once they are made"
+    )]
+    BuildingTooMany {
+        building: usize,
+        asked: usize,
+        cap: usize,
+    },
     /// A vector env whose batched answers would not fit in one message.
     #[error(
         "a vector env of {envs} sub-envs of task {task} would answer {bytes} bytes a step \
@@ -118,10 +129,13 @@ pub enum Error {
     },
     /// `num_envs` above 1 for an official env.
     #[error(
-        "official envs are single (num_envs {0} asked for): an eval session plays its hidden \
-         rollouts one at a time; vector envs are for practice"
+        "official envs are single: an eval session plays its hidden rollouts one at a time; \
+         vector envs (num_envs above 1, or vector) are for practice"
     )]
-    OfficialVector(u32),
+    OfficialVector,
+    /// One sub-env of a vector env failed: the error is its, its code the error's.
+    #[error("sub-env {index}: {error}")]
+    SubEnv { index: usize, error: Box<Error> },
     /// A Step on a vector env in DISABLED autoreset mode while some sub-envs' episodes are over.
     #[error(
         "sub-envs {} ended their episodes and the vector env's autoreset mode is DISABLED: \
@@ -210,27 +224,27 @@ pub enum RequestBytesCap {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum EnvCap {
     #[error(
-        "this connection already holds {cap} practice envs, the per-connection cap \
-         (ale serve --max-practice-envs-per-connection): reuse one of them with Reset; \
-         a practice env unused for {idle:?} is reclaimed when room is needed"
+        "this connection's practice envs would pass the per-connection cap of {cap} (ale serve \
+         --max-practice-envs-per-connection; a vector env counts its sub-envs): reuse one of \
+         them with Reset; a practice env unused for {idle:?} is reclaimed when room is needed"
     )]
     PracticePerConnection { cap: usize, idle: Duration },
     #[error(
-        "the evaluator already holds {cap} practice envs, its total practice cap \
-         (ale serve --max-practice-envs), and none has been unused for {idle:?}: \
-         reuse an env you hold with Reset, or retry later"
+        "the evaluator's practice envs would pass its total practice cap of {cap} (ale serve \
+         --max-practice-envs; a vector env counts its sub-envs), and not enough have been \
+         unused for {idle:?}: reuse an env you hold with Reset, or retry later"
     )]
     PracticeTotal { cap: usize, idle: Duration },
     #[error(
-        "this connection already holds {cap} practice envs, the per-connection cap \
-         (ale serve --max-practice-envs-per-connection): reuse one of them with Reset; \
-         a practice env unused for {idle:?} is reclaimed when room is needed"
+        "this connection's practice envs would pass the per-connection cap of {cap} (ale serve \
+         --max-practice-envs-per-connection; a vector env counts its sub-envs): reuse one of \
+         them with Reset; a practice env unused for {idle:?} is reclaimed when room is needed"
     )]
     RunPracticePerConnection { cap: usize, idle: Duration },
     #[error(
-        "this run's agent channel already holds {cap} practice envs, a run's share \
-         (ale serve --max-run-practice-envs), and none has been unused for {idle:?}: \
-         reuse an env you hold with Reset"
+        "this run's practice envs would pass a run's share of {cap} (ale serve \
+         --max-run-practice-envs; a vector env counts its sub-envs), and not enough have been \
+         unused for {idle:?}: reuse an env you hold with Reset"
     )]
     RunPractice { cap: usize, idle: Duration },
     #[error(
@@ -245,13 +259,14 @@ pub enum EnvCap {
 impl Error {
     pub fn code(&self) -> Code {
         match self {
+            Error::SubEnv { error, .. } => error.code(),
             Error::UnknownTask { .. }
             | Error::UnknownHandle(_)
             | Error::UnknownSession(_)
             | Error::UnknownBatch(_) => Code::NotFound,
             Error::BadAction { .. }
             | Error::InvalidRequest(_)
-            | Error::OfficialVector(_)
+            | Error::OfficialVector
             | Error::VectorTooLarge { .. } => Code::InvalidArgument,
             Error::StepBeforeReset
             | Error::EpisodeOver
@@ -271,6 +286,7 @@ impl Error {
             Error::OfficialNeedsHarness | Error::ResultNeedsHarness => Code::PermissionDenied,
             Error::TooManyEnvs(_)
             | Error::VectorOverCap { .. }
+            | Error::BuildingTooMany { .. }
             | Error::TooManyRequestBytes(_)
             | Error::NoRoomForRecord { .. }
             | Error::SimHostsExhausted { .. } => Code::ResourceExhausted,
@@ -287,8 +303,12 @@ impl Error {
 
 impl From<Error> for Status {
     fn from(e: Error) -> Status {
+        let inner = match &e {
+            Error::SubEnv { error, .. } => error.as_ref(),
+            other => other,
+        };
         if matches!(
-            e,
+            inner,
             Error::Trajectory(_)
                 | Error::Internal(_)
                 | Error::SubmissionFolder { .. }

@@ -26,7 +26,7 @@ use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
 use crate::task::Mode;
 use crate::task::{Task, TaskRegistry};
-use crate::vector::{Autoreset, VectorEnv, VectorReset, VectorStep};
+use crate::vector::{Autoreset, SharedVector, VectorEnv, VectorReset, VectorStep};
 
 /// Which listener a request arrived on. Decided once, when the connection is accepted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +118,10 @@ pub struct Evaluator {
     leftovers: Leftovers,
     /// Whether a task's sim is hosted in a process of its own.
     hosts_processes: bool,
+    /// Sub-envs of vector envs being built for `CreateEnv`s not yet answered: room is taken
+    /// in the env table only once one is built, so this bounds what concurrent requests can
+    /// make the evaluator hold meanwhile (at most `max_practice_envs` more).
+    building: std::sync::atomic::AtomicUsize,
 }
 
 /// What one [`Evaluator::sweep`] did.
@@ -127,6 +131,18 @@ pub struct Swept {
     pub runs_ended: usize,
     /// Runs' submission folders removed on another try.
     pub folders_removed: usize,
+}
+
+/// Sub-envs counted as being built, until dropped.
+struct Building<'a> {
+    count: &'a std::sync::atomic::AtomicUsize,
+    n: usize,
+}
+
+impl Drop for Building<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.n, Ordering::AcqRel);
+    }
 }
 
 /// What `create_env` made, before it enters the table.
@@ -201,6 +217,7 @@ impl Evaluator {
             .any(|t| t.sim_entry().is_some_and(|e| e.is_process_hosted()));
         Ok(Evaluator {
             hosts_processes,
+            building: std::sync::atomic::AtomicUsize::new(0),
             max_submission_bytes: batch.max_submission_bytes,
             batches,
             tasks,
@@ -279,40 +296,31 @@ impl Evaluator {
         }
     }
 
-    /// Runs `f` on the vector env `vector` under its lock; an agent's call on a vector env
-    /// another call holds waits a little, then is refused as busy (as for hosted sims).
+    /// Runs `f` on the vector env `vector` under its lock. A vector env takes one call at a
+    /// time: a call while another is in progress is refused as busy at once, never waited
+    /// for (a long Step holds the lock, and a wait could hold the runtime's thread).
     fn with_vector<T>(
-        channel: Channel,
         handle: &EnvHandle,
-        vector: &Shared<VectorEnv>,
+        vector: &SharedVector,
         f: impl FnOnce(&mut VectorEnv) -> Result<T, Error>,
     ) -> Result<T, Error> {
-        if channel == Channel::Harness {
-            return f(&mut lock(vector));
-        }
-        let waited = Instant::now();
-        loop {
-            match vector.try_lock() {
-                Ok(mut guard) => return f(&mut guard),
-                Err(std::sync::TryLockError::Poisoned(p)) => return f(&mut p.into_inner()),
-                Err(std::sync::TryLockError::WouldBlock) if waited.elapsed() < BUSY_ENV_WAIT => {
-                    std::thread::sleep(std::time::Duration::from_micros(200));
-                }
-                Err(std::sync::TryLockError::WouldBlock) => {
-                    return Err(Error::EnvBusy(handle.clone()));
-                }
-            }
+        match vector.env.try_lock() {
+            Ok(mut guard) => f(&mut guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => f(&mut p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => Err(Error::EnvBusy(handle.clone())),
         }
     }
 
     /// Whether a call on `handle` may run where it arrives, on the server's runtime: a single
-    /// env of an evaluator hosting no sim process, or a vector env whose stepping is quick.
+    /// env of an evaluator hosting no sim process, or a vector env of native sims whose last
+    /// call's work was quick.
     pub fn runs_inline(&self, channel: Channel, handle: &EnvHandle) -> bool {
+        if self.hosts_processes {
+            return false;
+        }
         match lock(&self.envs).get(handle, channel) {
-            Some(Held::Vector(vector)) => vector
-                .try_lock()
-                .is_ok_and(|v| v.steps_inline() && !self.hosts_processes),
-            _ => !self.hosts_processes,
+            Some(Held::Vector(vector)) => vector.env.try_lock().is_ok_and(|v| v.steps_inline()),
+            _ => true,
         }
     }
 
@@ -389,6 +397,25 @@ impl Evaluator {
     /// Room is checked under the env table's lock, the env is made outside it (folders,
     /// mounts, sockets and the trajectory take I/O, and every request takes that lock), then
     /// room is checked again as it is inserted; if it is gone, what was made is removed.
+    /// Counts `n` sub-envs as being built until the guard is dropped; refused when the
+    /// vectors other requests are building already hold the total practice cap's worth.
+    fn start_building(&self, n: usize) -> Result<Building<'_>, Error> {
+        let cap = self.limits.max_practice_envs;
+        self.building
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |held| {
+                held.checked_add(n).filter(|&total| total <= cap)
+            })
+            .map_err(|held| Error::BuildingTooMany {
+                building: held,
+                asked: n,
+                cap,
+            })?;
+        Ok(Building {
+            count: &self.building,
+            n,
+        })
+    }
+
     /// Whether any task's sim is hosted in a process of its own (whose calls may block).
     pub fn hosts_processes(&self) -> bool {
         self.hosts_processes
@@ -418,7 +445,7 @@ impl Evaluator {
             return Err(Error::OfficialNeedsHarness);
         }
         if official && (shape.num_envs > 1 || shape.vector) {
-            return Err(Error::OfficialVector(shape.num_envs));
+            return Err(Error::OfficialVector);
         }
         let num_envs = usize::try_from(shape.num_envs.max(1)).unwrap_or(usize::MAX);
         let task = self.task(task_id)?.clone();
@@ -474,6 +501,7 @@ impl Evaluator {
                 Channel::Agent | Channel::Harness => None,
             };
             let made = if num_envs > 1 || shape.vector {
+                let _building = self.start_building(num_envs)?;
                 Made::Vector(VectorEnv::new(
                     task,
                     num_envs,
@@ -507,7 +535,7 @@ impl Evaluator {
                 let env = Arc::new(Mutex::new(env));
                 (Held::Env(env.clone()), Some(env))
             }
-            Made::Vector(vector) => (Held::Vector(Arc::new(Mutex::new(vector))), None),
+            Made::Vector(vector) => (Held::Vector(Arc::new(SharedVector::new(vector))), None),
         };
         let reclaimed = envs.insert(room, handle.clone(), held, pool, num_envs);
         if let (true, Some(ids)) = (has_channel, &ids) {
@@ -596,15 +624,14 @@ impl Evaluator {
                     autoreset: Autoreset::NextStep,
                 })
             }
-            Held::Vector(vector) => Self::with_vector(channel, handle, &vector, |v| {
-                Ok(Spec {
-                    observation_space: v.observation_space().clone(),
-                    action_space: v.action_space().clone(),
-                    task: v.task().clone(),
-                    official: false,
-                    num_envs: v.len(),
-                    autoreset: v.mode(),
-                })
+            // Never locked: a Step in progress does not hold up a GetSpec.
+            Held::Vector(vector) => Ok(Spec {
+                observation_space: vector.spec.observation_space.clone(),
+                action_space: vector.spec.action_space.clone(),
+                task: vector.spec.task.clone(),
+                official: false,
+                num_envs: vector.spec.num_envs,
+                autoreset: vector.spec.mode,
             }),
         }
     }
@@ -622,7 +649,7 @@ impl Evaluator {
         mask: &[bool],
     ) -> Result<ResetAnswer, Error> {
         match self.held(channel, handle)? {
-            Held::Vector(vector) => Self::with_vector(channel, handle, &vector, |v| {
+            Held::Vector(vector) => Self::with_vector(handle, &vector, |v| {
                 v.reset(seed, seeds, mask, Instant::now())
                     .map(ResetAnswer::Vector)
             }),
@@ -646,12 +673,16 @@ impl Evaluator {
         handle: &EnvHandle,
         seed: Option<u64>,
     ) -> Result<(Tensor, StepInfo), Error> {
+        self.env(channel, handle, || Self::batched(handle))?;
         match self.reset_any(channel, handle, seed, &[], &[])? {
             ResetAnswer::Single(observation, info) => Ok((observation, info)),
-            ResetAnswer::Vector(_) => Err(Error::InvalidRequest(format!(
-                "{handle} is a vector env: its answers are batched"
-            ))),
+            ResetAnswer::Vector(_) => Err(Self::batched(handle)),
         }
+    }
+
+    /// The refusal of a single env's call on a vector env (before it changes anything).
+    fn batched(handle: &EnvHandle) -> Error {
+        Error::InvalidRequest(format!("{handle} is a vector env: its answers are batched"))
     }
 
     /// One step of the single env `handle`.
@@ -661,13 +692,12 @@ impl Evaluator {
         handle: &EnvHandle,
         action: &Tensor,
     ) -> Result<(Tensor, Transition, StepInfo), Error> {
+        self.env(channel, handle, || Self::batched(handle))?;
         match self.step_any(channel, handle, action)? {
             StepAnswer::Single(observation, transition, info) => {
                 Ok((observation, transition, info))
             }
-            StepAnswer::Vector(_) => Err(Error::InvalidRequest(format!(
-                "{handle} is a vector env: its answers are batched"
-            ))),
+            StepAnswer::Vector(_) => Err(Self::batched(handle)),
         }
     }
 
@@ -679,7 +709,7 @@ impl Evaluator {
         action: &Tensor,
     ) -> Result<StepAnswer, Error> {
         match self.held(channel, handle)? {
-            Held::Vector(vector) => Self::with_vector(channel, handle, &vector, |v| {
+            Held::Vector(vector) => Self::with_vector(handle, &vector, |v| {
                 v.step(action, Instant::now()).map(StepAnswer::Vector)
             }),
             Held::Env(_) => self.with_env(channel, handle, |env| {

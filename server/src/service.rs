@@ -40,18 +40,6 @@ impl AleEnvService {
         self.call_where(!self.evaluator.hosts_processes(), f).await
     }
 
-    /// [`AleEnvService::call`] for a call on the env `handle`: a vector env whose steps take a
-    /// while runs on a blocking thread (and its blocks on the vector threads), so no amount of
-    /// stepping holds the runtime that serves the harness.
-    async fn call_on<T: Send + 'static>(
-        &self,
-        handle: &EnvHandle,
-        f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
-    ) -> Result<T, Status> {
-        let inline = self.evaluator.runs_inline(self.channel, handle);
-        self.call_where(inline, f).await
-    }
-
     async fn call_where<T: Send + 'static>(
         &self,
         inline: bool,
@@ -169,8 +157,10 @@ impl AleEnv for AleEnvService {
             autoreset: autoreset_from_pb(req.autoreset_mode)?,
             vector: req.vector,
         };
+        // Building a vector's sub-envs takes a while: never on the runtime's thread.
+        let inline = !self.evaluator.hosts_processes() && !(req.num_envs > 1 || req.vector);
         let created = self
-            .call(move |e, channel| {
+            .call_where(inline, move |e, channel| {
                 e.create_env_shaped(channel, connection, &req.task_id, req.official, shape)
             })
             .await?;
@@ -215,8 +205,11 @@ impl AleEnv for AleEnvService {
         let req = request.into_inner();
         let handle = EnvHandle::from_wire(req.handle);
         let (seed, seeds, mask) = (req.seed, req.seeds, req.reset_mask);
+        // A vector env whose calls take a while runs on a blocking thread (its blocks on the
+        // vector threads), so no amount of stepping holds the runtime that serves the harness.
+        let inline = self.evaluator.runs_inline(self.channel, &handle);
         let answer = self
-            .call_on(&handle.clone(), move |e, channel| {
+            .call_where(inline, move |e, channel| {
                 e.reset_any(channel, &handle, seed, &seeds, &mask)
             })
             .await?;
@@ -242,8 +235,9 @@ impl AleEnv for AleEnvService {
             .action
             .ok_or_else(|| Status::invalid_argument("StepRequest.action is missing"))?;
         let action = Tensor::try_from(action).map_err(|e| bad_request("StepRequest.action", e))?;
+        let inline = self.evaluator.runs_inline(self.channel, &handle);
         let answer = self
-            .call_on(&handle.clone(), move |e, channel| {
+            .call_where(inline, move |e, channel| {
                 e.step_any(channel, &handle, &action)
             })
             .await?;

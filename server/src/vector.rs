@@ -134,6 +134,39 @@ fn threads() -> Option<&'static rayon::ThreadPool> {
     .as_ref()
 }
 
+/// A vector env as the env table holds it: what `GetSpec` answers, read without the lock a
+/// Step holds, beside the sub-envs.
+pub struct SharedVector {
+    pub spec: VectorSpec,
+    pub env: std::sync::Mutex<VectorEnv>,
+}
+
+impl SharedVector {
+    pub fn new(env: VectorEnv) -> SharedVector {
+        SharedVector {
+            spec: VectorSpec {
+                task: env.task.clone(),
+                observation_space: env.observation_space.clone(),
+                action_space: env.action_space.clone(),
+                num_envs: env.len(),
+                mode: env.mode,
+            },
+            env: std::sync::Mutex::new(env),
+        }
+    }
+}
+
+/// What never changes about a vector env.
+#[derive(Debug, Clone)]
+pub struct VectorSpec {
+    pub task: Arc<Task>,
+    /// One sub-env's.
+    pub observation_space: Space,
+    pub action_space: Space,
+    pub num_envs: usize,
+    pub mode: Autoreset,
+}
+
 pub struct VectorEnv {
     task: Arc<Task>,
     blocks: Vec<Box<dyn SimBlock>>,
@@ -156,7 +189,7 @@ pub struct VectorEnv {
 }
 
 impl VectorEnv {
-    /// `n` (at least 2) fresh sub-envs of `task`, for a practice env of the run `scope`
+    /// `n` (at least 1) fresh sub-envs of `task`, for a practice env of the run `scope`
     /// (`None`: the shared channel).
     pub fn new(
         task: Arc<Task>,
@@ -166,9 +199,15 @@ impl VectorEnv {
         inline_work: Duration,
         now: Instant,
     ) -> Result<VectorEnv, Error> {
+        if n == 0 {
+            return Err(Error::InvalidRequest(
+                "a vector env holds at least one sub-env".into(),
+            ));
+        }
         let holder = Holder::Practice {
             scope: scope.map(|s| s.0),
         };
+        let building = Instant::now();
         let mut blocks = Vec::with_capacity(n.div_ceil(BLOCK));
         let mut left = n;
         while left > 0 {
@@ -206,7 +245,9 @@ impl VectorEnv {
             observation_space,
             action_space,
             last_used: now,
-            last_work: Duration::ZERO,
+            // Until a call has been measured, what building took stands for what a Reset of
+            // them all costs: a vector slow to build is reset off the runtime.
+            last_work: building.elapsed(),
             inline_work,
         })
     }
@@ -286,6 +327,7 @@ impl VectorEnv {
             ));
         }
         self.last_used = now;
+        let started = Instant::now();
         let chosen = |i: usize| mask.is_empty() || mask[i];
         for i in 0..n {
             if !chosen(i) {
@@ -298,6 +340,7 @@ impl VectorEnv {
             };
             self.reset_one(i, given)?;
         }
+        self.last_work = started.elapsed();
         let info = self.info(|i| chosen(i));
         Ok(VectorReset {
             observation: self.observations()?,
@@ -323,10 +366,7 @@ impl VectorEnv {
     pub fn step(&mut self, action: &Tensor, now: Instant) -> Result<VectorStep, Error> {
         let n = self.len();
         if let Some(i) = self.subs.iter().position(|s| !s.started) {
-            return Err(Error::InvalidRequest(format!(
-                "step before reset: sub-env {i} (and maybe others) has no episode; call Reset \
-                 to begin them"
-            )));
+            return Err(in_sub_env(i, Error::StepBeforeReset));
         }
         if self.mode == Autoreset::Disabled {
             let ended: Vec<usize> = (0..n).filter(|&i| self.subs[i].ended).collect();
@@ -342,7 +382,6 @@ impl VectorEnv {
             })?;
         }
         self.last_used = now;
-        let started = Instant::now();
         let mode = self.mode;
         let task = &self.task;
         let parallel = self.blocks.len() > 1 && !self.steps_inline();
@@ -351,24 +390,31 @@ impl VectorEnv {
             .iter_mut()
             .zip(self.subs.chunks_mut(BLOCK))
             .zip(self.actions.chunks(BLOCK));
+        // The blocks' own times, summed: what the Step would take on one thread, wherever it
+        // ran, so where the next one runs does not flip with where this one did.
+        let work_ns = std::sync::atomic::AtomicU64::new(0);
+        let one_block = |b: usize, block: &mut Box<dyn SimBlock>, subs, actions| {
+            let started = Instant::now();
+            let stepped = step_block(task, mode, block.as_mut(), subs, actions)
+                .map_err(|(j, e)| (b * BLOCK + j, e));
+            let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            work_ns.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+            stepped
+        };
         let outcome: Result<(), (usize, Error)> = match threads().filter(|_| parallel) {
             Some(pool) => pool.install(|| {
                 work.collect::<Vec<_>>()
                     .into_par_iter()
                     .enumerate()
                     .try_for_each(|(b, ((block, subs), actions))| {
-                        step_block(task, mode, block.as_mut(), subs, actions)
-                            .map_err(|(j, e)| (b * BLOCK + j, e))
+                        one_block(b, block, subs, actions)
                     })
             }),
             None => work
                 .enumerate()
-                .try_for_each(|(b, ((block, subs), actions))| {
-                    step_block(task, mode, block.as_mut(), subs, actions)
-                        .map_err(|(j, e)| (b * BLOCK + j, e))
-                }),
+                .try_for_each(|(b, ((block, subs), actions))| one_block(b, block, subs, actions)),
         };
-        self.last_work = started.elapsed();
+        self.last_work = Duration::from_nanos(work_ns.into_inner());
         outcome.map_err(|(i, e)| in_sub_env(i, e))?;
         self.gather()
     }
@@ -610,20 +656,10 @@ fn in_sub_env(i: usize, e: Error) -> Error {
             task,
             detail: format!("sub-env {i}: {detail}"),
         },
-        Error::SimFault { task, sim, cause } => Error::SimFault {
-            task,
-            sim,
-            cause: format!("sub-env {i}: {cause}"),
+        other => Error::SubEnv {
+            index: i,
+            error: Box::new(other),
         },
-        Error::SimUnavailable { task, sim, cause } => Error::SimUnavailable {
-            task,
-            sim,
-            cause: format!("sub-env {i}: {cause}"),
-        },
-        Error::StepBeforeReset | Error::EpisodeOver => {
-            Error::InvalidRequest(format!("sub-env {i}: {e}"))
-        }
-        other => other,
     }
 }
 
@@ -669,7 +705,6 @@ fn step_block(
     actions: &[Tensor],
 ) -> Result<(), (usize, Error)> {
     let mut which = Vec::with_capacity(subs.len());
-    let mut chosen = Vec::with_capacity(subs.len());
     for (j, sub) in subs.iter_mut().enumerate() {
         sub.transition = None;
         sub.last = None;
@@ -677,11 +712,16 @@ fn step_block(
             reset_in_block(task, block, j, sub, None).map_err(|e| (j, e))?;
         } else {
             which.push(j);
-            chosen.push(actions[j].clone());
         }
     }
     let mut results = Vec::with_capacity(which.len());
-    block.step(&which, &chosen, &mut results);
+    if which.len() == actions.len() {
+        block.step(&which, actions, &mut results);
+    } else {
+        // Some reset instead: the others' actions, in order (the only copies a Step makes).
+        let chosen: Vec<Tensor> = which.iter().map(|&j| actions[j].clone()).collect();
+        block.step(&which, &chosen, &mut results);
+    }
     for (&j, result) in which.iter().zip(results) {
         let t = result.map_err(|e| (j, step_error(task, e)))?;
         let sub = &mut subs[j];

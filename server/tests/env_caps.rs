@@ -25,6 +25,7 @@ fn caps(practice: usize, per_connection: usize, official: usize) -> Limits {
         practice_idle: HOUR,
         finished_official_idle: HOUR,
         read_official_idle: HOUR,
+        ..Limits::default()
     }
 }
 
@@ -120,7 +121,7 @@ async fn one_connection_at_its_cap_leaves_others_free_until_the_total_cap() {
     assert_eq!(err.code(), Code::ResourceExhausted);
     assert!(
         err.message()
-            .starts_with("this connection already holds 2 practice envs, the per-connection cap")
+            .starts_with("this connection's practice envs would pass the per-connection cap of 2")
             && err.message().contains("--max-practice-envs-per-connection")
             && err.message().contains("reuse one of them with Reset"),
         "{}",
@@ -134,7 +135,7 @@ async fn one_connection_at_its_cap_leaves_others_free_until_the_total_cap() {
     assert_eq!(err.code(), Code::ResourceExhausted);
     assert!(
         err.message()
-            .starts_with("the evaluator already holds 4 practice envs, its total practice cap")
+            .starts_with("the evaluator's practice envs would pass its total practice cap of 4")
             && err.message().contains("--max-practice-envs)"),
         "{}",
         err.message()

@@ -276,8 +276,15 @@ async fn bad_resets_and_vector_arguments_to_single_envs_are_refused_and_change_n
         })
         .await
         .unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Code::FailedPrecondition,
+        "as a single env's"
+    );
     assert!(
-        refused.message().contains("step before reset"),
+        refused
+            .message()
+            .starts_with("sub-env 0: step before reset"),
         "{refused:?}"
     );
 
@@ -363,9 +370,19 @@ async fn caps_count_sub_envs() {
     );
     other.create_env(create(4)).await.unwrap();
     assert_eq!(counts().practice, 12);
-    let refused = t.agent().await.create_env(create(13)).await.unwrap_err();
+    let refused = t.agent().await.create_env(create(9)).await.unwrap_err();
     assert!(
-        refused.message().contains("--max-practice-envs"),
+        refused
+            .message()
+            .contains("--max-practice-envs-per-connection"),
+        "{refused:?}"
+    );
+    // Past the total (12) but not a connection's share: the total names its own flag.
+    let t = TestServer::start_with(&[], caps(12, 20)).await;
+    let refused = t.agent().await.create_env(create(13)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+    assert!(
+        refused.message().contains("ale serve --max-practice-envs)"),
         "{refused:?}"
     );
 }

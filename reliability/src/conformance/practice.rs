@@ -444,8 +444,9 @@ pub(crate) async fn cap_per_connection(ctx: &Ctx) -> Outcome {
     let refusal = loop {
         if held.len() == CAP_PROBE {
             return Err(Problem::Skip(format!(
-                "one connection created {CAP_PROBE} practice envs of {CAP_PROBE_SUB_ENVS} \
-                 sub-envs without being refused: no per-connection cap to check"
+                "one connection created {CAP_PROBE} practice envs (vector envs of \
+                 {CAP_PROBE_SUB_ENVS} sub-envs while they fitted) without being refused: no \
+                 per-connection cap to check"
             )));
         }
         match raw

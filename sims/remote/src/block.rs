@@ -38,17 +38,19 @@ pub struct HostBlock {
 }
 
 impl HostBlock {
-    /// Starts a host of `config` under `policy` and opens `n` envs on it.
+    /// Starts a host of `config` under `policy`, counted against `holder`'s host slots, and
+    /// opens `n` envs on it.
     pub fn start(
         config: &HostedSimConfig,
         policy: &HostPolicy,
         n: u32,
+        holder: Holder,
     ) -> Result<HostBlock, HostError> {
         let (mut host, spec) = start_host(
             config,
             policy.launcher.as_ref(),
             &policy.slots,
-            Holder::Official,
+            holder,
             policy.idle_limit,
         )?;
         let reply = host.call(hp::request::Kind::Open(hp::Open { count: n }), false)?;
@@ -57,8 +59,10 @@ impl HostBlock {
             _ => return Err(host.failed(format!("it did not open {n} envs"))),
         };
         host.limit_replies(crate::sim::reply_bound(&spec, n as usize));
-        // A block plays a batch run's rollouts back to back: never idle while it lives.
-        host.set_in_episode(true);
+        // An official block plays a batch run's rollouts back to back: never idle while it
+        // lives. A practice block (a vector env's) is reaped when left idle, as a practice
+        // env's host is.
+        host.set_in_episode(holder == Holder::Official);
         Ok(HostBlock { host, envs, spec })
     }
 
@@ -182,6 +186,8 @@ impl HostBlock {
 pub struct RemoteBlock {
     hosted: Arc<Hosted>,
     n: usize,
+    /// Whose host slots its host counts against.
+    holder: Holder,
     host: Option<HostBlock>,
     observations: Vec<Tensor>,
     counters: Vec<Vec<Counter>>,
@@ -192,7 +198,9 @@ pub struct RemoteBlock {
 }
 
 impl RemoteBlock {
-    pub fn new(hosted: Arc<Hosted>, max_steps: u32, n: usize) -> RemoteBlock {
+    /// `n` envs on one host, started at the first reset and counted against `holder`'s
+    /// host slots (a batch run's official block, or a practice vector env's).
+    pub fn new(hosted: Arc<Hosted>, max_steps: u32, n: usize, holder: Holder) -> RemoteBlock {
         let space = &hosted.spec.observation_space;
         let blank = Tensor::zeros(space.shape(), space.dtype());
         let counters = hosted
@@ -202,6 +210,7 @@ impl RemoteBlock {
             .collect::<Vec<_>>();
         RemoteBlock {
             n,
+            holder,
             host: None,
             observations: vec![blank; n],
             counters: vec![counters; n],
@@ -315,17 +324,17 @@ impl SimBlock for RemoteBlock {
                 slots: self.hosted.slots.clone(),
                 idle_limit: self.hosted.idle_limit,
             };
-            let started = HostBlock::start(&self.hosted.config, &policy, self.n as u32).and_then(
-                |mut block| {
-                    if *block.spec() == self.hosted.spec {
-                        Ok(block)
-                    } else {
-                        Err(block
-                            .host
-                            .failed("its spec differs from its first host's".into()))
-                    }
-                },
-            );
+            let started =
+                HostBlock::start(&self.hosted.config, &policy, self.n as u32, self.holder)
+                    .and_then(|mut block| {
+                        if *block.spec() == self.hosted.spec {
+                            Ok(block)
+                        } else {
+                            Err(block
+                                .host
+                                .failed("its spec differs from its first host's".into()))
+                        }
+                    });
             match started {
                 Ok(block) => self.host = Some(block),
                 Err(e) => return Err(self.fault(e)),

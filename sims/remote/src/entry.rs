@@ -96,6 +96,7 @@ pub fn hosted_entry(
             for_blocks.clone(),
             config.max_steps,
             n,
+            config.holder,
         )))
     })
     .counters(counter_names)

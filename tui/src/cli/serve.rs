@@ -33,19 +33,19 @@ pub struct ServeArgs {
     /// Runtime worker threads; 1 serves everything from one thread (lowest latency).
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: usize,
-    /// Practice envs held at once, over all connections.
+    /// Practice envs held at once, over all connections (a vector env counts its sub-envs).
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_practice_envs))]
     pub max_practice_envs: NonZeroUsize,
-    /// Practice envs one connection may hold at once.
+    /// Practice envs one connection may hold at once (sub-envs counted).
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_practice_envs_per_connection))]
     pub max_practice_envs_per_connection: NonZeroUsize,
     /// Official envs held at once (harness channel); practice envs never count against it.
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_official_envs))]
     pub max_official_envs: NonZeroUsize,
-    /// Practice envs one run's agent may hold at once over its own socket, apart from the above.
+    /// Practice envs one run's agent may hold at once over its own socket, apart from the above (sub-envs counted).
     #[arg(long, value_name = "N", default_value_t = default_cap(Limits::default().max_run_practice_envs))]
     pub max_run_practice_envs: NonZeroUsize,
-    /// Microseconds of stepping under which a vector env's Step runs on the serving thread; a slower one runs its blocks in parallel on threads of their own (0: always).
+    /// Microseconds of work under which a vector env's next call runs on the serving thread; a slower one runs off it, its blocks in parallel on threads of their own (0: always off it).
     #[arg(long, value_name = "MICROS", default_value_t = Limits::default().vector_inline_work.as_micros() as u64)]
     pub vector_inline_us: u64,
     /// The largest batch submission file read, in bytes; as root, each batch run's own tmpfs holds this plus 1 MiB.

@@ -146,15 +146,17 @@ class AleVectorEnv(VectorEnv):
         space = self.single_action_space
         if isinstance(space, spaces.Dict):
             rows = [wire.flatten({k: a[k] for k in space.spaces}) for a in iterate(self.action_space, actions)]
-            array = np.stack(rows).astype(np.float64) if rows else np.zeros((0,))
+            array = np.stack(rows).astype(np.float64)
         else:
             array = np.asarray(actions)
             if array.dtype != self._action_dtype:
-                cast = array.astype(self._action_dtype)
-                # Integers are cast only when nothing changes; anything else goes as it is, for
-                # the evaluator to refuse naming the sub-env.
-                if np.issubdtype(self._action_dtype, np.floating) or np.array_equal(cast, array):
-                    array = cast
+                if np.issubdtype(self._action_dtype, np.floating):
+                    array = array.astype(self._action_dtype)
+                else:
+                    # Integers (and bools) that fit are cast, as a single env's are; anything
+                    # else (a float for a Discrete space) goes as it is, for the evaluator to
+                    # refuse naming the sub-env.
+                    array = wire._cast_integers(array, self._action_dtype)
         return wire.raw_from_numpy(array)
 
     def _observations(self, tensor: Any, n: Optional[int] = None) -> Any:

@@ -51,11 +51,12 @@ def to_numpy(tensor: pb.Tensor) -> np.ndarray:
     """A wire tensor as a NumPy array of its dtype and shape (a 0-d array for a scalar)."""
     dtype = numpy_dtype(tensor.dtype)
     shape = tuple(tensor.shape)
-    if tensor.raw:
+    raw = tensor.raw  # read once: each read of a bytes field makes a new bytes object
+    if raw:
         # Packed little-endian: read where it lies, without a copy (the array is read-only).
-        if len(tensor.raw) % dtype.itemsize:
-            raise WireError(f"a {dtype} tensor's raw field holds {len(tensor.raw)} bytes, not whole elements")
-        flat = np.frombuffer(tensor.raw, dtype=dtype.newbyteorder("<"))
+        if len(raw) % dtype.itemsize:
+            raise WireError(f"a {dtype} tensor's raw field holds {len(raw)} bytes, not whole elements")
+        flat = np.frombuffer(raw, dtype=dtype.newbyteorder("<"))
     elif tensor.dtype == pb.DTYPE_UINT8:
         flat = np.frombuffer(tensor.u8, dtype=np.uint8).copy()
     else:

@@ -125,7 +125,12 @@ fn blocks(
     let policy = policy(Arc::new(PlainLauncher), hosts);
     let mut started = Vec::new();
     for _ in 0..hosts {
-        started.push(HostBlock::start(&config, &policy, per_host)?);
+        started.push(HostBlock::start(
+            &config,
+            &policy,
+            per_host,
+            ale_sim::Holder::Official,
+        )?);
     }
     let threads: Vec<_> = started
         .into_iter()

@@ -33,18 +33,23 @@ pub struct VectorArgs {
 }
 
 /// Where the evaluator steps vectors: `ale serve --vector-inline-us`.
-const PLACEMENTS: [(&str, &str); 3] = [
-    ("default", "250"),
-    ("always inline", "18446744073709551615"),
-    ("always on the vector threads", "0"),
-];
+fn placements() -> [(&'static str, String); 3] {
+    let default = ale_server::Limits::default().vector_inline_work.as_micros();
+    [
+        ("default", default.to_string()),
+        ("always inline", u64::MAX.to_string()),
+        ("always on the vector threads", "0".to_string()),
+    ]
+}
 
 pub(super) fn bench_vector(args: VectorArgs) -> anyhow::Result<ExitCode> {
     let state_dir: PathBuf =
         std::env::temp_dir().join(format!("ale-bench-vector-{}", std::process::id()));
     let threads = args.server_threads.to_string();
-    let most = args.num_envs.iter().copied().max().unwrap_or(1).max(1);
-    let cap = (2 * most).to_string();
+    // Every vector is held until the bench ends (there is no call to drop one): room for
+    // one of each size on each transport.
+    let all: u64 = args.num_envs.iter().map(|&n| u64::from(n.max(1))).sum();
+    let cap = (2 * all + 16).to_string();
     println!(
         "Vector env: {} through the Rust blocking client, {} s a measurement; server threads: {}",
         args.task, args.seconds, args.server_threads
@@ -52,10 +57,11 @@ pub(super) fn bench_vector(args: VectorArgs) -> anyhow::Result<ExitCode> {
     println!();
     println!("| placement | transport | N | Step/s | env-steps/s | µs/Step |");
     println!("|---|---|---:|---:|---:|---:|");
+    let all_placements = placements();
     let placements = if args.default_only {
-        &PLACEMENTS[..1]
+        &all_placements[..1]
     } else {
-        &PLACEMENTS[..]
+        &all_placements[..]
     };
     for (name, inline_us) in placements {
         let state = state_dir.to_string_lossy().to_string();
