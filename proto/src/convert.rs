@@ -115,23 +115,74 @@ pub fn raw_width(dtype: DType) -> usize {
     }
 }
 
+/// A number type whose elements travel in `raw`: plain data, every bit pattern a value.
+trait Word: Copy + Default {
+    #[cfg_attr(target_endian = "little", allow(dead_code))]
+    const WIDTH: usize;
+    #[cfg_attr(target_endian = "little", allow(dead_code))]
+    fn to_le(self, out: &mut Vec<u8>);
+    #[cfg_attr(target_endian = "little", allow(dead_code))]
+    fn from_le(bytes: &[u8]) -> Self;
+}
+
+macro_rules! word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            const WIDTH: usize = std::mem::size_of::<$t>();
+            fn to_le(self, out: &mut Vec<u8>) {
+                out.extend_from_slice(&self.to_le_bytes());
+            }
+            fn from_le(bytes: &[u8]) -> Self {
+                <$t>::from_le_bytes(bytes.try_into().expect("chunks of the type's width"))
+            }
+        }
+    )*};
+}
+word!(f32, f64, i64, i32);
+
+/// `values` packed little-endian onto `out`: one copy of their memory on a little-endian
+/// machine, element by element elsewhere.
+fn pack<T: Word>(values: &[T], out: &mut Vec<u8>) {
+    #[cfg(target_endian = "little")]
+    {
+        // SAFETY: `T` is one of f32, f64, i64, i32 (the `Word` impls): no padding, so the
+        // slice's memory is `size_of_val(values)` initialised bytes, which on a little-endian
+        // machine are its little-endian encoding.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        };
+        out.extend_from_slice(bytes);
+    }
+    #[cfg(not(target_endian = "little"))]
+    values.iter().for_each(|x| x.to_le(out));
+}
+
+/// The elements packed in `raw`, a whole number of `T`s (checked by the caller).
+fn unpack<T: Word>(raw: &[u8]) -> Vec<T> {
+    #[cfg(target_endian = "little")]
+    {
+        let mut out = vec![T::default(); raw.len() / std::mem::size_of::<T>()];
+        // SAFETY: `out` owns `raw.len()` bytes (a whole number of `T`s), every bit pattern of
+        // which is a `T` (f32, f64, i64 or i32); the two do not overlap; on a little-endian
+        // machine the bytes are the values.
+        unsafe {
+            std::ptr::copy_nonoverlapping(raw.as_ptr(), out.as_mut_ptr().cast::<u8>(), raw.len());
+        }
+        out
+    }
+    #[cfg(not(target_endian = "little"))]
+    raw.chunks_exact(T::WIDTH).map(T::from_le).collect()
+}
+
 /// Encodes `data` (of `shape`) packed in the `raw` field: what a vector env answers, readable
 /// without a copy by the client.
 pub fn tensor_to_pb_raw(shape: &[usize], data: &TensorData) -> pb::Tensor {
     let mut raw = Vec::with_capacity(data.len() * raw_width(data.dtype()));
     match data {
-        TensorData::F32(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::F64(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::I64(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
-        TensorData::I32(v) => v
-            .iter()
-            .for_each(|x| raw.extend_from_slice(&x.to_le_bytes())),
+        TensorData::F32(v) => pack(v, &mut raw),
+        TensorData::F64(v) => pack(v, &mut raw),
+        TensorData::I64(v) => pack(v, &mut raw),
+        TensorData::I32(v) => pack(v, &mut raw),
         TensorData::U8(v) => raw.extend_from_slice(v),
         TensorData::Bool(v) => raw.extend(v.iter().map(|&b| u8::from(b))),
     }
@@ -153,16 +204,11 @@ fn data_from_raw(dtype: DType, raw: &[u8]) -> Result<TensorData, WireError> {
             got: raw.len(),
         });
     }
-    fn words<const W: usize, T>(raw: &[u8], f: impl Fn([u8; W]) -> T) -> Vec<T> {
-        raw.chunks_exact(W)
-            .map(|c| f(c.try_into().expect("chunks of W bytes")))
-            .collect()
-    }
     Ok(match dtype {
-        DType::F32 => TensorData::F32(words(raw, f32::from_le_bytes)),
-        DType::F64 => TensorData::F64(words(raw, f64::from_le_bytes)),
-        DType::I64 => TensorData::I64(words(raw, i64::from_le_bytes)),
-        DType::I32 => TensorData::I32(words(raw, i32::from_le_bytes)),
+        DType::F32 => TensorData::F32(unpack(raw)),
+        DType::F64 => TensorData::F64(unpack(raw)),
+        DType::I64 => TensorData::I64(unpack(raw)),
+        DType::I32 => TensorData::I32(unpack(raw)),
         DType::U8 => TensorData::U8(raw.to_vec()),
         DType::Bool => TensorData::Bool(
             raw.iter()
