@@ -1,6 +1,7 @@
 //! Practice vector envs: N sub-envs of one task behind one handle, reset and stepped together
 //! in one call, with Gymnasium 1.x's autoreset modes. The sub-envs live in blocks of
-//! [`BLOCK`] ([`SimBlock`]s, so a hosted sim steps a block in one message to its host); a
+//! [`BLOCK`] sub-envs ([`SimBlock`]s; [`HOSTED_BLOCK`] for a sim hosted in a process of its own,
+//! whose block is one host, stepped in one message); a
 //! large vector's blocks step in parallel on threads of their own at a lowered priority.
 //!
 //! Every check comes before anything changes: a bad action in any sub-env, a seed list of the
@@ -18,8 +19,14 @@ use crate::error::Error;
 use crate::seeds::random_u64;
 use crate::task::Task;
 
-/// Sub-envs per block: a block is stepped by one thread, one after the other.
-pub const BLOCK: usize = 64;
+/// Sub-envs per block of a sim in the evaluator's process: a block is stepped by one thread,
+/// one after the other, so a vector of 64 heavy sims (MuJoCo's Ant) still spreads over 4
+/// threads.
+pub const BLOCK: usize = 16;
+
+/// Sub-envs per block of a sim hosted in a process of its own: one host each, so fewer and
+/// larger blocks (hosts are few: see `ale serve --max-practice-sim-hosts`).
+pub const HOSTED_BLOCK: usize = 64;
 
 /// Below this much stepping work a call runs where it arrives (on the server's runtime);
 /// from it, on a blocking thread, its blocks in parallel on the vector threads: the default of
@@ -170,6 +177,8 @@ pub struct VectorSpec {
 pub struct VectorEnv {
     task: Arc<Task>,
     blocks: Vec<Box<dyn SimBlock>>,
+    /// Sub-envs per block (the last may hold fewer).
+    block: usize,
     subs: Vec<SubEnv>,
     mode: Autoreset,
     observation_space: Space,
@@ -208,10 +217,14 @@ impl VectorEnv {
             scope: scope.map(|s| s.0),
         };
         let building = Instant::now();
-        let mut blocks = Vec::with_capacity(n.div_ceil(BLOCK));
+        let hosted = task
+            .sim_entry()
+            .is_some_and(|entry| entry.is_process_hosted());
+        let block = if hosted { HOSTED_BLOCK } else { BLOCK };
+        let mut blocks = Vec::with_capacity(n.div_ceil(block));
         let mut left = n;
         while left > 0 {
-            let size = left.min(BLOCK);
+            let size = left.min(block);
             let block =
                 task.build_block_for(size, holder)
                     .map_err(|cause| Error::SimUnavailable {
@@ -240,6 +253,7 @@ impl VectorEnv {
             action_dtype,
             task,
             blocks,
+            block,
             subs: vec![SubEnv::default(); n],
             mode,
             observation_space,
@@ -287,7 +301,7 @@ impl VectorEnv {
     }
 
     fn locate(&self, env: usize) -> (usize, usize) {
-        (env / BLOCK, env % BLOCK)
+        (env / self.block, env % self.block)
     }
 
     /// Resets the sub-envs `mask` marks (empty: all): sub-env i from `seeds[i]` if given,
@@ -384,19 +398,20 @@ impl VectorEnv {
         self.last_used = now;
         let mode = self.mode;
         let task = &self.task;
+        let size = self.block;
         let parallel = self.blocks.len() > 1 && !self.steps_inline();
         let work = self
             .blocks
             .iter_mut()
-            .zip(self.subs.chunks_mut(BLOCK))
-            .zip(self.actions.chunks(BLOCK));
+            .zip(self.subs.chunks_mut(self.block))
+            .zip(self.actions.chunks(self.block));
         // The blocks' own times, summed: what the Step would take on one thread, wherever it
         // ran, so where the next one runs does not flip with where this one did.
         let work_ns = std::sync::atomic::AtomicU64::new(0);
         let one_block = |b: usize, block: &mut Box<dyn SimBlock>, subs, actions| {
             let started = Instant::now();
             let stepped = step_block(task, mode, block.as_mut(), subs, actions)
-                .map_err(|(j, e)| (b * BLOCK + j, e));
+                .map_err(|(j, e)| (b * size + j, e));
             let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
             work_ns.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
             stepped

@@ -136,7 +136,7 @@ async fn one_connection_at_its_cap_leaves_others_free_until_the_total_cap() {
     assert!(
         err.message()
             .starts_with("the evaluator's practice envs would pass its total practice cap of 4")
-            && err.message().contains("--max-practice-envs)"),
+            && err.message().contains("--max-practice-envs;"),
         "{}",
         err.message()
     );

@@ -18,7 +18,7 @@ const TASK: &str = "cartpole-balance";
 const BATCH_TASK: &str = "cartpole-batch";
 
 /// Practice envs each run's channel may hold (`ale serve --max-run-practice-envs`' default).
-const RUN_PRACTICE_ENVS: usize = 64;
+const RUN_PRACTICE_ENVS: usize = 256;
 
 /// What the heuristic (and its linear copy in a policy file) scores on every CartPole rollout.
 const BALANCED: f64 = 500.0;
@@ -641,7 +641,7 @@ fn a_practice_env_holder_leaves_other_runs_and_the_shared_channel_their_share() 
         .and_then(|rest| rest.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap();
-    // Its run's share (`ale serve --max-run-practice-envs`, 64 by default), however many
+    // Its run's share (`ale serve --max-run-practice-envs`, 256 by default), however many
     // connections it opened; and the run beside it gets a whole share of its own.
     assert_eq!(held, RUN_PRACTICE_ENVS, "the holder's envs:\n{log}");
     let mut practice = honest_agent();
@@ -788,4 +788,12 @@ fn a_run_that_fails_after_its_env_exists_leaves_no_folder_or_socket() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn the_run_share_these_tests_count_on_is_the_evaluators_default() {
+    assert_eq!(
+        RUN_PRACTICE_ENVS,
+        ale_server::Limits::default().max_run_practice_envs
+    );
 }
