@@ -134,6 +134,8 @@ struct Slot {
     pool: Pool,
     /// How many envs it counts as against its pool's caps: a vector env's sub-envs.
     weight: usize,
+    /// The practice env's creating connection has closed: reclaimable however recently used.
+    orphaned: bool,
 }
 
 impl Slot {
@@ -293,6 +295,24 @@ impl EnvTable {
         self.remove_run_practice(run);
     }
 
+    /// Marks the practice envs made over `connection` reclaimable at once (see
+    /// [`crate::Evaluator`]'s `connection_closed`).
+    pub fn connection_closed(&mut self, connection: ConnectionId) {
+        if !self.practice_by_connection.contains_key(&Some(connection)) {
+            return;
+        }
+        for slot in self.envs.values_mut() {
+            if let Pool::Practice {
+                connection: Some(c),
+                ..
+            } = slot.pool
+                && c == connection
+            {
+                slot.orphaned = true;
+            }
+        }
+    }
+
     pub fn counts(&self) -> EnvCounts {
         self.counts
     }
@@ -393,7 +413,9 @@ impl EnvTable {
                     let Some(last_used) = slot.held.last_used_if_free() else {
                         continue;
                     };
-                    if now.saturating_duration_since(last_used) >= limits.practice_idle {
+                    if slot.orphaned
+                        || now.saturating_duration_since(last_used) >= limits.practice_idle
+                    {
                         idle.entry(owner)
                             .or_default()
                             .push((handle.clone(), slot.weight));
@@ -509,7 +531,13 @@ impl EnvTable {
         self.count(pool, weight);
         // Handles are 128-bit random tokens, so a repeat means a broken random source; the
         // counts must still match the table.
-        if let Some(old) = self.envs.insert(handle, Slot { held, pool, weight }) {
+        let slot = Slot {
+            held,
+            pool,
+            weight,
+            orphaned: false,
+        };
+        if let Some(old) = self.envs.insert(handle, slot) {
             tracing::error!("an env handle was issued twice; the older env is dropped");
             self.uncount(old.pool, old.weight);
             reclaimed.envs.push(old.held);

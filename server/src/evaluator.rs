@@ -606,6 +606,13 @@ impl Evaluator {
         lock(&self.envs).forget_run_channel(run);
     }
 
+    /// The connection `id` has closed: the practice envs made over it are reclaimed first,
+    /// however recently used, when a new env needs room (their handles still work until then,
+    /// from any connection that has them).
+    pub(crate) fn connection_closed(&self, id: ConnectionId) {
+        lock(&self.envs).connection_closed(id);
+    }
+
     /// How many envs the evaluator holds, per pool.
     pub fn env_counts(&self) -> EnvCounts {
         lock(&self.envs).counts()

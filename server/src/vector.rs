@@ -32,7 +32,7 @@ pub const HOSTED_BLOCK: usize = 64;
 /// from it, on a blocking thread, its blocks in parallel on the vector threads: the default of
 /// [`crate::Limits::vector_inline_work`]. See docs/performance.md "Vector envs" for the
 /// crossover this comes from.
-pub const INLINE_WORK: Duration = Duration::from_micros(250);
+pub const INLINE_WORK: Duration = Duration::from_millis(1);
 
 /// Gymnasium 1.x's autoreset modes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -467,3 +467,41 @@ fn a_large_vector_stepped_in_parallel_plays_what_single_envs_play() {
     }
     assert!(matches!(envs.spec().action_space, Space::Discrete(_)));
 }
+
+#[tokio::test]
+async fn a_closed_connections_practice_envs_make_room_at_once() {
+    let t = TestServer::start_with(&[], caps(12, 8)).await;
+    let create = |n: u32| pb::CreateEnvRequest {
+        task_id: "cartpole-balance".into(),
+        num_envs: n,
+        ..Default::default()
+    };
+    let mut gone = t.agent().await;
+    gone.create_env(create(8)).await.unwrap();
+    let mut stays = t.agent().await;
+    stays.create_env(create(4)).await.unwrap();
+    let mut late = t.agent().await;
+    let refused = late.create_env(create(8)).await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Code::ResourceExhausted,
+        "12 of 12 held, none idle"
+    );
+    // The first client closes its connection: its 8 go first, though used a moment ago.
+    drop(gone);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match late.create_env(create(8)).await {
+            Ok(_) => break,
+            Err(e) if std::time::Instant::now() < deadline => {
+                assert_eq!(e.code(), Code::ResourceExhausted);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("the closed connection's envs never made room: {e:?}"),
+        }
+    }
+    assert_eq!(t.server.evaluator().env_counts().practice, 12);
+    // The open connection's envs stayed.
+    let refused = late.create_env(create(1)).await.unwrap_err();
+    assert_eq!(refused.code(), Code::ResourceExhausted);
+}

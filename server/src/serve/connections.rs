@@ -104,8 +104,11 @@ impl Drop for Slot {
     }
 }
 
+/// Told the id of each connection of a channel as it closes.
+pub(super) type OnClose = Arc<dyn Fn(ConnectionId) + Send + Sync>;
+
 /// How one channel admits connections and what each admitted one gets.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(super) struct Admission {
     pub gate: Arc<ConnectionGate>,
     /// Shared by every listener, so an id names one connection of this evaluator.
@@ -116,6 +119,8 @@ pub(super) struct Admission {
     pub idle_timeout: Option<Duration>,
     /// Turns true when a shutdown's deadline has passed.
     pub drop_connections: watch::Receiver<bool>,
+    /// Called as each connection closes (its practice envs may go first when room is needed).
+    pub on_close: Option<OnClose>,
 }
 
 impl Admission {
@@ -133,6 +138,7 @@ impl Admission {
             info,
             idle: self.idle_timeout.map(IdleTimer::new),
             dropped: Box::pin(deadline_passed(self.drop_connections.clone())),
+            on_close: self.on_close.clone(),
             _slot: slot,
         })
     }
@@ -294,7 +300,16 @@ pub(super) struct Connection<IO> {
     info: ConnectionInfo,
     idle: Option<IdleTimer>,
     dropped: Pin<Box<dyn Future<Output = ()> + Send>>,
+    on_close: Option<OnClose>,
     _slot: Slot,
+}
+
+impl<IO> Drop for Connection<IO> {
+    fn drop(&mut self) {
+        if let Some(on_close) = &self.on_close {
+            on_close(self.info.id);
+        }
+    }
 }
 
 impl<IO> Connection<IO> {

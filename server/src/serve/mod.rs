@@ -394,6 +394,7 @@ pub async fn start_with(
         max_connection_request_bytes: options.max_connection_request_bytes,
         idle_timeout: Some(options.idle_timeout),
         drop_connections: dropped,
+        on_close: Some(connection_closed(&evaluator)),
     };
     // The harness's connections have their own cap and are never closed for being idle.
     let harness_admission = Admission {
@@ -450,6 +451,17 @@ pub async fn start_with(
         drop_connections,
         tasks,
         run_tasks,
+    })
+}
+
+/// What a channel's listener calls as each connection closes: the evaluator lets that
+/// connection's practice envs go first when room is needed.
+pub(super) fn connection_closed(evaluator: &Arc<Evaluator>) -> connections::OnClose {
+    let evaluator = Arc::downgrade(evaluator);
+    Arc::new(move |id| {
+        if let Some(evaluator) = evaluator.upgrade() {
+            evaluator.connection_closed(id);
+        }
     })
 }
 

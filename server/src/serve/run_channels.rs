@@ -184,6 +184,7 @@ async fn serve(
             return;
         }
     };
+    let on_close = super::connection_closed(&evaluator);
     drop(evaluator);
     let (drop_connections, connections_dropped) = watch::channel(false);
     let admission = Admission {
@@ -197,6 +198,7 @@ async fn serve(
         max_connection_request_bytes: options.max_connection_request_bytes,
         idle_timeout: Some(options.idle_timeout),
         drop_connections: connections_dropped,
+        on_close: Some(on_close),
     };
     let (stop_serving, serving_stopped) = watch::channel(false);
     let mut serving = tokio::spawn(router.serve_with_incoming_shutdown(
