@@ -197,7 +197,7 @@ pub fn tensor_to_pb_raw(shape: &[usize], data: &TensorData) -> pb::Tensor {
 /// The elements of a tensor's `raw` field.
 fn data_from_raw(dtype: DType, raw: &[u8]) -> Result<TensorData, WireError> {
     let width = raw_width(dtype);
-    if raw.len() % width != 0 {
+    if !raw.len().is_multiple_of(width) {
         return Err(WireError::RawLength {
             dtype,
             width,

@@ -148,7 +148,7 @@ impl Drop for Building<'_> {
 /// What `create_env` made, before it enters the table.
 enum Made {
     Env(Env),
-    Vector(VectorEnv),
+    Vector(Box<VectorEnv>),
 }
 
 /// How long an agent's call waits for an env another call holds, in an evaluator with hosted
@@ -502,14 +502,14 @@ impl Evaluator {
             };
             let made = if num_envs > 1 || shape.vector {
                 let _building = self.start_building(num_envs)?;
-                Made::Vector(VectorEnv::new(
+                Made::Vector(Box::new(VectorEnv::new(
                     task,
                     num_envs,
                     shape.autoreset,
                     scope,
                     self.limits.vector_inline_work,
                     now,
-                )?)
+                )?))
             } else {
                 Made::Env(Env::practice(handle.clone(), task, scope, now)?)
             };
@@ -535,7 +535,7 @@ impl Evaluator {
                 let env = Arc::new(Mutex::new(env));
                 (Held::Env(env.clone()), Some(env))
             }
-            Made::Vector(vector) => (Held::Vector(Arc::new(SharedVector::new(vector))), None),
+            Made::Vector(vector) => (Held::Vector(Arc::new(SharedVector::new(*vector))), None),
         };
         let reclaimed = envs.insert(room, handle.clone(), held, pool, num_envs);
         if let (true, Some(ids)) = (has_channel, &ids) {

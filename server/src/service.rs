@@ -158,7 +158,7 @@ impl AleEnv for AleEnvService {
             vector: req.vector,
         };
         // Building a vector's sub-envs takes a while: never on the runtime's thread.
-        let inline = !self.evaluator.hosts_processes() && !(req.num_envs > 1 || req.vector);
+        let inline = !(self.evaluator.hosts_processes() || req.num_envs > 1 || req.vector);
         let created = self
             .call_where(inline, move |e, channel| {
                 e.create_env_shaped(channel, connection, &req.task_id, req.official, shape)

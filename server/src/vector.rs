@@ -355,7 +355,7 @@ impl VectorEnv {
             self.reset_one(i, given)?;
         }
         self.last_work = started.elapsed();
-        let info = self.info(|i| chosen(i));
+        let info = self.info(chosen);
         Ok(VectorReset {
             observation: self.observations()?,
             info,

@@ -21,7 +21,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run an evaluator: the agent channel on TCP, the harness channel on the state dir's harness.sock.
-    Serve(cli::serve::ServeArgs),
+    Serve(Box<cli::serve::ServeArgs>),
     /// Official evaluations: create the official env, hand it to an agent, read the result.
     #[command(subcommand)]
     Harness(cli::harness::HarnessCommand),
@@ -71,7 +71,7 @@ fn main() -> std::process::ExitCode {
         "warn"
     });
     let result = match command {
-        Command::Serve(args) => cli::serve::run(args),
+        Command::Serve(args) => cli::serve::run(*args),
         Command::Harness(cmd) => cli::harness::run(cmd),
         Command::Tasks(args) => cli::tasks::run(args),
         Command::Sims(cmd) => cli::sims::run(cmd),

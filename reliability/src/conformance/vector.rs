@@ -127,7 +127,7 @@ pub(crate) async fn bad_action_steps_nothing(ctx: &Ctx) -> Outcome {
         }
     }
     let step = envs
-        .step(&actions(&vec![space.start; N]))
+        .step(&actions(&[space.start; N]))
         .await
         .during("a valid Step after the refused one")?;
     let (steps, _) = vector_info(&step.info, EPISODE_STEPS)?;
