@@ -115,3 +115,12 @@ def test_the_cem_learner_trains_on_vector_envs_under_a_harness_and_submits_for_b
         assert report["value"] >= 400, report["value"]
     finally:
         evaluator.stop()
+
+
+def test_ars_learns_a_linear_mujoco_policy_on_vector_envs_and_writes_it(evaluator, tmp_path):
+    done = run_example("ars_mujoco.py", "--endpoint", evaluator.endpoint, "--task", "hopper-hop", "--iterations", "3",
+                       "--directions", "4", "--top", "2", "--out", str(tmp_path), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["task"] == "hopper-hop" and len(outcome["returns"]) == 3 and outcome["env_steps"] > 0, outcome
+    assert (tmp_path / "policy.safetensors").stat().st_size > 0
