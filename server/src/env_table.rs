@@ -134,8 +134,9 @@ struct Slot {
     pool: Pool,
     /// How many envs it counts as against its pool's caps: a vector env's sub-envs.
     weight: usize,
-    /// The practice env's creating connection has closed: reclaimable however recently used.
-    orphaned: bool,
+    /// When the practice env's creating connection closed: from then it is reclaimable
+    /// however recently it was used before, until it is used again (over another connection).
+    orphaned: Option<Instant>,
 }
 
 impl Slot {
@@ -301,6 +302,7 @@ impl EnvTable {
         if !self.practice_by_connection.contains_key(&Some(connection)) {
             return;
         }
+        let now = Instant::now();
         for slot in self.envs.values_mut() {
             if let Pool::Practice {
                 connection: Some(c),
@@ -308,7 +310,7 @@ impl EnvTable {
             } = slot.pool
                 && c == connection
             {
-                slot.orphaned = true;
+                slot.orphaned = Some(now);
             }
         }
     }
@@ -413,7 +415,7 @@ impl EnvTable {
                     let Some(last_used) = slot.held.last_used_if_free() else {
                         continue;
                     };
-                    if slot.orphaned
+                    if slot.orphaned.is_some_and(|closed| last_used <= closed)
                         || now.saturating_duration_since(last_used) >= limits.practice_idle
                     {
                         idle.entry(owner)
@@ -535,7 +537,7 @@ impl EnvTable {
             held,
             pool,
             weight,
-            orphaned: false,
+            orphaned: None,
         };
         if let Some(old) = self.envs.insert(handle, slot) {
             tracing::error!("an env handle was issued twice; the older env is dropped");

@@ -145,6 +145,14 @@ impl Drop for Building<'_> {
     }
 }
 
+/// Where a call runs; see [`Evaluator::placement`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    Inline,
+    Blocking,
+    VectorThreads,
+}
+
 /// What `create_env` made, before it enters the table.
 enum Made {
     Env(Env),
@@ -311,16 +319,22 @@ impl Evaluator {
         }
     }
 
-    /// Whether a call on `handle` may run where it arrives, on the server's runtime: a single
-    /// env of an evaluator hosting no sim process, or a vector env of native sims whose last
-    /// call's work was quick.
-    pub fn runs_inline(&self, channel: Channel, handle: &EnvHandle) -> bool {
-        if self.hosts_processes {
-            return false;
-        }
-        match lock(&self.envs).get(handle, channel) {
-            Some(Held::Vector(vector)) => vector.env.try_lock().is_ok_and(|v| v.steps_inline()),
-            _ => true,
+    /// Where a call on `handle` runs: where it arrives, on the server's runtime (a single env
+    /// of an evaluator hosting no sim process, or a vector env of native sims whose call on
+    /// every sub-env is quick, judged by the most a sub-env has cost); on a blocking thread
+    /// (sims hosted in processes, whose calls wait on their hosts); or on the vector threads,
+    /// at a lowered priority (a vector env whose calls take longer).
+    pub fn placement(&self, channel: Channel, handle: &EnvHandle) -> Placement {
+        let vector = match lock(&self.envs).get(handle, channel) {
+            Some(Held::Vector(vector)) => {
+                Some(vector.env.try_lock().is_ok_and(|v| v.steps_inline()))
+            }
+            _ => None,
+        };
+        match (vector, self.hosts_processes) {
+            (_, true) => Placement::Blocking,
+            (None | Some(true), false) => Placement::Inline,
+            (Some(false), false) => Placement::VectorThreads,
         }
     }
 
@@ -564,7 +578,12 @@ impl Evaluator {
             task_id: task_id.to_string(),
             official: ids.map(|ids| (ids.session_id, ids.run_id)),
             num_envs,
-            autoreset: shape.autoreset,
+            // A single env has no autoreset; it reports what GetSpec does.
+            autoreset: if num_envs > 1 || shape.vector {
+                shape.autoreset
+            } else {
+                Autoreset::NextStep
+            },
         })
     }
 

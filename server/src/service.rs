@@ -11,7 +11,7 @@ use tonic::{Request, Response, Status};
 
 use crate::batch::BatchState;
 use crate::env::StepInfo;
-use crate::evaluator::{Channel, EnvShape, Evaluator, ResetAnswer, StepAnswer};
+use crate::evaluator::{Channel, EnvShape, Evaluator, Placement, ResetAnswer, StepAnswer};
 use crate::serve::ConnectionInfo;
 use crate::vector::{Autoreset, Column, VectorInfo};
 
@@ -37,23 +37,33 @@ impl AleEnvService {
         &self,
         f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
     ) -> Result<T, Status> {
-        self.call_where(!self.evaluator.hosts_processes(), f).await
+        let placement = if self.evaluator.hosts_processes() {
+            Placement::Blocking
+        } else {
+            Placement::Inline
+        };
+        self.call_where(placement, f).await
     }
 
     async fn call_where<T: Send + 'static>(
         &self,
-        inline: bool,
+        placement: Placement,
         f: impl FnOnce(&Evaluator, Channel) -> Result<T, crate::error::Error> + Send + 'static,
     ) -> Result<T, Status> {
-        if inline {
+        if placement == Placement::Inline {
             return Ok(f(&self.evaluator, self.channel)?);
         }
         let evaluator = self.evaluator.clone();
         let channel = self.channel;
-        tokio::task::spawn_blocking(move || f(&evaluator, channel))
-            .await
-            .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?
-            .map_err(Status::from)
+        tokio::task::spawn_blocking(move || match placement {
+            Placement::VectorThreads => {
+                crate::vector::on_vector_threads(move || f(&evaluator, channel))
+            }
+            Placement::Inline | Placement::Blocking => f(&evaluator, channel),
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the request's task failed: {e}")))?
+        .map_err(Status::from)
     }
 }
 
@@ -158,9 +168,13 @@ impl AleEnv for AleEnvService {
             vector: req.vector,
         };
         // Building a vector's sub-envs takes a while: never on the runtime's thread.
-        let inline = !(self.evaluator.hosts_processes() || req.num_envs > 1 || req.vector);
+        let placement = if self.evaluator.hosts_processes() || req.num_envs > 1 || req.vector {
+            Placement::Blocking
+        } else {
+            Placement::Inline
+        };
         let created = self
-            .call_where(inline, move |e, channel| {
+            .call_where(placement, move |e, channel| {
                 e.create_env_shaped(channel, connection, &req.task_id, req.official, shape)
             })
             .await?;
@@ -207,9 +221,9 @@ impl AleEnv for AleEnvService {
         let (seed, seeds, mask) = (req.seed, req.seeds, req.reset_mask);
         // A vector env whose calls take a while runs on a blocking thread (its blocks on the
         // vector threads), so no amount of stepping holds the runtime that serves the harness.
-        let inline = self.evaluator.runs_inline(self.channel, &handle);
+        let placement = self.evaluator.placement(self.channel, &handle);
         let answer = self
-            .call_where(inline, move |e, channel| {
+            .call_where(placement, move |e, channel| {
                 e.reset_any(channel, &handle, seed, &seeds, &mask)
             })
             .await?;
@@ -235,9 +249,9 @@ impl AleEnv for AleEnvService {
             .action
             .ok_or_else(|| Status::invalid_argument("StepRequest.action is missing"))?;
         let action = Tensor::try_from(action).map_err(|e| bad_request("StepRequest.action", e))?;
-        let inline = self.evaluator.runs_inline(self.channel, &handle);
+        let placement = self.evaluator.placement(self.channel, &handle);
         let answer = self
-            .call_where(inline, move |e, channel| {
+            .call_where(placement, move |e, channel| {
                 e.step_any(channel, &handle, &action)
             })
             .await?;

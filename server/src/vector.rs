@@ -126,6 +126,16 @@ fn next_seed(state: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Runs `f` on the vector threads (at a lowered priority), where a vector env's call runs
+/// when it is not quick enough to run on the server's runtime; on the calling thread if they
+/// could not be made.
+pub fn on_vector_threads<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    match threads() {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
 /// The threads large vector envs step on, made on first use: as many as the machine has
 /// cores, at a lowered priority like the batch pool's.
 fn threads() -> Option<&'static rayon::ThreadPool> {
@@ -191,8 +201,10 @@ pub struct VectorEnv {
     /// One action per sub-env, rewritten in place each Step.
     actions: Vec<Tensor>,
     last_used: Instant,
-    /// How long the last Step's stepping took.
-    last_work: Duration,
+    /// The most one sub-env's reset or step has cost, on average over a call: a call on all
+    /// of them is judged by it, however few the last call touched (a Reset of one sub-env says
+    /// nothing of what a Step of all will take).
+    cost_per_env: Duration,
     /// See [`crate::Limits::vector_inline_work`].
     inline_work: Duration,
 }
@@ -259,9 +271,9 @@ impl VectorEnv {
             observation_space,
             action_space,
             last_used: now,
-            // Until a call has been measured, what building took stands for what a Reset of
-            // them all costs: a vector slow to build is reset off the runtime.
-            last_work: building.elapsed(),
+            // Until a call has been measured, what building a sub-env took stands for what
+            // resetting or stepping one costs: a vector slow to build is reset off the runtime.
+            cost_per_env: building.elapsed() / u32::try_from(n).unwrap_or(u32::MAX),
             inline_work,
         })
     }
@@ -294,10 +306,27 @@ impl VectorEnv {
         self.last_used
     }
 
-    /// Whether the next Step should run where it arrives: its stepping took less than
-    /// [`crate::Limits::vector_inline_work`] last time.
+    /// Whether the next call should run where it arrives: a call on every sub-env, at the
+    /// most a sub-env has cost per call so far, takes less than
+    /// [`crate::Limits::vector_inline_work`].
     pub fn steps_inline(&self) -> bool {
-        self.last_work < self.inline_work
+        self.cost_per_env
+            .saturating_mul(u32::try_from(self.len()).unwrap_or(u32::MAX))
+            < self.inline_work
+    }
+
+    /// Counts a call's `work` over `envs` sub-envs into the cost per sub-env: the highest of
+    /// what it was and this call's average, decaying slowly, so that a cheap call cannot make
+    /// the next dear one run on the runtime.
+    fn count_work(&mut self, work: Duration, envs: usize) {
+        let Some(per_env) = u32::try_from(envs)
+            .ok()
+            .filter(|&n| n > 0)
+            .map(|n| work / n)
+        else {
+            return;
+        };
+        self.cost_per_env = per_env.max(self.cost_per_env.mul_f64(0.95));
     }
 
     fn locate(&self, env: usize) -> (usize, usize) {
@@ -343,6 +372,7 @@ impl VectorEnv {
         self.last_used = now;
         let started = Instant::now();
         let chosen = |i: usize| mask.is_empty() || mask[i];
+        let mut reset = 0;
         for i in 0..n {
             if !chosen(i) {
                 continue;
@@ -353,8 +383,9 @@ impl VectorEnv {
                 (None, None) => None,
             };
             self.reset_one(i, given)?;
+            reset += 1;
         }
-        self.last_work = started.elapsed();
+        self.count_work(started.elapsed(), reset);
         let info = self.info(chosen);
         Ok(VectorReset {
             observation: self.observations()?,
@@ -429,7 +460,8 @@ impl VectorEnv {
                 .enumerate()
                 .try_for_each(|(b, ((block, subs), actions))| one_block(b, block, subs, actions)),
         };
-        self.last_work = Duration::from_nanos(work_ns.into_inner());
+        let n = self.len();
+        self.count_work(Duration::from_nanos(work_ns.into_inner()), n);
         outcome.map_err(|(i, e)| in_sub_env(i, e))?;
         self.gather()
     }
@@ -452,10 +484,10 @@ impl VectorEnv {
                 task: self.task.id.clone(),
                 detail: format!(
                     "a vector env of {n} sub-envs takes one action per sub-env: dtype {} and \
-                     shape {expected:?} (num_envs first), got {} of shape {:?}",
+                     shape {expected:?} (num_envs first), got {} of shape {}",
                     self.action_dtype,
                     action.dtype(),
-                    action.shape()
+                    ale_sim::Echo(action.shape())
                 ),
             });
         }
@@ -791,5 +823,40 @@ fn append(data: &mut TensorData, more: &TensorData) {
             got = %more.dtype(),
             "a sub-env's observation changed dtype"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cartpoles(n: usize) -> VectorEnv {
+        let registry = crate::task::TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
+        let task = registry.get("cartpole-balance").unwrap().clone();
+        VectorEnv::new(
+            task,
+            n,
+            Autoreset::NextStep,
+            None,
+            Duration::from_millis(1),
+            Instant::now(),
+        )
+        .unwrap()
+    }
+
+    /// A Reset of one sub-env costs little; the Step of all after it must still be judged by
+    /// what a sub-env costs, or a client could run a long Step on the server's runtime.
+    #[test]
+    fn a_cheap_call_on_few_sub_envs_does_not_bring_a_dear_vector_inline() {
+        let mut vector = cartpoles(100);
+        vector.count_work(Duration::from_millis(50), 100);
+        assert!(!vector.steps_inline(), "100 × 500 µs");
+        vector.count_work(Duration::from_micros(1), 1);
+        assert!(!vector.steps_inline(), "one cheap reset changes nothing");
+        // Cheap calls of all of them bring it back, slowly.
+        for _ in 0..200 {
+            vector.count_work(Duration::from_micros(10), 100);
+        }
+        assert!(vector.steps_inline());
     }
 }

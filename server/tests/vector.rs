@@ -209,6 +209,15 @@ async fn one_bad_action_refuses_the_step_naming_its_sub_env_and_nothing_steps() 
         assert_eq!(refused.code(), Some(Code::InvalidArgument), "{refused}");
         assert!(refused.to_string().contains(names), "{names}: {refused}");
     }
+    // A shape of a hundred thousand dimensions is named in a few words, not repeated whole.
+    let many = Tensor::new(vec![1; 100_000], TensorData::F32(vec![0.0])).unwrap();
+    let refused = envs.step(&many).await.unwrap_err();
+    assert_eq!(refused.code(), Some(Code::InvalidArgument));
+    assert!(
+        refused.to_string().len() < 1000,
+        "{}",
+        refused.to_string().len()
+    );
     let step = envs.step(&boxed(&[0.0, 0.5, -0.5])).await.unwrap();
     let steps = column(&step.info, "episode_steps");
     assert_eq!(
@@ -504,4 +513,41 @@ async fn a_closed_connections_practice_envs_make_room_at_once() {
     // The open connection's envs stayed.
     let refused = late.create_env(create(1)).await.unwrap_err();
     assert_eq!(refused.code(), Code::ResourceExhausted);
+}
+
+#[tokio::test]
+async fn a_closed_connections_env_used_again_over_another_is_kept() {
+    let t = TestServer::start_with(&[], caps(12, 8)).await;
+    let create = |n: u32| pb::CreateEnvRequest {
+        task_id: "cartpole-balance".into(),
+        num_envs: n,
+        ..Default::default()
+    };
+    let mut first = t.agent().await;
+    let handle = first
+        .create_env(create(8))
+        .await
+        .unwrap()
+        .into_inner()
+        .handle;
+    let mut other = t.agent().await;
+    other.create_env(create(4)).await.unwrap();
+    drop(first);
+    // Its creator reconnects (a new connection) and goes on using it.
+    let mut again = t.agent().await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    again
+        .reset(pb::ResetRequest {
+            handle: handle.clone(),
+            seed: Some(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let refused = t.agent().await.create_env(create(8)).await.unwrap_err();
+    assert_eq!(
+        refused.code(),
+        Code::ResourceExhausted,
+        "an env in use is not reclaimed because its first connection closed"
+    );
 }
