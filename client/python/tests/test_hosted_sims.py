@@ -361,3 +361,23 @@ def test_a_call_on_an_env_busy_with_its_host_is_refused_not_queued(hosted):
     assert "did not answer within 2.0 s" in outcome["fault"].details
     other.close()
     env.close()
+
+
+def test_a_vector_env_of_a_hosted_sim_plays_gymnasiums_steps(hosted):
+    """A hosted CartPole vector (its sub-envs in one block on one host): they play what
+    Gymnasium's CartPole plays on the same seeds, and a bad action names its sub-env."""
+    envs = ale_client.make_vec("hosted-cartpole", 3, hosted.endpoint)
+    obs, _ = envs.reset(seed=7)
+    reference = gymnasium.make_vec("CartPole-v1", num_envs=3, vectorization_mode="sync")
+    ref, _ = reference.reset(seed=7)
+    np.testing.assert_array_equal(obs, ref)
+    for _ in range(5):
+        actions = np.array([0, 1, 1])
+        obs, rewards, terminations, truncations, _ = envs.step(actions)
+        ref, ref_rewards, _, _, _ = reference.step(actions)
+        np.testing.assert_array_equal(obs, ref)
+        np.testing.assert_array_equal(rewards, ref_rewards)
+    with pytest.raises(ale_client.InvalidArgument, match="sub-env 1"):
+        envs.step(np.array([0, 5, 0]))
+    envs.close()
+    reference.close()
