@@ -373,3 +373,43 @@ fn the_other_envs_of_a_failed_block_answer_the_fault_not_step_before_reset() {
     block.step(&[1], &actions[..1], &mut results);
     assert!(matches!(results[0], Err(SimError::NotReset)), "{results:?}");
 }
+
+/// A practice vector env's block takes a practice host slot (counted per run), never one of
+/// the official rollouts' slots.
+#[test]
+fn a_practice_block_takes_a_practice_host_slot_never_an_official_one() {
+    let policy = HostPolicy {
+        launcher: Arc::new(PlainLauncher),
+        slots: HostSlots::new(HostLimits {
+            official: 1,
+            practice: 1,
+            practice_per_run: 1,
+        }),
+        idle_limit: Duration::from_secs(60),
+    };
+    let t = table(json!({"kind": "process", "command": [HOST], "timeout_seconds": 1.0}));
+    let entry = hosted_entry(&policy, "test-task", &t).unwrap();
+    let options = Map::new();
+    let practice = ale_sim::SimConfig {
+        max_steps: 200,
+        options: &options,
+        holder: ale_sim::Holder::Practice { scope: Some(7) },
+    };
+    let mut block = entry.build_block(&practice, 4).unwrap();
+    block.reset(0, 1).unwrap();
+    // The practice slot is taken: a second practice block cannot start a host…
+    let mut second = entry.build_block(&practice, 4).unwrap();
+    assert!(
+        matches!(second.reset(0, 1), Err(ale_sim::SimError::Exhausted(_))),
+        "the practice slot is the block's"
+    );
+    // …and the official rollouts' slot is still free.
+    let official = ale_sim::SimConfig {
+        max_steps: 200,
+        options: &options,
+        holder: ale_sim::Holder::Official,
+    };
+    let mut batch = entry.build_block(&official, 4).unwrap();
+    batch.reset(0, 1).unwrap();
+    assert_eq!(policy.slots.live(), 2);
+}
