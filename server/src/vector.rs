@@ -1,8 +1,8 @@
 //! Practice vector envs: N sub-envs of one task behind one handle, reset and stepped together
-//! in one call, with Gymnasium 1.x's autoreset modes. The sub-envs live in blocks of
-//! [`BLOCK`] sub-envs ([`SimBlock`]s; [`HOSTED_BLOCK`] for a sim hosted in a process of its own,
-//! whose block is one host, stepped in one message); a
-//! large vector's blocks step in parallel on threads of their own at a lowered priority.
+//! in one call, with Gymnasium 1.x's autoreset modes. The sub-envs live in blocks of [`BLOCK`]
+//! ([`SimBlock`]s; [`HOSTED_BLOCK`] for a sim hosted in a process of its own, whose block is
+//! one host, stepped in one message); a vector whose calls take long runs them on threads of
+//! their own at a lowered priority, its blocks in parallel.
 //!
 //! Every check comes before anything changes: a bad action in any sub-env, a seed list of the
 //! wrong length or a Step in `DISABLED` mode over an ended episode refuses the call and leaves
@@ -28,10 +28,10 @@ pub const BLOCK: usize = 16;
 /// larger blocks (hosts are few: see `ale serve --max-practice-sim-hosts`).
 pub const HOSTED_BLOCK: usize = 64;
 
-/// Below this much stepping work a call runs where it arrives (on the server's runtime);
-/// from it, on a blocking thread, its blocks in parallel on the vector threads: the default of
-/// [`crate::Limits::vector_inline_work`]. See docs/performance.md "Vector envs" for the
-/// crossover this comes from.
+/// Below this much estimated work (every sub-env at the most one has cost) a call runs where it
+/// arrives, on the server's runtime; from it, on the vector threads, its blocks in parallel:
+/// the default of [`crate::Limits::vector_inline_work`]. See docs/performance.md "Vector envs"
+/// for the crossover this comes from.
 pub const INLINE_WORK: Duration = Duration::from_millis(1);
 
 /// Gymnasium 1.x's autoreset modes.
