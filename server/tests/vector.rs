@@ -535,7 +535,8 @@ async fn a_closed_connections_env_used_again_over_another_is_kept() {
     drop(first);
     // Its creator reconnects (a new connection) and goes on using it.
     let mut again = t.agent().await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Long after the evaluator has seen the first connection close.
+    tokio::time::sleep(Duration::from_secs(1)).await;
     again
         .reset(pb::ResetRequest {
             handle: handle.clone(),
