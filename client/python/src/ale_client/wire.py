@@ -67,26 +67,27 @@ def to_numpy(tensor: pb.Tensor) -> np.ndarray:
     return flat.reshape(shape)
 
 
+def _wire_dtype_of(array: np.ndarray) -> int:
+    """The wire `DType` of an array, or `TypeError` naming the dtypes that travel."""
+    try:
+        return _WIRE_OF[array.dtype]
+    except KeyError:
+        supported = ", ".join(str(d) for d in _WIRE_OF)
+        raise TypeError(f"dtype {array.dtype} cannot travel on the wire; use one of {supported}") from None
+
+
 def raw_from_numpy(array: np.ndarray) -> pb.Tensor:
     """A NumPy array (of one of the wire's six dtypes) as a wire tensor with its elements packed
     in `raw`: one copy, little-endian, what a vector env's batched action travels as."""
     array = np.asarray(array)
-    try:
-        wire = _WIRE_OF[array.dtype]
-    except KeyError:
-        supported = ", ".join(str(d) for d in _WIRE_OF)
-        raise TypeError(f"dtype {array.dtype} cannot travel on the wire; use one of {supported}") from None
+    wire = _wire_dtype_of(array)
     return pb.Tensor(dtype=wire, shape=list(array.shape), raw=array.astype(array.dtype.newbyteorder("<"), copy=False).tobytes())
 
 
 def from_numpy(array: np.ndarray) -> pb.Tensor:
     """A NumPy array (of one of the wire's six dtypes) as a wire tensor."""
     array = np.asarray(array)
-    try:
-        wire = _WIRE_OF[array.dtype]
-    except KeyError:
-        supported = ", ".join(str(d) for d in _WIRE_OF)
-        raise TypeError(f"dtype {array.dtype} cannot travel on the wire; use one of {supported}") from None
+    wire = _wire_dtype_of(array)
     tensor = pb.Tensor(dtype=wire, shape=list(array.shape))
     flat = array.reshape(-1)
     if wire == pb.DTYPE_UINT8:

@@ -13,7 +13,7 @@ use ale_sims_remote::{
 use anyhow::{Context, bail};
 use serde_json::{Map, Value, json};
 
-use super::step::{spawn_self, stop};
+use super::step::{spawn_serve, stop};
 
 #[derive(clap::Args, Debug)]
 pub struct HostedArgs {
@@ -250,21 +250,8 @@ pub(super) fn bench_hosted(args: HostedArgs) -> anyhow::Result<ExitCode> {
             args.python
         ),
     )?;
-    let state = dir.join("state").to_string_lossy().to_string();
     let tasks_arg = tasks.to_string_lossy().to_string();
-    let (server, endpoint) = spawn_self(
-        &[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--state-dir",
-            &state,
-            "--tasks-dir",
-            &tasks_arg,
-        ],
-        None,
-        ale_harness::evaluator_process::ready::AGENT.trim(),
-    )?;
+    let (server, endpoint) = spawn_serve(&dir.join("state"), &["--tasks-dir", &tasks_arg], None)?;
     let native = grpc_steps(&endpoint, "cartpole-balance", args.steps);
     let hosted = grpc_steps(&endpoint, "hosted-cartpole", args.steps);
     stop(server);

@@ -6,7 +6,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -101,6 +101,23 @@ fn pin_current_thread(cpu: Option<usize>) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Starts `ale serve` on a free port over `state_dir`, with `extra` flags, pinned to `cpu`;
+/// returns it with its agent endpoint.
+pub(super) fn spawn_serve(
+    state_dir: &Path,
+    extra: &[&str],
+    cpu: Option<usize>,
+) -> anyhow::Result<(Child, String)> {
+    let state = state_dir.to_string_lossy();
+    let mut args = vec!["serve", "--listen", "127.0.0.1:0", "--state-dir", &state];
+    args.extend_from_slice(extra);
+    spawn_self(
+        &args,
+        cpu,
+        ale_harness::evaluator_process::ready::AGENT.trim(),
+    )
 }
 
 /// Starts `ale ARGS…` pinned to `cpu` and returns it with the first stdout line that starts
@@ -240,20 +257,7 @@ pub(super) fn bench_step(args: StepArgs) -> anyhow::Result<ExitCode> {
             Some((s, c)) => (Some(s), Some(c)),
             None => (None, None),
         };
-        let state = state_dir.to_string_lossy().to_string();
-        let (server, endpoint) = spawn_self(
-            &[
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--state-dir",
-                &state,
-                "--threads",
-                &threads,
-            ],
-            server_cpu,
-            ale_harness::evaluator_process::ready::AGENT.trim(),
-        )?;
+        let (server, endpoint) = spawn_serve(&state_dir, &["--threads", &threads], server_cpu)?;
         pin_current_thread(client_cpu)?;
         let step = measure_steps(&endpoint, args.steps, args.warmup);
         stop(server);

@@ -11,7 +11,7 @@ use ale_client::{AutoresetMode, VecReset};
 use ale_sim::{Space, Tensor, TensorData};
 use anyhow::Context;
 
-use super::step::{spawn_self, stop};
+use super::step::{spawn_serve, stop};
 
 #[derive(clap::Args, Debug)]
 pub struct VectorArgs {
@@ -64,14 +64,9 @@ pub(super) fn bench_vector(args: VectorArgs) -> anyhow::Result<ExitCode> {
         &all_placements[..]
     };
     for (name, inline_us) in placements {
-        let state = state_dir.to_string_lossy().to_string();
-        let (server, endpoint) = spawn_self(
+        let (server, endpoint) = spawn_serve(
+            &state_dir,
             &[
-                "serve",
-                "--listen",
-                "127.0.0.1:0",
-                "--state-dir",
-                &state,
                 "--threads",
                 &threads,
                 "--vector-inline-us",
@@ -82,7 +77,6 @@ pub(super) fn bench_vector(args: VectorArgs) -> anyhow::Result<ExitCode> {
                 &cap,
             ],
             None,
-            ale_harness::evaluator_process::ready::AGENT.trim(),
         )?;
         let socket = format!(
             "unix://{}",
