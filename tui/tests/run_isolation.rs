@@ -502,10 +502,14 @@ fn two_honest_batch_runs_at_once_each_score_their_own_file() {
     }
 }
 
-/// Writes `path` until the disk refuses; the bytes written.
+/// Appends to `path` until the disk refuses; the bytes written.
 fn fill_up(path: &Path) -> u64 {
     use std::io::Write;
-    let mut file = std::fs::File::create(path).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
     let chunk = vec![0u8; 64 << 10];
     let mut written = 0;
     while let Ok(n) = file.write(&chunk) {
@@ -532,7 +536,8 @@ fn a_disk_filler_on_a_small_state_disk_costs_no_other_run_its_record() {
     let filler = evaluator.spawn_run(
         BATCH_TASK,
         &[],
-        &strs(&attacker("disk-filler", "", &["--submit-as-is"])),
+        // It holds its reservations well past the refusal checked below, on a slow machine too.
+        &strs(&attacker("disk-filler", "20", &["--submit-as-is"])),
     );
     let filler_dir = evaluator.wait_for_agent_line("READY");
     let log = std::fs::read_to_string(filler_dir.join("agent.log")).unwrap();
@@ -580,7 +585,9 @@ fn a_disk_filler_on_a_small_state_disk_costs_no_other_run_its_record() {
             meta.len()
         );
     }
-    // Nothing can start on a full disk — refused with a reason, not half recorded.
+    // Nothing can start on a full disk — refused with a reason, not half recorded. The honest
+    // run gave back what it had set aside and left unused, so the disk is topped up first.
+    fill_up(&evaluator.state.join("filler"));
     let refused = evaluator
         .spawn_run(TASK, &[], &strs(&honest_agent()))
         .wait_with_output()

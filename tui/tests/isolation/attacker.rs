@@ -57,7 +57,7 @@ fn main() {
         "thief" => thief(&arg),
         "write-and-wait" => write_and_wait(&arg),
         "saboteur" => saboteur(&arg),
-        "disk-filler" => disk_filler(),
+        "disk-filler" => disk_filler(&arg),
         "hold-connections" => hold_connections(&arg),
         "hold-for" => return hold_for(&arg, then),
         "fork-bomb" => fork_bomb(),
@@ -172,8 +172,8 @@ fn fill(dir: &str, cap: u64) -> (u64, String) {
 }
 
 /// Fills its submission folder, `/tmp` and `HOME` until each refuses, leaves the files there,
-/// and waits a few seconds (the test's honest run plays meanwhile).
-fn disk_filler() {
+/// and holds ARG seconds (4 if none; the test's honest run plays meanwhile).
+fn disk_filler(seconds: &str) {
     let home = std::env::var("HOME").unwrap_or_default();
     for (what, dir) in [("submission", submission_dir()), ("home", home)] {
         let (written, error) = fill(&dir, 4 << 30);
@@ -188,7 +188,7 @@ fn disk_filler() {
         );
     }
     ready();
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs_f64(seconds.parse().unwrap_or(4.0)));
 }
 
 /// Prints ARG bytes of output in lines; exits 3 if a write fails (its log must never make it).
