@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use ale_proto::pb::{self, ale_env_client::AleEnvClient};
+use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogClient};
 use ale_proto::records::EvalResultRecord;
 use ale_proto::{BatchId, EnvHandle, RunId, SessionId, TaskSpec};
 use hyper_util::rt::TokioIo;
@@ -14,6 +14,10 @@ use crate::error::HarnessError;
 /// Connects to the harness socket at `path`, for callers that speak the protocol themselves
 /// (protocol tests). The harness itself uses [`HarnessChannel`].
 pub async fn connect(path: &Path) -> Result<AleEnvClient<Channel>, HarnessError> {
+    Ok(AleEnvClient::new(connect_channel(path).await?))
+}
+
+async fn connect_channel(path: &Path) -> Result<Channel, HarnessError> {
     let socket: PathBuf = path.to_path_buf();
     // The URI is required by the API but unused: the connector always dials the socket.
     let channel = Endpoint::from_static("http://harness.sock")
@@ -31,7 +35,7 @@ pub async fn connect(path: &Path) -> Result<AleEnvClient<Channel>, HarnessError>
             socket: path.to_path_buf(),
             cause,
         })?;
-    Ok(AleEnvClient::new(channel))
+    Ok(channel)
 }
 
 /// An official env the harness created, and the task it belongs to.
@@ -78,13 +82,33 @@ impl std::fmt::Display for BatchProgress {
 #[derive(Debug, Clone)]
 pub struct HarnessChannel {
     client: AleEnvClient<Channel>,
+    catalog: CatalogClient<Channel>,
 }
 
 impl HarnessChannel {
     pub async fn connect(path: &Path) -> Result<HarnessChannel, HarnessError> {
+        let channel = connect_channel(path).await?;
         Ok(HarnessChannel {
-            client: connect(path).await?,
+            client: AleEnvClient::new(channel.clone()),
+            catalog: CatalogClient::new(channel),
         })
+    }
+
+    /// The task `task_id` as the evaluator describes it (before any env of it exists), or
+    /// `None` if the evaluator hosts no such task.
+    pub async fn task(&mut self, task_id: &str) -> Result<Option<TaskSpec>, HarnessError> {
+        let tasks = self
+            .catalog
+            .list_tasks(pb::ListTasksRequest {})
+            .await
+            .map_err(HarnessError::rpc("ListTasks"))?
+            .into_inner()
+            .tasks;
+        tasks
+            .into_iter()
+            .find(|t| t.id == task_id)
+            .map(|t| TaskSpec::try_from(t).map_err(HarnessError::wire("ListTasks")))
+            .transpose()
     }
 
     /// Creates the official env of `task_id`, with the session and run it will be scored in.

@@ -33,6 +33,15 @@ pub enum HarnessError {
     #[error("no agent command given: pass it after `--`")]
     NoAgent,
     #[error(
+        "task {task} is a batch task: its evaluator plays a submitted policy file and takes no \
+         steps, so the built-in policy {policy} cannot play it; give a submission folder \
+         (--submission DIR) or an agent that writes and submits one (after `--`)"
+    )]
+    BuiltinOnBatch { policy: String, task: String },
+    /// The run's `--name` or a `--tag` cannot be recorded (the message says why).
+    #[error("{0}")]
+    Labels(String),
+    #[error(
         "a batch run takes a submission folder (--submission DIR) and no agent; an agent that \
          submits from inside the sandbox is not supported yet"
     )]

@@ -7,6 +7,7 @@
 //! - [`scoring`]: the scoring rules, with a breakdown of every factor.
 //! - [`verify`]: checking a trajectory and the harness's own log.
 //! - [`score_file`]: scoring whatever file `ale harness score` is given.
+//! - [`stats`]: the mean's and IQM's bootstrap intervals, comparisons of two runs.
 //! - [`report`]: `report.json`; [`plot`]: its plots; [`runs`]: past runs; [`compare`]: two
 //!   runs of one task side by side.
 //! - [`evaluator_process`]: attaching to the evaluator serving a state dir, or starting one.
@@ -25,6 +26,7 @@ pub mod runs;
 pub mod sandbox;
 pub mod score_file;
 pub mod scoring;
+pub mod stats;
 pub mod verify;
 
 pub use error::HarnessError;

@@ -22,6 +22,12 @@ pub struct HarnessStarted {
     pub agent_endpoint: Option<String>,
     pub sandbox: SandboxRecord,
     pub harness_version: String,
+    /// The name the run was given (`ale harness run --name`), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Its tags (`--tag`, repeatable), in the order given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// Data of `result_read`: the authoritative result as read over the harness channel, at which

@@ -15,6 +15,7 @@ use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 
 use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
+use crate::stats::{Interval, Summary, seed_for};
 use crate::verify::{RecordKeys, VerifiedHarnessLog, VerifiedTrajectory};
 
 /// Why `report.json` cannot be read.
@@ -50,13 +51,20 @@ pub enum RecordsIncomplete {
     NotScored,
 }
 
-/// Bumped when a field changes meaning.
-pub const REPORT_VERSION: u32 = 2;
+/// Bumped when a field changes meaning. Version 3 added `statistics`; `verify` still checks
+/// a version-2 report (without them) against its records.
+pub const REPORT_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub report_version: u32,
     pub run_id: RunId,
+    /// The run's name and tags, as its signed log records them (`ale harness run --name`,
+    /// `--tag`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     pub task: TaskSummary,
     pub status: EvalStatus,
     /// Why the session ended, in words (the evaluator's, plus the harness's if it ended it).
@@ -67,6 +75,10 @@ pub struct Report {
     /// The measured metric (the score's breakdown repeats it with the target).
     pub value: f64,
     pub score: Breakdown,
+    /// The metric's spread and intervals, and the score's interval (none in a version-2
+    /// report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<RunStatistics>,
     pub episodes: Vec<EpisodeRecord>,
     pub seed_commitments: Vec<String>,
     pub safety: BTreeMap<String, f64>,
@@ -77,6 +89,68 @@ pub struct Report {
     pub keys: RecordKeysSummary,
     pub timings: Timings,
     pub versions: Versions,
+}
+
+/// How a run ended, as its exit code tells a script: whether it played every planned rollout
+/// and, if not, why. `ale harness run` exits with [`RunEnding::exit_code`]; a run that ended
+/// with no report at all (the harness or the evaluator failed) exits 1, a usage error 2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunEnding {
+    /// Every planned rollout was played (exit 0).
+    Played,
+    /// The agent was gone before its rollouts were played: it exited, crashed, or was
+    /// stopped by one of its limits (exit 3).
+    AgentEndedEarly,
+    /// The session's step or time budget ran out first (exit 4).
+    BudgetExceeded,
+    /// A rollout ended because the sim failed, not the agent (exit 5).
+    SimFault,
+}
+
+impl RunEnding {
+    pub fn exit_code(self) -> u8 {
+        match self {
+            RunEnding::Played => 0,
+            RunEnding::AgentEndedEarly => 3,
+            RunEnding::BudgetExceeded => 4,
+            RunEnding::SimFault => 5,
+        }
+    }
+}
+
+impl std::fmt::Display for RunEnding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RunEnding::Played => "every planned rollout was played",
+            RunEnding::AgentEndedEarly => "the agent ended before its rollouts were played",
+            RunEnding::BudgetExceeded => "the session's budget ran out before its rollouts were played",
+            RunEnding::SimFault => "a rollout ended because the sim failed",
+        })
+    }
+}
+
+/// A run's statistics: computed from its rollouts' metrics alone, so `verify` recomputes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStatistics {
+    /// The per-rollout metric (every planned rollout, failures at the task's failure value:
+    /// the rollouts `value` is the mean of).
+    pub metric: Summary,
+    /// The score's formula applied to both ends of the metric mean's interval.
+    pub score_ci: Interval,
+}
+
+impl RunStatistics {
+    /// The statistics of `episodes` scored by `score`, resampled with a generator seeded from
+    /// `run_id`.
+    pub fn of(run_id: &RunId, episodes: &[EpisodeRecord], score: &Breakdown) -> RunStatistics {
+        let metrics: Vec<f64> = episodes.iter().map(|e| e.metric).collect();
+        let metric = Summary::of(&metrics, seed_for(&[run_id.as_str()]));
+        let score_ci = Interval::between(
+            score.score_at(metric.mean_ci.low),
+            score.score_at(metric.mean_ci.high),
+        );
+        RunStatistics { metric, score_ci }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -151,6 +225,8 @@ impl Report {
         Ok(Report {
             report_version: REPORT_VERSION,
             run_id: trajectory.run.run_id.clone(),
+            name: started.name.clone(),
+            tags: started.tags.clone(),
             task: started.task.clone(),
             status: result.status,
             status_message: read.status_message.clone(),
@@ -162,6 +238,11 @@ impl Report {
             },
             sandbox: started.sandbox.clone(),
             value: result.value,
+            statistics: Some(RunStatistics::of(
+                &trajectory.run.run_id,
+                &result.episodes,
+                &score,
+            )),
             score,
             episodes: result.episodes.clone(),
             seed_commitments: result.seed_commitments.clone(),
@@ -189,6 +270,55 @@ impl Report {
                 evaluator: trajectory.run.evaluator_version.clone(),
             },
         })
+    }
+
+    /// How the run ended (its exit code's meaning).
+    pub fn ending(&self) -> RunEnding {
+        let played_all = self.episodes.iter().all(|e| e.outcome.is_played());
+        if self
+            .episodes
+            .iter()
+            .any(|e| e.outcome == ale_proto::records::Outcome::SimFault)
+        {
+            RunEnding::SimFault
+        } else if self.status == EvalStatus::BudgetExceeded {
+            RunEnding::BudgetExceeded
+        } else if self.status == EvalStatus::Completed && played_all {
+            RunEnding::Played
+        } else {
+            RunEnding::AgentEndedEarly
+        }
+    }
+
+    /// The statistics for people, a `(label, text)` row each: the metric's spread and IQM,
+    /// and the 95% intervals of its mean and of the score. Nothing for a version-2 report.
+    pub fn statistics_lines(&self) -> Vec<(String, String)> {
+        let Some(stats) = &self.statistics else {
+            return Vec::new();
+        };
+        let m = &stats.metric;
+        vec![
+            (
+                "spread".into(),
+                format!(
+                    "std {:.4} · IQM {:.4} [{:.4}, {:.4}] over {} rollouts",
+                    m.std, m.iqm, m.iqm_ci.low, m.iqm_ci.high, m.n
+                ),
+            ),
+            (
+                "95% interval".into(),
+                format!(
+                    "{} [{:.4}, {:.4}] · score [{:.4}, {:.4}] ({}, {} resamples)",
+                    self.score.metric_name,
+                    m.mean_ci.low,
+                    m.mean_ci.high,
+                    stats.score_ci.low,
+                    stats.score_ci.high,
+                    m.method.bootstrap,
+                    m.method.resamples
+                ),
+            ),
+        ]
     }
 
     /// Writes `report.json` into `run_dir` (0600), once: a file or link already there is an
@@ -256,6 +386,8 @@ pub(crate) mod tests {
         Report {
             report_version: REPORT_VERSION,
             run_id: RunId::from_wire("run-test"),
+            name: None,
+            tags: Vec::new(),
             task: TaskSummary {
                 id: "cartpole-balance".into(),
                 title: "CartPole".into(),
@@ -286,6 +418,7 @@ pub(crate) mod tests {
                 &BTreeMap::new(),
                 &Faithfulness::Missing,
             ),
+            statistics: None,
             episodes: vec![],
             seed_commitments: vec![],
             safety: BTreeMap::new(),

@@ -52,6 +52,60 @@ pub struct RunOptions {
     pub faithfulness: Option<PathBuf>,
     /// How the agent is confined.
     pub sandbox: SandboxOptions,
+    /// What the run is called and tagged with, in its signed log ([`RunLabels::check`]ed).
+    pub labels: RunLabels,
+    /// The built-in policy `agent_command` plays (`--policy`), if it is one: refused up front
+    /// on a batch task, whose evaluator takes a submitted file and no steps.
+    pub builtin_policy: Option<String>,
+}
+
+/// A run's name and tags, as a person gives them to tell runs apart.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunLabels {
+    pub name: Option<String>,
+    pub tags: Vec<String>,
+}
+
+/// The longest name a run can be given, in characters.
+pub const MAX_NAME_CHARS: usize = 80;
+/// The most tags a run can carry, and the longest tag.
+pub const MAX_TAGS: usize = 16;
+pub const MAX_TAG_CHARS: usize = 32;
+
+impl RunLabels {
+    /// Refuses what a table, a CSV file or a terminal would show wrong: an empty or overlong
+    /// name, control characters, too many tags, a tag that is not `[A-Za-z0-9._:-]+`.
+    pub fn check(&self) -> Result<(), String> {
+        if let Some(name) = &self.name {
+            let chars = name.chars().count();
+            if name.trim().is_empty() || chars > MAX_NAME_CHARS {
+                return Err(format!(
+                    "a run's name has 1 to {MAX_NAME_CHARS} characters (got {chars})"
+                ));
+            }
+            if name.chars().any(char::is_control) {
+                return Err("a run's name cannot hold control characters".into());
+            }
+        }
+        if self.tags.len() > MAX_TAGS {
+            return Err(format!(
+                "a run carries at most {MAX_TAGS} tags (got {})",
+                self.tags.len()
+            ));
+        }
+        for tag in &self.tags {
+            let fine = (1..=MAX_TAG_CHARS).contains(&tag.chars().count())
+                && tag
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-'));
+            if !fine {
+                return Err(format!(
+                    "tag {tag:?}: a tag has 1 to {MAX_TAG_CHARS} of A-Z a-z 0-9 . _ : -"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// What the harness knows while a session runs.
@@ -113,6 +167,7 @@ async fn with_evaluator(
     options: &RunOptions,
     body: impl AsyncFnOnce(&EvaluatorHandle) -> Result<Report, HarnessError>,
 ) -> Result<Report, HarnessError> {
+    options.labels.check().map_err(HarnessError::Labels)?;
     let evaluator = attach_or_start(
         &options.state_dir,
         &options.ale_exe,
@@ -408,6 +463,15 @@ async fn run_with(
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<Report, HarnessError> {
     let mut prologue = prologue(options, evaluator).await?;
+    if let Some(policy) = &options.builtin_policy
+        && let Some(task) = prologue.channel.task(&options.task_id).await?
+        && task.is_batch()
+    {
+        return Err(HarnessError::BuiltinOnBatch {
+            policy: policy.clone(),
+            task: task.id,
+        });
+    }
     // The state dir is what the agent must never see; the sandbox is tried before any official
     // env exists, so a machine without namespaces refuses cleanly.
     let hidden =
@@ -566,6 +630,8 @@ async fn run_official_env(
             }),
             sandbox: sandbox_record,
             harness_version: env!("CARGO_PKG_VERSION").into(),
+            name: options.labels.name.clone(),
+            tags: options.labels.tags.clone(),
         },
         summary.episodes,
     )?;
@@ -852,12 +918,14 @@ async fn run_batch_env(
             agent_endpoint: None,
             // No agent runs: the harness itself hands the submission over.
             sandbox: SandboxRecord {
-                mode: sandbox::SandboxMode::None,
+                mode: sandbox::SandboxMode::NoAgent,
                 network: sandbox::Network::None,
                 agent_uid: None,
                 limits: None,
             },
             harness_version: env!("CARGO_PKG_VERSION").into(),
+            name: options.labels.name.clone(),
+            tags: options.labels.tags.clone(),
         },
         summary.episodes,
     )?;

@@ -183,6 +183,37 @@ pub struct Breakdown {
 }
 
 impl Breakdown {
+    /// The score these same rules, safety values and faithfulness verdict give another
+    /// measurement of the metric: a report's score interval is this at both ends of the
+    /// metric's interval.
+    pub fn score_at(&self, measured: f64) -> f64 {
+        let rules = ScoringRules {
+            metric_name: self.metric_name.clone(),
+            direction: self.direction,
+            target: self.target,
+            cap: self.cap,
+            safety: self
+                .penalties
+                .iter()
+                .map(|p| SafetyRule {
+                    name: p.name.clone(),
+                    penalty_factor: p.penalty_factor,
+                })
+                .collect(),
+            requires_faithfulness: self.faithfulness.required,
+        };
+        let safety = self
+            .penalties
+            .iter()
+            .map(|p| (p.name.clone(), p.value))
+            .collect();
+        let verdict = Faithfulness::Verdict(Verdict {
+            pass: self.faithfulness.passed,
+            reason: self.faithfulness.reason.clone(),
+        });
+        score(&rules, Some(measured), &safety, &verdict).score
+    }
+
     /// The breakdown for people, one `(label, text)` row per factor: metric, ratio, each safety
     /// metric, faithfulness, score.
     pub fn lines(&self) -> Vec<(String, String)> {

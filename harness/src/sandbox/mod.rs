@@ -75,6 +75,9 @@ pub enum SandboxMode {
     /// No sandbox: the agent runs as the harness's user with its view of the machine. Its run
     /// is marked as one whose record the agent could have tampered with.
     None,
+    /// No agent ran: the harness handed a batch task's submitted file to the evaluator, which
+    /// played it (`ale harness run --submission`). Nothing untrusted ran beside the records.
+    NoAgent,
 }
 
 impl SandboxMode {
@@ -168,16 +171,22 @@ pub struct SandboxRecord {
 /// How every view of an unsandboxed run marks it.
 pub const UNSANDBOXED_WARNING: &str = "unsandboxed: the agent could have tampered with this record";
 
+/// How every view describes a run where no agent ran.
+pub const NO_AGENT: &str = "no agent: the evaluator played the submitted file";
+
 impl SandboxRecord {
     /// The warning an unsandboxed run carries.
     pub fn warning(&self) -> Option<&'static str> {
-        (!self.mode.is_sandboxed()).then_some(UNSANDBOXED_WARNING)
+        (self.mode == SandboxMode::None).then_some(UNSANDBOXED_WARNING)
     }
 
     /// One line for listings: "sandboxed (offline, uid 65534)", or the warning.
     pub fn describe(&self) -> String {
         if let Some(warning) = self.warning() {
             return warning.to_string();
+        }
+        if self.mode == SandboxMode::NoAgent {
+            return NO_AGENT.to_string();
         }
         let network = match self.network {
             Network::None => "offline",

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ale_harness::progress::{ProgressEvent, RunProgress};
-use ale_harness::report::Report;
+use ale_harness::report::{Report, RunEnding};
 use ale_harness::runs::{self, RunSummary};
 use ale_harness::sandbox::limits::ByteSize;
 use ale_harness::sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
@@ -14,6 +14,7 @@ use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
 };
+use ale_harness::run::RunLabels;
 use ale_harness::{Progress, RunOptions, run_batch, run_interactive};
 use ale_proto::keys::{KeyRole, encode_public_key};
 use ale_proto::records::Outcome;
@@ -94,6 +95,13 @@ pub struct RunArgs {
     pub faithfulness: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "auto")]
     pub progress: ProgressStyle,
+    /// A name for the run, recorded in its signed log and shown by `runs`, the leaderboard and
+    /// the plots (up to 80 characters).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// A tag for the run (repeatable; `runs --tag` filters by it): A-Z a-z 0-9 . _ : -
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     /// The agent: program and arguments, after `--`.
@@ -308,6 +316,11 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         poll_interval: Duration::from_millis(100),
         faithfulness: args.faithfulness.clone(),
         sandbox: args.sandbox.options(),
+        labels: RunLabels {
+            name: args.name.clone(),
+            tags: args.tags.clone(),
+        },
+        builtin_policy: args.policy.clone(),
     };
     let mut display = ProgressDisplay::new(args.progress);
     let rt = super::runtime(1)?;
@@ -338,7 +351,11 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
     } else {
         print_summary(&report, &run_dir);
     }
-    Ok(ExitCode::SUCCESS)
+    let ending = report.ending();
+    if ending != RunEnding::Played && args.progress != ProgressStyle::Json {
+        eprintln!("error: {ending} (exit code {})", ending.exit_code());
+    }
+    Ok(ExitCode::from(ending.exit_code()))
 }
 
 /// Shows a run's progress as the chosen style.
@@ -426,8 +443,14 @@ fn print_table(rows: &[(String, String)]) {
 
 fn print_summary(report: &Report, run_dir: &Path) {
     let count = |o: Outcome| report.episodes.iter().filter(|e| e.outcome == o).count();
-    let mut rows = vec![
-        ("run".to_string(), report.run_id.to_string()),
+    let mut rows = vec![("run".to_string(), report.run_id.to_string())];
+    if let Some(name) = &report.name {
+        rows.push(("name".into(), name.clone()));
+    }
+    if !report.tags.is_empty() {
+        rows.push(("tags".into(), report.tags.join(", ")));
+    }
+    rows.extend([
         (
             "task".into(),
             format!("{} — {}", report.task.id, report.task.title),
@@ -441,7 +464,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
             format!("{} ({})", report.agent.command.join(" "), report.agent.exit),
         ),
         ("sandbox".into(), report.sandbox.describe()),
-    ];
+    ]);
     if let Some(limits) = report.sandbox.describe_limits() {
         rows.push(("limits".into(), limits));
     }
@@ -461,6 +484,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
         ),
     )]);
     rows.extend(report.score.lines());
+    rows.extend(report.statistics_lines());
     rows.push((
         "trajectory".into(),
         format!(

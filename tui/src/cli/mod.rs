@@ -7,6 +7,7 @@ pub mod demo;
 pub mod harness;
 pub mod load;
 pub mod plot;
+pub mod run_arg;
 pub mod serve;
 pub mod sims;
 pub mod tasks;

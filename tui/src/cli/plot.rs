@@ -1,7 +1,7 @@
 //! `ale plot`: a run's per-episode metric, running mean and target, as PNG or SVG; or two runs
 //! of one task side by side (`--compare`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use ale_harness::compare::{Checked, ComparedRun, Comparison};
@@ -32,29 +32,13 @@ pub struct PlotArgs {
     pub state_dir: StateDirArg,
 }
 
-/// A run argument as a path: itself if it exists, else the run of that id in `state_dir`.
-fn resolve_run(run: &Path, state_dir: &Path) -> anyhow::Result<PathBuf> {
-    if run.exists() {
-        return Ok(run.to_path_buf());
-    }
-    let id = ale_proto::RunId::from_wire(run.to_string_lossy());
-    let dir = ale_proto::layout::run_dir(state_dir, &id);
-    anyhow::ensure!(
-        dir.is_dir(),
-        "{} is neither a file, a folder, nor a run in {}",
-        run.display(),
-        state_dir.display()
-    );
-    Ok(dir)
-}
-
 pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
     let state_dir = args.state_dir.resolve();
     match (&args.run, args.compare.as_deref()) {
         (_, Some([left, right])) => {
             let (left, right) = (
-                resolve_run(left, &state_dir)?,
-                resolve_run(right, &state_dir)?,
+                super::run_arg::resolve(left, &state_dir)?,
+                super::run_arg::resolve(right, &state_dir)?,
             );
             let keys = RecordKeys::from_state_dir(&state_dir);
             let both = Comparison::load(&left, &right, keys.as_ref())?;
@@ -80,7 +64,7 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::SUCCESS);
         }
         (Some(run), None) => {
-            let data = PlotData::load(&resolve_run(run, &state_dir)?)?;
+            let data = PlotData::load(&super::run_arg::resolve(run, &state_dir)?)?;
             render_file(&data, &args.output)?;
         }
         // clap requires RUN or two values of --compare.
