@@ -91,6 +91,27 @@ pub struct Report {
     pub versions: Versions,
 }
 
+/// A command line in a few words: `policy heuristic` for `ale agent --policy heuristic`,
+/// `submission` for none, else the program's file name and its first argument's, if any
+/// (`python agent.py`).
+pub fn agent_label(command: &[String]) -> String {
+    let base = |s: &String| {
+        Path::new(s)
+            .file_name()
+            .map_or(s.clone(), |n| n.to_string_lossy().to_string())
+    };
+    match command {
+        [] => "submission".into(),
+        [program, sub, flag, policy]
+            if base(program) == "ale" && sub == "agent" && flag == "--policy" =>
+        {
+            format!("policy {policy}")
+        }
+        [program] => base(program),
+        [program, first, ..] => format!("{} {}", base(program), base(first)),
+    }
+}
+
 /// How a run ended, as its exit code tells a script: whether it played every planned rollout
 /// and, if not, why. `ale harness run` exits with [`RunEnding::exit_code`]; a run that ended
 /// with no report at all (the harness or the evaluator failed) exits 1, a usage error 2.
@@ -270,6 +291,16 @@ impl Report {
                 evaluator: trajectory.run.evaluator_version.clone(),
             },
         })
+    }
+
+    /// The agent in a few words, as listings, leaderboards and legends name it: the run's
+    /// `--name` if it has one; else `policy heuristic` for a built-in agent, `submission` when
+    /// no agent ran, or the command's program and script (`python agent.py`).
+    pub fn agent_label(&self) -> String {
+        if let Some(name) = &self.name {
+            return name.clone();
+        }
+        agent_label(&self.agent.command)
     }
 
     /// How the run ended (its exit code's meaning).
