@@ -17,6 +17,7 @@ pub mod channel;
 pub mod compare;
 mod error;
 pub mod evaluator_process;
+pub mod leaderboard;
 pub mod log;
 pub mod plot;
 pub mod progress;

@@ -195,7 +195,9 @@ impl Difference {
             if !left.is_empty() && !right.is_empty() {
                 for _ in 0..RESAMPLES {
                     let l: f64 = (0..left.len()).map(|_| left[rng.below(left.len())]).sum();
-                    let r: f64 = (0..right.len()).map(|_| right[rng.below(right.len())]).sum();
+                    let r: f64 = (0..right.len())
+                        .map(|_| right[rng.below(right.len())])
+                        .sum();
                     diffs.push(l / left.len() as f64 - r / right.len() as f64);
                 }
             }
@@ -368,7 +370,10 @@ mod tests {
 
     #[test]
     fn std_is_the_sample_deviation() {
-        assert_eq!(std(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]), (32.0f64 / 7.0).sqrt());
+        assert_eq!(
+            std(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]),
+            (32.0f64 / 7.0).sqrt()
+        );
         assert_eq!(std(&[3.0]), 0.0);
     }
 
@@ -409,8 +414,20 @@ mod tests {
     fn a_constant_run_has_a_point_interval() {
         let s = Summary::of(&[1.5; 20], 1);
         assert_eq!(s.std, 0.0);
-        assert_eq!(s.mean_ci, Interval { low: 1.5, high: 1.5 });
-        assert_eq!(s.iqm_ci, Interval { low: 1.5, high: 1.5 });
+        assert_eq!(
+            s.mean_ci,
+            Interval {
+                low: 1.5,
+                high: 1.5
+            }
+        );
+        assert_eq!(
+            s.iqm_ci,
+            Interval {
+                low: 1.5,
+                high: 1.5
+            }
+        );
     }
 
     #[test]
@@ -418,7 +435,13 @@ mod tests {
         // Two tasks, one always 0, one always 1: every resample keeps 10 of each, so the
         // interval is the point 0.5 (an unstratified bootstrap would spread it).
         let s = Summary::of_strata(&[&[0.0; 10], &[1.0; 10]], 3);
-        assert_eq!(s.mean_ci, Interval { low: 0.5, high: 0.5 });
+        assert_eq!(
+            s.mean_ci,
+            Interval {
+                low: 0.5,
+                high: 0.5
+            }
+        );
         let unstratified = Summary::of(&[[0.0; 10], [1.0; 10]].concat(), 3);
         assert!(unstratified.mean_ci.half_width() > 0.05);
     }
@@ -427,13 +450,24 @@ mod tests {
     fn probability_of_improvement_counts_ties_half_and_follows_the_direction() {
         assert_eq!(probability_of_improvement(&[2.0], &[1.0], true), 1.0);
         assert_eq!(probability_of_improvement(&[2.0], &[1.0], false), 0.0);
-        assert_eq!(probability_of_improvement(&[1.0, 2.0], &[1.0, 2.0], true), 0.5);
+        assert_eq!(
+            probability_of_improvement(&[1.0, 2.0], &[1.0, 2.0], true),
+            0.5
+        );
         // Brute force on a mixed case.
         let (l, r) = ([3.0, 1.0, 2.0, 2.0], [2.0, 0.5, 4.0]);
         let brute: f64 = l
             .iter()
             .flat_map(|a| r.iter().map(move |b| (a, b)))
-            .map(|(a, b)| if a > b { 1.0 } else if a == b { 0.5 } else { 0.0 })
+            .map(|(a, b)| {
+                if a > b {
+                    1.0
+                } else if a == b {
+                    0.5
+                } else {
+                    0.0
+                }
+            })
             .sum::<f64>()
             / 12.0;
         assert_eq!(probability_of_improvement(&l, &r, true), brute);
@@ -455,6 +489,9 @@ mod tests {
         assert!(unpaired.ci.half_width() > 5.0, "{unpaired:?}");
         assert!(unpaired.ci.contains(0.0));
         // Lower is better flips it.
-        assert_eq!(Difference::of(&left, &right, true, false, 5).probability_of_improvement, 0.0);
+        assert_eq!(
+            Difference::of(&left, &right, true, false, 5).probability_of_improvement,
+            0.0
+        );
     }
 }

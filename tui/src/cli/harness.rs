@@ -5,16 +5,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ale_harness::leaderboard::Leaderboard;
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::{Report, RunEnding};
-use ale_harness::runs::{self, RunSummary};
+use ale_harness::run::RunLabels;
+use ale_harness::runs::{self, RunFilter, RunRow};
 use ale_harness::sandbox::limits::ByteSize;
 use ale_harness::sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
 use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
 };
-use ale_harness::run::RunLabels;
 use ale_harness::{Progress, RunOptions, run_batch, run_interactive};
 use ale_proto::keys::{KeyRole, encode_public_key};
 use ale_proto::records::Outcome;
@@ -52,9 +53,16 @@ pub enum HarnessCommand {
         after_help = "Examples:\n  ale harness verify ~/.local/state/ale/runs/run-…\n  ale harness verify trajectory.jsonl"
     )]
     Verify(VerifyArgs),
-    /// List past runs: task, status, metric, score.
-    #[command(after_help = "Example:\n  ale harness runs --state-dir /tmp/ale-state")]
+    /// List past runs: date, duration, task, name or agent, status, score ± its 95%
+    /// interval; filter them, print them as JSON or CSV, or remove (`rm`) one.
+    #[command(
+        after_help = "Examples:\n  ale harness runs --state-dir /tmp/ale-state\n  ale harness runs --task cartpole-balance --tag paper --csv > runs.csv\n  ale harness runs rm run-3f2a… --archive"
+    )]
     Runs(RunsArgs),
+    /// The best verified run of each agent on a task, ranked by score with its interval.
+    /// Runs whose records do not verify are left out, and listed as such.
+    #[command(after_help = "Example:\n  ale harness leaderboard --task cartpole-balance")]
+    Leaderboard(LeaderboardArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -237,7 +245,9 @@ pub struct ScoreArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
-    /// A trajectory.jsonl or a run folder.
+    /// A run folder, a trajectory.jsonl, or a run id (looked up in --state-dir, or the
+    /// default state dir).
+    #[arg(value_name = "RUN")]
     pub path: PathBuf,
     /// The evaluator's public key: a file (like evaluator.pub) or 64 hex characters
     /// [default: from the state dir]
@@ -257,9 +267,61 @@ pub struct VerifyArgs {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct RunsArgs {
+    #[command(subcommand)]
+    pub action: Option<RunsAction>,
     #[command(flatten)]
     pub state_dir: StateDirArg,
+    /// Only runs of this task.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Only runs with this tag (repeatable: every one given).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Only runs whose name holds this text (any case).
+    #[arg(long, value_name = "TEXT")]
+    pub name: Option<String>,
+    /// Print the runs as a JSON array.
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    /// Print the runs as CSV, with a header line.
+    #[arg(long)]
+    pub csv: bool,
+}
+
+#[derive(clap::Subcommand, Debug)]
+pub enum RunsAction {
+    /// Remove a run's folder (its records, report, plots and agent log), or with --archive
+    /// move it to <state>/archive/runs, out of the listings.
+    Rm(RmArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct RmArgs {
+    /// Runs: a run id, or a run folder in the state dir.
+    #[arg(required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
+    /// Move the runs to <state>/archive/runs instead of deleting them.
+    #[arg(long)]
+    pub archive: bool,
+    /// Also a run with no report and no finished session (it may still be running).
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub state_dir: StateDirArg,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct LeaderboardArgs {
+    /// The task whose runs to rank.
+    #[arg(long)]
+    pub task: String,
+    #[command(flatten)]
+    pub state_dir: StateDirArg,
+    /// Print the board as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
@@ -267,7 +329,11 @@ pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
         HarnessCommand::Run(args) => run_official(*args),
         HarnessCommand::Score(args) => score_file(args),
         HarnessCommand::Verify(args) => verify_path(&args),
-        HarnessCommand::Runs(args) => list_runs(&args.state_dir.resolve()),
+        HarnessCommand::Runs(args) => match args.action {
+            Some(RunsAction::Rm(rm)) => remove_runs(&rm),
+            None => list_runs(&args),
+        },
+        HarnessCommand::Leaderboard(args) => leaderboard(&args),
     }
 }
 
@@ -557,13 +623,10 @@ struct KeySource<'a> {
 }
 
 impl<'a> KeySource<'a> {
-    fn new(args: &'a VerifyArgs) -> Self {
+    /// The keys for the run at `path` (the resolved run argument).
+    fn new(args: &'a VerifyArgs, path: &Path) -> Self {
         let state_dir = args.state_dir.clone().or_else(|| {
-            let run_dir = if args.path.is_dir() {
-                args.path.as_path()
-            } else {
-                args.path.parent()?
-            };
+            let run_dir = if path.is_dir() { path } else { path.parent()? };
             run_dir.parent()?.parent().map(Path::to_path_buf)
         });
         KeySource { args, state_dir }
@@ -606,8 +669,12 @@ impl<'a> KeySource<'a> {
 }
 
 fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    let path = &args.path;
-    let source = KeySource::new(args);
+    let lookup = args
+        .state_dir
+        .clone()
+        .unwrap_or_else(ale_server::state_dir::default_state_dir);
+    let path = &super::run_arg::resolve(&args.path, &lookup)?;
+    let source = KeySource::new(args, path);
     let evaluator_key = source.key(KeyRole::Evaluator)?;
     let verdict = RunVerdict::from(if path.is_dir() {
         let keys = RecordKeys {
@@ -730,41 +797,187 @@ fn verification_rows(
             },
         ));
     }
-    if verified.report.is_some() {
+    if let Some(report) = &verified.report {
         rows.push(("report".into(), "agrees with the signed records".into()));
+        rows.extend(report.statistics_lines());
     }
     rows
 }
 
-fn list_runs(state_dir: &Path) -> anyhow::Result<ExitCode> {
-    let runs = runs::list(state_dir)
+fn list_runs(args: &RunsArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = args.state_dir.resolve();
+    let entries = runs::list(&state_dir)
         .with_context(|| format!("cannot list runs in {}", state_dir.display()))?;
-    if runs.is_empty() {
-        println!("No runs in {} yet. Try: ale demo", state_dir.display());
+    let filter = RunFilter {
+        task: args.task.clone(),
+        tags: args.tags.clone(),
+        name: args.name.clone(),
+    };
+    let rows: Vec<RunRow> = entries
+        .iter()
+        .map(RunRow::of)
+        .filter(|r| filter.keeps(r))
+        .collect();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "{:<38} {:<32} {:<16} {:>12} {:>7}  AGENT",
-        "RUN", "TASK", "STATUS", "METRIC", "SCORE"
+    if args.csv {
+        print!("{}", runs::to_csv(&rows));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if rows.is_empty() {
+        if entries.is_empty() {
+            println!("No runs in {} yet. Try: ale demo", state_dir.display());
+        } else {
+            println!(
+                "None of the {} runs in {} match.",
+                entries.len(),
+                state_dir.display()
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let table: Vec<[String; 7]> = rows
+        .iter()
+        .map(|r| {
+            let who = match &r.name {
+                Some(name) => name.clone(),
+                None => r.agent.clone(),
+            };
+            let score = match (r.score, r.score_ci) {
+                (Some(s), Some(ci)) => format!("{s:.3} ± {:.3}", ci.half_width()),
+                (Some(s), None) => format!("{s:.3}"),
+                _ => "-".into(),
+            };
+            let duration = r
+                .duration_seconds
+                .map_or("-".into(), |d| format!("{d:.1} s"));
+            let status = match &r.sandbox {
+                Some(s) if s.starts_with("unsandboxed") => format!("{} (UNSANDBOXED)", r.status),
+                _ => r.status.clone(),
+            };
+            [
+                r.started[..16.min(r.started.len())].to_string(),
+                duration,
+                r.task.clone(),
+                who,
+                status,
+                score,
+                r.run_id.clone(),
+            ]
+        })
+        .collect();
+    print_columns(
+        &[
+            "STARTED (UTC)",
+            "TIME",
+            "TASK",
+            "NAME / AGENT",
+            "STATUS",
+            "SCORE ± 95%",
+            "RUN",
+        ],
+        &table,
     );
-    for run in runs {
-        match run.summary {
-            RunSummary::Reported(r) => println!(
-                "{:<38} {:<32} {:<16} {:>12.3} {:>7.3}  {}",
-                run.run_id,
-                r.task.id,
-                r.status.to_string(),
-                r.value,
-                r.score.score,
-                r.sandbox.describe()
-            ),
-            RunSummary::Unreported { task_id, status } => {
-                println!(
-                    "{:<38} {:<32} {:<16} {:>12} {:>7}",
-                    run.run_id, task_id, status, "-", "-"
-                )
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A table with a header, each column as wide as its widest cell (the last one unpadded).
+fn print_columns<const N: usize>(header: &[&str; N], rows: &[[String; N]]) {
+    let mut widths = header.map(|h| h.chars().count());
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut out = String::new();
+        for (i, (cell, w)) in cells.iter().zip(widths).enumerate() {
+            if i + 1 == N {
+                out.push_str(cell);
+            } else {
+                out.push_str(&format!("{cell:<w$}  "));
             }
-            RunSummary::Unreadable(why) => println!("{:<38} ({why})", run.run_id),
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.to_vec());
+    for row in rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn remove_runs(args: &RmArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = args.state_dir.resolve();
+    for run in &args.runs {
+        let dir = super::run_arg::resolve(run, &state_dir)?;
+        let gone = runs::remove(&state_dir, &dir, args.archive, args.force)?;
+        if args.archive {
+            println!("archived {} to {}", dir.display(), gone.display());
+        } else {
+            println!("removed {}", gone.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = args.state_dir.resolve();
+    let board = Leaderboard::load(&state_dir, &args.task)
+        .with_context(|| format!("cannot list runs in {}", state_dir.display()))?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&board)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("Leaderboard of {} (verified runs only)", board.task);
+    if board.standings.is_empty() {
+        println!("  no verified run of {} yet", board.task);
+    } else {
+        let rows: Vec<[String; 7]> = board
+            .standings
+            .iter()
+            .map(|s| {
+                let ci = |c: Option<ale_harness::stats::Interval>| {
+                    c.map_or(String::new(), |c| format!(" [{:.3}, {:.3}]", c.low, c.high))
+                };
+                [
+                    s.rank.to_string(),
+                    s.agent.clone(),
+                    format!("{:.3}{}", s.score, ci(s.score_ci)),
+                    format!("{:.3}{}", s.value, ci(s.value_ci)),
+                    format!(
+                        "{} · {} run{}",
+                        s.rollouts,
+                        s.runs,
+                        if s.runs == 1 { "" } else { "s" }
+                    ),
+                    s.started[..16.min(s.started.len())].to_string(),
+                    s.run_id.clone(),
+                ]
+            })
+            .collect();
+        let metric = board
+            .standings
+            .first()
+            .map_or("METRIC".to_string(), |s| s.metric_name.to_uppercase());
+        print_columns(
+            &[
+                "#",
+                "AGENT",
+                "SCORE [95%]",
+                &format!("{metric} [95%]"),
+                "ROLLOUTS · RUNS",
+                "STARTED (UTC)",
+                "BEST RUN",
+            ],
+            &rows,
+        );
+    }
+    if !board.left_out.is_empty() {
+        println!("Left out ({} not verified):", board.left_out.len());
+        for l in &board.left_out {
+            println!("  {}  {}  {}", l.run_id, l.agent, l.reason);
         }
     }
     Ok(ExitCode::SUCCESS)
