@@ -132,6 +132,7 @@ impl Client {
                 num_envs,
                 autoreset_mode: mode.to_pb() as i32,
                 vector: true,
+                ..Default::default()
             })
             .await?
             .into_inner();

@@ -111,13 +111,19 @@ impl HarnessChannel {
             .transpose()
     }
 
-    /// Creates the official env of `task_id`, with the session and run it will be scored in.
-    pub async fn create_official(&mut self, task_id: &str) -> Result<OfficialEnv, HarnessError> {
+    /// Creates the official env of `task_id`, with the session and run it will be scored in,
+    /// played on the task's evaluation seed set `seed_set` if one is named.
+    pub async fn create_official(
+        &mut self,
+        task_id: &str,
+        seed_set: Option<&str>,
+    ) -> Result<OfficialEnv, HarnessError> {
         let created = self
             .client
             .create_env(pb::CreateEnvRequest {
                 task_id: task_id.to_string(),
                 official: true,
+                seed_set: seed_set.unwrap_or_default().to_string(),
                 ..Default::default()
             })
             .await

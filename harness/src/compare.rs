@@ -21,13 +21,17 @@ use std::path::{Path, PathBuf};
 
 use ale_proto::RunId;
 use ale_proto::keys::KeyError;
-use ale_proto::records::EvalStatus;
+use ale_proto::records::{Direction, EvalStatus, SeedSetRecord};
+use ale_proto::trajectory::TRAJECTORY_FILE;
 
 use crate::plot::{PlotData, PlotError};
 use crate::report::Report;
 use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
-use crate::verify::{RecordKeys, RunVerdict, verify_run_dir, verify_trajectory_file};
+use crate::stats::{Difference, seed_for};
+use crate::verify::{
+    RecordKeys, RunVerdict, verify_run_dir, verify_trajectory, verify_trajectory_file,
+};
 
 /// Two runs of different tasks: their metrics, targets and scores do not compare.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +111,8 @@ pub struct ComparedRun {
     pub plot: PlotData,
     pub report: RunReport,
     pub checked: Checked,
+    /// The evaluation seed set it was played on, as its records say; `None`: fresh seeds.
+    pub seed_set: Option<SeedSetRecord>,
 }
 
 impl ComparedRun {
@@ -146,6 +152,20 @@ impl ComparedRun {
             RunReport::Written(report) => PlotData::from_report(report),
             RunReport::Missing(_) => PlotData::load(path)?,
         };
+        let seed_set = match &report {
+            RunReport::Written(report) => report.seed_set.clone(),
+            RunReport::Missing(_) => {
+                let trajectory = if path.is_dir() {
+                    path.join(TRAJECTORY_FILE)
+                } else {
+                    path.to_path_buf()
+                };
+                std::fs::read_to_string(trajectory)
+                    .ok()
+                    .and_then(|text| verify_trajectory(&text).ok())
+                    .and_then(|v| v.run.seed_set)
+            }
+        };
         let checked = match keys {
             Err(e) => Checked::NoKeys(format!("signatures not checked: {e}")),
             Ok(keys) if path.is_dir() => Checked::Verdict(verify_run_dir(path, keys).into()),
@@ -156,6 +176,7 @@ impl ComparedRun {
             plot,
             report,
             checked,
+            seed_set,
         })
     }
 
@@ -250,6 +271,32 @@ impl Comparison {
     pub fn sides(&self) -> [&ComparedRun; 2] {
         [&self.left, &self.right]
     }
+
+    /// Whether rollout i of one run was played on the same hidden seed as rollout i of the
+    /// other: both runs were played on one evaluation seed set (equal commitments).
+    pub fn paired(&self) -> bool {
+        match (&self.left.seed_set, &self.right.seed_set) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+
+    /// Left minus right, per-rollout metric: the difference of the means with its 95%
+    /// interval and the probability of improvement. Runs on one seed set are paired rollout
+    /// for rollout; otherwise each run drew seeds of its own, rollout i of one has nothing to
+    /// do with rollout i of the other, and each run is resampled on its own.
+    pub fn difference(&self) -> Difference {
+        let metrics = |side: &ComparedRun| -> Vec<f64> {
+            side.plot.episodes.iter().map(|e| e.metric).collect()
+        };
+        Difference::of(
+            &metrics(&self.left),
+            &metrics(&self.right),
+            self.paired(),
+            self.left.plot.direction == Direction::HigherIsBetter,
+            seed_for(&[self.left.run_id().as_str(), self.right.run_id().as_str()]),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -336,6 +383,27 @@ mod tests {
             both.left.sandbox().is_none(),
             "a broken run's sandbox claim is not taken"
         );
+
+        // Unpaired: the two runs drew seeds of their own. The sample reports hold no
+        // rollouts: no difference, an even chance.
+        let d = both.difference();
+        assert!(!d.paired);
+        assert_eq!(d.mean_difference, 0.0);
+        assert_eq!(d.probability_of_improvement, 0.5);
+        // One seed set on both sides pairs them; another set, or one side's fresh seeds,
+        // does not.
+        let set = |name: &str| SeedSetRecord {
+            commitment: format!("c-{name}"),
+            name: name.into(),
+        };
+        let mut paired = both.clone();
+        paired.left.seed_set = Some(set("benchmark"));
+        paired.right.seed_set = Some(set("benchmark"));
+        assert!(paired.paired() && paired.difference().paired);
+        paired.right.seed_set = Some(set("holdout"));
+        assert!(!paired.paired());
+        paired.right.seed_set = None;
+        assert!(!paired.paired());
 
         // One run given twice (here by the same folder) is refused.
         let e = Comparison::load(&a, &a, Ok(&keys)).unwrap_err();

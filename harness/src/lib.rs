@@ -13,6 +13,7 @@
 //! - [`evaluator_process`]: attaching to the evaluator serving a state dir, or starting one.
 
 pub mod agent;
+pub mod bundle;
 pub mod channel;
 pub mod compare;
 mod error;

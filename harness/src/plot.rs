@@ -797,6 +797,7 @@ mod tests {
             plot,
             report: RunReport::Missing("a test's plot alone".into()),
             checked,
+            seed_set: None,
         }
     }
 

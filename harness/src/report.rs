@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ale_proto::RunId;
 use ale_proto::layout::REPORT_FILE;
 use ale_proto::private_files::create_private_file;
-use ale_proto::records::{EpisodeRecord, EvalStatus, Genre};
+use ale_proto::records::{EpisodeRecord, EvalStatus, Genre, SeedSetRecord};
 use serde::{Deserialize, Serialize};
 
 use ale_proto::keys::encode_public_key;
@@ -65,6 +65,11 @@ pub struct Report {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
+    /// The evaluation seed set the run was played on (its name and commitment, from the
+    /// signed `run_started`); none for fresh hidden seeds. Two runs with equal commitments
+    /// played the same seeds, rollout for rollout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_set: Option<SeedSetRecord>,
     pub task: TaskSummary,
     pub status: EvalStatus,
     /// Why the session ended, in words (the evaluator's, plus the harness's if it ended it).
@@ -250,6 +255,7 @@ impl Report {
             run_id: trajectory.run.run_id.clone(),
             name: started.name.clone(),
             tags: started.tags.clone(),
+            seed_set: trajectory.run.seed_set.clone(),
             task: started.task.clone(),
             status: result.status,
             status_message: read.status_message.clone(),
@@ -421,6 +427,7 @@ pub(crate) mod tests {
             run_id: RunId::from_wire("run-test"),
             name: None,
             tags: Vec::new(),
+            seed_set: None,
             task: TaskSummary {
                 id: "cartpole-balance".into(),
                 title: "CartPole".into(),

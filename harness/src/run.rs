@@ -57,6 +57,9 @@ pub struct RunOptions {
     /// The built-in policy `agent_command` plays (`--policy`), if it is one: refused up front
     /// on a batch task, whose evaluator takes a submitted file and no steps.
     pub builtin_policy: Option<String>,
+    /// The task's named evaluation seed set to play (`--seed-set`), instead of fresh hidden
+    /// seeds.
+    pub seed_set: Option<String>,
 }
 
 /// A run's name and tags, as a person gives them to tell runs apart.
@@ -509,7 +512,10 @@ async fn run_with(
         ))?;
         sandbox::probe(&options.ale_exe, &spec).await?;
     }
-    let env = prologue.channel.create_official(&options.task_id).await?;
+    let env = prologue
+        .channel
+        .create_official(&options.task_id, options.seed_set.as_deref())
+        .await?;
     let session_id = env.session_id.clone();
     let outcome = run_official_env(options, &mut prologue, env, confinement, progress).await;
     end_session_on_error(&mut prologue.channel, &session_id, outcome).await
@@ -878,7 +884,10 @@ async fn run_batch_with(
     progress: &mut impl FnMut(Progress<'_>),
 ) -> Result<Report, HarnessError> {
     let mut prologue = prologue(options, evaluator).await?;
-    let env = prologue.channel.create_official(&options.task_id).await?;
+    let env = prologue
+        .channel
+        .create_official(&options.task_id, options.seed_set.as_deref())
+        .await?;
     let session_id = env.session_id.clone();
     let outcome = run_batch_env(options, submission, &mut prologue, env, progress).await;
     end_session_on_error(&mut prologue.channel, &session_id, outcome).await

@@ -189,6 +189,7 @@ mod tests {
             submission_contract: None,
             observation_space: space.clone(),
             action_space: space,
+            seed_sets: Vec::new(),
         }
     }
 

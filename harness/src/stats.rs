@@ -60,8 +60,9 @@ pub struct Method {
     pub bootstrap: String,
     pub resamples: u32,
     pub confidence: f64,
-    /// The generator's seed, in hex: the first 8 bytes of SHA-256 over the run ids.
-    pub seed: String,
+    /// The resampling generator's key (what it is seeded with), in hex: the first 8 bytes of
+    /// SHA-256 over the run ids. Not a rollout's seed: those stay hidden.
+    pub resampling_key: String,
 }
 
 impl Method {
@@ -70,7 +71,7 @@ impl Method {
             bootstrap: "stratified percentile bootstrap".into(),
             resamples: RESAMPLES,
             confidence: CONFIDENCE,
-            seed: format!("{seed:016x}"),
+            resampling_key: format!("{seed:016x}"),
         }
     }
 }

@@ -215,6 +215,18 @@ pub struct RunStarted {
     pub max_total_steps: u64,
     pub time_budget_seconds: u64,
     pub evaluator_version: String,
+    /// The named evaluation seed set the run plays, if any (fresh hidden seeds otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_set: Option<SeedSetRecord>,
+}
+
+/// A named evaluation seed set as a run records it: its name and its commitment
+/// ([`crate::commitment::seed_set_commitment`]), the same for every run on the set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedSetRecord {
+    pub commitment: String,
+    pub name: String,
 }
 
 /// Data of a `session_started` event.

@@ -94,6 +94,8 @@ pub struct TaskSpec {
     pub submission_contract: Option<SubmissionContract>,
     pub observation_space: Space,
     pub action_space: Space,
+    /// Its named evaluation seed sets: official runs on one set play the same hidden seeds.
+    pub seed_sets: Vec<String>,
 }
 
 impl TaskSpec {
@@ -175,6 +177,7 @@ impl TryFrom<pb::TaskMetadata> for TaskSpec {
                 format: c.format,
                 notes: c.notes,
             }),
+            seed_sets: t.seed_sets,
         })
     }
 }

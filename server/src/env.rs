@@ -17,7 +17,7 @@ use crate::batch::run::BatchRun;
 use crate::env_table::RunScope;
 use crate::error::Error;
 use crate::run_resources::RunResources;
-use crate::seeds::{SeedSource, random_u64};
+use crate::seeds::{SeedSet, SeedSource, random_u64};
 use crate::session::{NotStarted, RolloutProgress, Session};
 use crate::task::{Mode, Task};
 use crate::trajectory::TrajectoryWriter;
@@ -76,6 +76,8 @@ pub struct Official {
     resources: Option<RunResources>,
     /// When the harness last read the run's final result: from then the env is done with.
     final_result_read: Option<Instant>,
+    /// The named seed set its session plays, instead of the evaluator's fresh seeds.
+    seed_set: Option<SeedSet>,
 }
 
 #[derive(Debug)]
@@ -122,7 +124,10 @@ impl Official {
             self.session_id.clone(),
             self.run_id.clone(),
             task.clone(),
-            seeds,
+            match &self.seed_set {
+                Some(set) => set,
+                None => seeds,
+            },
             secret,
             trajectory,
             now,
@@ -201,10 +206,12 @@ impl Env {
     /// `run_started`, and disk reserved for the rest of the run's trusted events, see
     /// [`crate::trajectory::reservation_for`]) are created now. `resources` are the run's
     /// folder and channel, released when the run ends. On failure nothing is left.
+    #[allow(clippy::too_many_arguments)]
     pub fn official(
         handle: EnvHandle,
         task: Arc<Task>,
         run: OfficialRun,
+        seed_set: Option<SeedSet>,
         runs_dir: &std::path::Path,
         signer: ale_proto::keys::SigningKey,
         resources: Option<RunResources>,
@@ -247,6 +254,7 @@ impl Env {
                 max_total_steps: task.eval.max_total_steps,
                 time_budget_seconds: task.eval.time_budget_seconds,
                 evaluator_version: env!("CARGO_PKG_VERSION").to_string(),
+                seed_set: seed_set.as_ref().map(SeedSet::record),
             },
         );
         if let Err(e) = started {
@@ -267,6 +275,7 @@ impl Env {
                 stage: Stage::Created(trajectory),
                 resources,
                 final_result_read: None,
+                seed_set,
             })),
             last_used: now,
         })
@@ -680,6 +689,7 @@ mod tests {
                 session_id: SessionId::from_random(random_id_bytes()),
                 scope: RunScope(0),
             },
+            None,
             &runs_dir,
             ale_proto::keys::SigningKey::from_bytes(&[9; 32]),
             None,

@@ -133,6 +133,19 @@ pub enum Error {
          vector envs (num_envs above 1, or vector) are for practice"
     )]
     OfficialVector,
+    /// A seed set asked for a practice env: only official runs are played on seed sets.
+    #[error("a seed set is for official envs: a practice env's seeds are the caller's own")]
+    SeedSetForPractice,
+    /// A seed set the task does not declare.
+    #[error(
+        "task {task} has no evaluation seed set {name:?} (it declares: {})",
+        if declared.is_empty() { "none".to_string() } else { declared.join(", ") }
+    )]
+    UnknownSeedSet {
+        task: String,
+        name: String,
+        declared: Vec<String>,
+    },
     /// One sub-env of a vector env failed: the error is its, its code the error's.
     #[error("sub-env {index}: {error}")]
     SubEnv { index: usize, error: Box<Error> },
@@ -267,6 +280,8 @@ impl Error {
             Error::BadAction { .. }
             | Error::InvalidRequest(_)
             | Error::OfficialVector
+            | Error::SeedSetForPractice
+            | Error::UnknownSeedSet { .. }
             | Error::VectorTooLarge { .. } => Code::InvalidArgument,
             Error::StepBeforeReset
             | Error::EpisodeOver

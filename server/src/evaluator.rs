@@ -22,7 +22,7 @@ use crate::env_table::{
 use crate::error::Error;
 use crate::interrupted::{MarkedRun, mark_interrupted_runs};
 use crate::run_resources::{RunChannels, RunResources, RunSetup};
-use crate::seeds::{OsSeeds, SeedSource, random_id_bytes};
+use crate::seeds::{OsSeeds, SeedSet, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
 use crate::task::Mode;
 use crate::task::{Task, TaskRegistry};
@@ -442,11 +442,19 @@ impl Evaluator {
         task_id: &str,
         official: bool,
     ) -> Result<CreatedEnv, Error> {
-        self.create_env_shaped(channel, connection, task_id, official, EnvShape::default())
+        self.create_env_shaped(
+            channel,
+            connection,
+            task_id,
+            official,
+            EnvShape::default(),
+            None,
+        )
     }
 
     /// [`Evaluator::create_env`] of a practice vector env when `shape` asks for one (more than
-    /// one sub-env, or `vector`); an official env must be single.
+    /// one sub-env, or `vector`); an official env must be single. An official env is played
+    /// on the task's evaluation seed set `seed_set` when one is named.
     pub fn create_env_shaped(
         &self,
         channel: Channel,
@@ -454,6 +462,7 @@ impl Evaluator {
         task_id: &str,
         official: bool,
         shape: EnvShape,
+        seed_set: Option<&str>,
     ) -> Result<CreatedEnv, Error> {
         if official && channel != Channel::Harness {
             return Err(Error::OfficialNeedsHarness);
@@ -461,8 +470,14 @@ impl Evaluator {
         if official && (shape.num_envs > 1 || shape.vector) {
             return Err(Error::OfficialVector);
         }
+        if !official && seed_set.is_some() {
+            return Err(Error::SeedSetForPractice);
+        }
         let num_envs = usize::try_from(shape.num_envs.max(1)).unwrap_or(usize::MAX);
         let task = self.task(task_id)?.clone();
+        let seed_set = seed_set
+            .map(|name| SeedSet::of(&task, name, &self.secret))
+            .transpose()?;
         let run = RunScope(self.next_run.fetch_add(1, Ordering::Relaxed));
         let pool = match (official, channel) {
             (true, _) => Pool::Official { run },
@@ -503,6 +518,7 @@ impl Evaluator {
                 handle.clone(),
                 task,
                 ids.clone(),
+                seed_set,
                 &ale_proto::layout::runs_dir(&self.state_dir),
                 self.signing_key.clone(),
                 Some(resources),

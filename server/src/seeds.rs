@@ -1,6 +1,15 @@
-//! Hidden seeds: drawn from the OS CSPRNG, held only in memory, never printed.
+//! Hidden seeds: drawn from the OS CSPRNG, held only in memory, never printed; or, for a run on
+//! a task's named evaluation seed set, derived from the evaluator secret ([`SeedSet`]).
 
 use std::fmt;
+
+use ale_proto::SECRET_LEN;
+use ale_proto::commitment::seed_set_commitment;
+use ale_proto::records::SeedSetRecord;
+use sha2::{Digest, Sha256};
+
+use crate::error::Error;
+use crate::task::Task;
 
 /// A rollout's hidden seed. Its `Debug` shows nothing, so a log line cannot leak it.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -56,6 +65,78 @@ impl SeedSource for OsSeeds {
                 word.copy_from_slice(chunk);
                 HiddenSeed(u64::from_le_bytes(word))
             })
+            .collect()
+    }
+}
+
+/// A task's named evaluation seed set: rollout i of every official run on it plays the seed
+/// `first 8 bytes of SHA256("ale-seed-set-seed/v1" ‖ 0 ‖ task ‖ 0 ‖ name ‖ 0 ‖ i as u32 BE ‖
+/// secret)`. Only the evaluator, which holds the secret, can compute them; runs record the
+/// set's commitment ([`ale_proto::commitment::seed_set_commitment`]) and, per rollout, the
+/// usual commitment, which mixes in the run id, so no record repeats between runs.
+#[derive(Clone)]
+pub struct SeedSet {
+    task_id: String,
+    name: String,
+    secret: [u8; SECRET_LEN],
+}
+
+impl fmt::Debug for SeedSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SeedSet({}/{}, ..)", self.task_id, self.name)
+    }
+}
+
+impl SeedSet {
+    /// The set `name` of `task`, refused unless the task declares it.
+    pub fn of(task: &Task, name: &str, secret: &[u8; SECRET_LEN]) -> Result<SeedSet, Error> {
+        if !task.eval.seed_sets.iter().any(|s| s == name) {
+            return Err(Error::UnknownSeedSet {
+                task: task.id.clone(),
+                name: name.chars().take(80).collect(),
+                declared: task.eval.seed_sets.clone(),
+            });
+        }
+        Ok(SeedSet {
+            task_id: task.id.clone(),
+            name: name.to_string(),
+            secret: *secret,
+        })
+    }
+
+    /// What the run's `run_started` event records of the set.
+    pub fn record(&self) -> SeedSetRecord {
+        SeedSetRecord {
+            commitment: seed_set_commitment(&self.task_id, &self.name, &self.secret),
+            name: self.name.clone(),
+        }
+    }
+
+    fn seed(&self, index: u32) -> HiddenSeed {
+        let mut h = Sha256::new();
+        h.update(b"ale-seed-set-seed/v1\0");
+        h.update(self.task_id.as_bytes());
+        h.update(b"\0");
+        h.update(self.name.as_bytes());
+        h.update(b"\0");
+        h.update(index.to_be_bytes());
+        h.update(self.secret);
+        let digest = h.finalize();
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        HiddenSeed(u64::from_be_bytes(first))
+    }
+}
+
+impl SeedSource for SeedSet {
+    /// The set's first seed (a session takes its whole plan with `draw_many`).
+    fn draw(&self) -> HiddenSeed {
+        self.seed(0)
+    }
+
+    fn draw_many(&self, n: usize) -> Vec<HiddenSeed> {
+        (0..n)
+            .map(|i| self.seed(u32::try_from(i).unwrap_or(u32::MAX)))
             .collect()
     }
 }

@@ -175,7 +175,15 @@ impl AleEnv for AleEnvService {
         };
         let created = self
             .call_where(placement, move |e, channel| {
-                e.create_env_shaped(channel, connection, &req.task_id, req.official, shape)
+                let seed_set = Some(req.seed_set.as_str()).filter(|s| !s.is_empty());
+                e.create_env_shaped(
+                    channel,
+                    connection,
+                    &req.task_id,
+                    req.official,
+                    shape,
+                    seed_set,
+                )
             })
             .await?;
         let (session_id, run_id) = created

@@ -57,6 +57,8 @@ pub mod bounds {
     pub const MAX_TOTAL_STEPS: u64 = 1_000_000_000_000;
     /// `eval.time_budget_seconds`: 0 (no limit) to this, 7 days.
     pub const MAX_TIME_BUDGET_SECONDS: u64 = 7 * 24 * 60 * 60;
+    /// `eval.seed_sets`: at most this many names.
+    pub const MAX_SEED_SETS: usize = 32;
     /// `metric.target` (> 0) and `metric.failure_value` (>= 0): finite, at most this.
     pub const MAX_METRIC_VALUE: f64 = 1e12;
     /// `metric.cap` (> 0): at most this.
@@ -137,6 +139,11 @@ pub struct EvalConfig {
     /// 0 means no limit.
     #[serde(default)]
     pub time_budget_seconds: u64,
+    /// Named evaluation seed sets: an official run may ask to play one
+    /// (`CreateEnvRequest.seed_set`), so that runs of different agents are paired rollout
+    /// for rollout. Names are `a-z 0-9 . _ -`, at most [`bounds::MAX_SEED_SETS`].
+    #[serde(default)]
+    pub seed_sets: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -454,6 +461,27 @@ impl Task {
         };
         let e = &self.eval;
         count(
+            "eval.seed_sets",
+            e.seed_sets.len() as u64,
+            0,
+            MAX_SEED_SETS as u64,
+            "named evaluation seed sets",
+        )?;
+        for (i, name) in e.seed_sets.iter().enumerate() {
+            if !ale_proto::commitment::is_seed_set_name(name) {
+                return Err(invalid(
+                    "eval.seed_sets",
+                    format!(
+                        "names are 1 to 64 of a-z 0-9 . _ - starting with a letter or digit, \
+                         got {name:?}"
+                    ),
+                ));
+            }
+            if e.seed_sets[..i].contains(name) {
+                return Err(invalid("eval.seed_sets", format!("names {name:?} twice")));
+            }
+        }
+        count(
             "eval.episodes",
             e.episodes.into(),
             1,
@@ -594,6 +622,7 @@ impl Task {
                 format: s.format.clone(),
                 notes: s.notes.clone(),
             }),
+            seed_sets: self.eval.seed_sets.clone(),
         }
     }
 }

@@ -680,3 +680,145 @@ async fn a_shape_that_overflows_is_invalid_argument() {
         .await
         .unwrap();
 }
+
+/// The first observation of the first `n` rollouts of an official run of cartpole-balance on
+/// `seed_set` (each Reset starts the next rollout, aborting the one before), and the run's id.
+async fn first_observations(t: &TestServer, seed_set: &str, n: usize) -> (Vec<Tensor>, String) {
+    let created = t
+        .harness()
+        .await
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+            seed_set: seed_set.into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+        .into_inner();
+    let client = Client::connect(&t.endpoint()).await.unwrap();
+    let mut env = client
+        .attach(ale_proto::EnvHandle::from_wire(created.handle))
+        .await
+        .unwrap();
+    env.start_eval_session().await.unwrap();
+    let mut firsts = Vec::new();
+    for _ in 0..n {
+        firsts.push(env.reset(None).await.unwrap().observation);
+    }
+    (firsts, created.run_id)
+}
+
+/// The `seed_set` a run's `run_started` event records.
+fn recorded_seed_set(t: &TestServer, run_id: &str) -> Option<serde_json::Value> {
+    let dir = ale_proto::layout::run_dir(&t.state_dir(), &ale_proto::RunId::from_wire(run_id));
+    let text = std::fs::read_to_string(dir.join("trajectory.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    first["data"].get("seed_set").cloned()
+}
+
+#[tokio::test]
+async fn runs_on_one_seed_set_play_the_same_hidden_seeds_and_say_so_without_showing_them() {
+    let t = TestServer::start().await;
+    let (a, run_a) = first_observations(&t, "benchmark", 3).await;
+    let (b, run_b) = first_observations(&t, "benchmark", 3).await;
+    let (holdout, run_h) = first_observations(&t, "holdout", 3).await;
+    let (fresh, run_f) = first_observations(&t, "", 3).await;
+    assert_eq!(a, b, "one set: the same scenes, rollout for rollout");
+    assert_ne!(a[0], a[1], "each rollout its own seed");
+    assert_ne!(a, holdout);
+    assert_ne!(a, fresh);
+    // The records: one commitment per set, the same in both runs; none for fresh seeds.
+    let (set_a, set_b, set_h) = (
+        recorded_seed_set(&t, &run_a).unwrap(),
+        recorded_seed_set(&t, &run_b).unwrap(),
+        recorded_seed_set(&t, &run_h).unwrap(),
+    );
+    assert_eq!(set_a, set_b);
+    assert_eq!(set_a["name"], "benchmark");
+    assert_ne!(set_a["commitment"], set_h["commitment"]);
+    assert_eq!(recorded_seed_set(&t, &run_f), None);
+    // The seed-set seeds never came from the evaluator's fresh draws: only the fresh run's.
+    assert_eq!(t.drawn_seeds().len(), 20);
+    // Per-rollout commitments still mix in the run id: no line repeats between the runs.
+    let commitments = |run: &str| {
+        let dir = ale_proto::layout::run_dir(&t.state_dir(), &ale_proto::RunId::from_wire(run));
+        std::fs::read_to_string(dir.join("trajectory.jsonl")).unwrap()
+    };
+    let (text_a, text_b) = (commitments(&run_a), commitments(&run_b));
+    let line_a: serde_json::Value = serde_json::from_str(
+        text_a
+            .lines()
+            .find(|l| l.contains("session_started"))
+            .unwrap(),
+    )
+    .unwrap();
+    for c in line_a["data"]["seed_commitments"].as_array().unwrap() {
+        assert!(!text_b.contains(c.as_str().unwrap()));
+    }
+}
+
+#[tokio::test]
+async fn a_seed_set_is_refused_for_practice_and_when_the_task_lacks_it_and_makes_nothing() {
+    let t = TestServer::start().await;
+    let runs = || {
+        std::fs::read_dir(ale_proto::layout::runs_dir(&t.state_dir()))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    let before = runs();
+    let mut harness = t.harness().await;
+    let unknown = harness
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+            seed_set: "paper".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(unknown.code(), Code::InvalidArgument);
+    assert!(
+        unknown
+            .message()
+            .contains("no evaluation seed set \"paper\"")
+            && unknown.message().contains("benchmark, holdout"),
+        "{}",
+        unknown.message()
+    );
+    let practice = harness
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            seed_set: "benchmark".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(practice.code(), Code::InvalidArgument);
+    assert!(
+        practice.message().contains("official"),
+        "{}",
+        practice.message()
+    );
+    assert_eq!(runs(), before, "a refused request makes no run");
+    // The agent channel cannot make an official env at all, seed set or not.
+    let mut agent = t.agent().await;
+    let err = agent
+        .create_env(pb::CreateEnvRequest {
+            task_id: "cartpole-balance".into(),
+            official: true,
+            seed_set: "benchmark".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::PermissionDenied);
+    // The task says which sets it has.
+    let handle = common::practice_env(&mut agent, "cartpole-balance").await;
+    let spec = agent
+        .get_spec(pb::GetSpecRequest { handle })
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(spec.task.unwrap().seed_sets, ["benchmark", "holdout"]);
+}

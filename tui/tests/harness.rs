@@ -28,7 +28,7 @@ fn harness_run(state: &Path, task: &str, agent: &[&str]) -> (serde_json::Value, 
     args.extend(agent);
     let out = ale(&args);
     let all = text(&out);
-    assert!(out.status.success(), "{all}");
+    assert!(common::reported(&out.status), "{all}");
     let last = String::from_utf8_lossy(&out.stdout)
         .lines()
         .last()
@@ -723,4 +723,365 @@ fn plot_compare_draws_two_runs_of_one_task_and_refuses_two_tasks() {
         )),
         "{said}"
     );
+}
+
+/// `ale harness run` with `args` on `state`: (exit code, stdout, stderr).
+fn harness_run_args(state: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let mut all = vec!["harness", "run", "--state-dir", state.to_str().unwrap()];
+    if !args.contains(&"--progress") {
+        all.extend(["--progress", "none"]);
+    }
+    all.extend(args);
+    let out = ale(&all);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+fn run_folders(state: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(state.join("runs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_exit_code_says_how_a_run_ended_and_refusals_record_nothing() {
+    let tmp = private_tempdir();
+    let state = tmp.path();
+    let (code, out, _) = harness_run_args(
+        state,
+        &["--task", "cartpole-balance", "--policy", "heuristic"],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    // An agent that exits at once: its run is reported, and exits 3.
+    let (code, out, err) =
+        harness_run_args(state, &["--task", "acrobot-swingup", "--", "/bin/false"]);
+    assert_eq!(code, Some(3), "{out}{err}");
+    assert!(
+        out.contains("Official run") && out.contains("ended early"),
+        "{out}"
+    );
+    assert!(
+        err.contains("the agent ended before its rollouts were played (exit code 3)"),
+        "{err}"
+    );
+    assert_eq!(run_folders(state).len(), 2);
+    // A built-in policy on a batch task: refused before any run exists, said once.
+    let (code, _, err) =
+        harness_run_args(state, &["--task", "nav2d-barn", "--policy", "heuristic"]);
+    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(err.matches("is a batch task").count(), 1, "{err}");
+    assert!(err.contains("--submission DIR"), "{err}");
+    // A tag a table cannot show: refused before the run too.
+    let (code, _, err) = harness_run_args(
+        state,
+        &[
+            "--task",
+            "cartpole-balance",
+            "--policy",
+            "random",
+            "--tag",
+            "a,b",
+        ],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("tag \"a,b\""), "{err}");
+    assert_eq!(run_folders(state).len(), 2, "refused runs leave no folder");
+}
+
+#[test]
+fn runs_are_named_listed_filtered_ranked_and_removed() {
+    let tmp = private_tempdir();
+    let state = tmp.path();
+    let state_str = state.to_str().unwrap();
+    let ok = |args: &[&str]| {
+        let (code, out, err) = harness_run_args(state, args);
+        assert_eq!(code, Some(0), "{out}{err}");
+        out
+    };
+    let out = ok(&[
+        "--task",
+        "cartpole-balance",
+        "--policy",
+        "heuristic",
+        "--name",
+        "heuristic, v1",
+        "--tag",
+        "paper",
+    ]);
+    assert!(
+        out.contains("heuristic, v1") && out.contains("95% interval"),
+        "{out}"
+    );
+    ok(&[
+        "--task",
+        "cartpole-balance",
+        "--policy",
+        "random",
+        "--name",
+        "random",
+    ]);
+    ok(&[
+        "--task",
+        "cartpole-balance",
+        "--policy",
+        "random",
+        "--name",
+        "random",
+    ]);
+
+    let listed = ale(&["harness", "runs", "--state-dir", state_str, "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    let heuristic = rows.iter().find(|r| r["name"] == "heuristic, v1").unwrap();
+    assert_eq!(heuristic["tags"], serde_json::json!(["paper"]));
+    assert_eq!(heuristic["agent"], "policy heuristic");
+    assert_eq!(heuristic["value"], 500.0);
+    assert!(heuristic["score_ci"]["low"].as_f64().unwrap() <= heuristic["score"].as_f64().unwrap());
+    assert!(heuristic["duration_seconds"].as_f64().unwrap() > 0.0);
+    let heuristic_id = heuristic["run_id"].as_str().unwrap().to_string();
+
+    let csv = ale(&[
+        "harness",
+        "runs",
+        "--state-dir",
+        state_str,
+        "--tag",
+        "paper",
+        "--csv",
+    ]);
+    let csv = String::from_utf8_lossy(&csv.stdout).to_string();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(
+        lines[1].starts_with(&format!(
+            "{heuristic_id},\"heuristic, v1\",paper,cartpole-balance,completed,"
+        )),
+        "{csv}"
+    );
+    let table = text(&ale(&[
+        "harness",
+        "runs",
+        "--state-dir",
+        state_str,
+        "--name",
+        "RANDOM",
+    ]));
+    assert_eq!(table.lines().count(), 3, "a header and two runs:\n{table}");
+    assert!(
+        table.contains("SCORE ± 95%") && table.contains(" ± "),
+        "{table}"
+    );
+
+    // The leaderboard: one line per agent, best first; a tampered run is left off it.
+    let board = |json: bool| {
+        let mut args = vec![
+            "harness",
+            "leaderboard",
+            "--task",
+            "cartpole-balance",
+            "--state-dir",
+            state_str,
+        ];
+        if json {
+            args.push("--json");
+        }
+        ale(&args)
+    };
+    let ranked: serde_json::Value = serde_json::from_slice(&board(true).stdout).unwrap();
+    let standings = ranked["standings"].as_array().unwrap();
+    assert_eq!(standings.len(), 2);
+    assert_eq!(standings[0]["agent"], "heuristic, v1");
+    assert_eq!(standings[1]["agent"], "random");
+    assert_eq!(standings[1]["runs"], 2);
+    let random_best = standings[1]["run_id"].as_str().unwrap().to_string();
+    let report_path = state.join("runs").join(&random_best).join("report.json");
+    let mut report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).unwrap()).unwrap();
+    report["score"]["score"] = serde_json::json!(9.0);
+    std::fs::write(&report_path, serde_json::to_string(&report).unwrap()).unwrap();
+    let ranked: serde_json::Value = serde_json::from_slice(&board(true).stdout).unwrap();
+    assert_eq!(ranked["standings"][0]["agent"], "heuristic, v1", "{ranked}");
+    assert_ne!(ranked["standings"][1]["run_id"], random_best.as_str());
+    assert_eq!(ranked["left_out"][0]["run_id"], random_best.as_str());
+    let shown = text(&board(false));
+    assert!(
+        shown.contains("Left out (1 not verified)") && shown.contains("NOT VERIFIED"),
+        "{shown}"
+    );
+
+    // verify takes a run id; it finds the changed number.
+    let verified = ale(&["harness", "verify", &heuristic_id, "--state-dir", state_str]);
+    assert!(verified.status.success(), "{}", text(&verified));
+    assert!(text(&verified).contains("95% interval"));
+    let broken = ale(&["harness", "verify", &random_best, "--state-dir", state_str]);
+    assert!(!broken.status.success());
+    assert!(text(&broken).contains("score"), "{}", text(&broken));
+
+    // rm: archived out of the listing, then removed for good.
+    let archived = ale(&[
+        "harness",
+        "runs",
+        "rm",
+        &random_best,
+        "--archive",
+        "--state-dir",
+        state_str,
+    ]);
+    assert!(archived.status.success(), "{}", text(&archived));
+    assert!(state.join("archive/runs").join(&random_best).is_dir());
+    let removed = ale(&[
+        "harness",
+        "runs",
+        "rm",
+        &heuristic_id,
+        "--state-dir",
+        state_str,
+    ]);
+    assert!(removed.status.success(), "{}", text(&removed));
+    assert!(!state.join("runs").join(&heuristic_id).exists());
+    let left: serde_json::Value = serde_json::from_slice(
+        &ale(&["harness", "runs", "--state-dir", state_str, "--json"]).stdout,
+    )
+    .unwrap();
+    assert_eq!(left.as_array().unwrap().len(), 1);
+    let nothing = ale(&[
+        "harness",
+        "runs",
+        "rm",
+        "run-doesnotexist",
+        "--state-dir",
+        state_str,
+    ]);
+    assert!(!nothing.status.success());
+    assert!(
+        text(&nothing).contains("neither a file, a folder, nor a run"),
+        "{}",
+        text(&nothing)
+    );
+}
+
+#[test]
+fn report_statistics_are_checked_and_version_2_reports_still_verify() {
+    let tmp = private_tempdir();
+    let (report, run_dir, _) = harness_run(
+        tmp.path(),
+        "pendulum-swingup",
+        &[ALE, "agent", "--policy", "heuristic"],
+    );
+    let stats = &report["statistics"];
+    let (low, high) = (
+        stats["metric"]["mean_ci"]["low"].as_f64().unwrap(),
+        stats["metric"]["mean_ci"]["high"].as_f64().unwrap(),
+    );
+    let mean = report["value"].as_f64().unwrap();
+    assert!(low < mean && mean < high, "{stats}");
+    assert!(stats["metric"]["std"].as_f64().unwrap() > 0.0);
+    assert_eq!(stats["metric"]["n"], 20);
+    assert_eq!(stats["metric"]["method"]["resamples"], 2000);
+    assert_eq!(report["report_version"], 3);
+    let path = run_dir.join("report.json");
+    let original = std::fs::read_to_string(&path).unwrap();
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&original).unwrap();
+        f(&mut v);
+        std::fs::write(&path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        ale(&["harness", "verify", run_dir.to_str().unwrap()])
+    };
+    // A narrower interval than the rollouts give is caught.
+    let narrowed =
+        edit(&|v| v["statistics"]["metric"]["mean_ci"]["low"] = serde_json::json!(mean - 0.001));
+    assert!(!narrowed.status.success());
+    assert!(
+        text(&narrowed).contains("statistics"),
+        "{}",
+        text(&narrowed)
+    );
+    // A report of before statistics is checked as that version wrote it.
+    let old = edit(&|v| {
+        v.as_object_mut().unwrap().remove("statistics");
+        v["report_version"] = serde_json::json!(2);
+    });
+    assert!(old.status.success(), "{}", text(&old));
+    // But a version-3 report cannot drop them.
+    let dropped = edit(&|v| {
+        v.as_object_mut().unwrap().remove("statistics");
+    });
+    assert!(!dropped.status.success());
+}
+
+#[test]
+fn two_runs_on_one_seed_set_are_paired_rollout_for_rollout() {
+    let tmp = private_tempdir();
+    let state = tmp.path();
+    let run = |set: Option<&str>| {
+        let mut args = vec!["--task", "pendulum-swingup", "--progress", "json"];
+        if let Some(set) = set {
+            args.extend(["--seed-set", set]);
+        }
+        args.extend(["--policy", "heuristic"]);
+        let (code, out, err) = harness_run_args(state, &args);
+        assert_eq!(code, Some(0), "{out}{err}");
+        let last: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        last["report"].clone()
+    };
+    let metrics = |r: &serde_json::Value| -> Vec<f64> {
+        r["episodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["metric"].as_f64().unwrap())
+            .collect()
+    };
+    let (a, b, fresh) = (run(Some("benchmark")), run(Some("benchmark")), run(None));
+    // The heuristic is deterministic: the same seeds give the same rollouts.
+    assert_eq!(metrics(&a), metrics(&b));
+    assert_ne!(metrics(&a), metrics(&fresh));
+    assert_eq!(a["seed_set"], b["seed_set"]);
+    assert_eq!(a["seed_set"]["name"], "benchmark");
+    assert!(fresh.get("seed_set").is_none());
+    let id = |r: &serde_json::Value| r["run_id"].as_str().unwrap().to_string();
+    let state_str = state.to_str().unwrap();
+    let png = state.join("compare.png");
+    let compare = |x: &str, y: &str| {
+        let out = ale(&[
+            "plot",
+            "--compare",
+            x,
+            y,
+            "-o",
+            png.to_str().unwrap(),
+            "--state-dir",
+            state_str,
+        ]);
+        assert!(out.status.success(), "{}", text(&out));
+        text(&out)
+    };
+    let paired = compare(&id(&a), &id(&b));
+    assert!(
+        paired.contains(
+            "difference +0.0000 [+0.0000, +0.0000] (95%, paired by seed) · P(first better) 0.50"
+        ),
+        "{paired}"
+    );
+    let unpaired = compare(&id(&a), &id(&fresh));
+    assert!(unpaired.contains("unpaired"), "{unpaired}");
+    // An unknown set is refused before any run exists.
+    let (code, _, err) = harness_run_args(
+        state,
+        &[
+            "--task",
+            "pendulum-swingup",
+            "--seed-set",
+            "nope",
+            "--policy",
+            "heuristic",
+        ],
+    );
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no evaluation seed set \"nope\""), "{err}");
+    assert_eq!(run_folders(state).len(), 3);
 }

@@ -236,8 +236,9 @@ fn start_attack(evaluator: &Evaluator, attack: &str, marker: &str, extra: &[&str
 /// The run a successful `ale harness run --progress json` reported on its last line.
 fn finished_run(what: &str, output: &std::process::Output) -> Run {
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    // 0: every rollout played; 3: the agent ended early (stopped by a limit, say).
     assert!(
-        output.status.success(),
+        matches!(output.status.code(), Some(0 | 3)),
         "{what}: the harness failed:\n{stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );

@@ -273,7 +273,7 @@ fn finish(what: &str, child: Child) -> Run {
     let stdout = String::from_utf8_lossy(&output.stdout).to_string();
     let harness_output = format!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
     assert!(
-        output.status.success(),
+        common::reported(&output.status),
         "{what}: the harness failed:\n{harness_output}"
     );
     let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();

@@ -110,6 +110,11 @@ pub struct RunArgs {
     /// A tag for the run (repeatable; `runs --tag` filters by it): A-Z a-z 0-9 . _ : -
     #[arg(long = "tag", value_name = "TAG")]
     pub tags: Vec<String>,
+    /// Play the task's named evaluation seed set NAME (`ale tasks` lists them)
+    /// instead of fresh hidden seeds: runs of different agents on one set are compared
+    /// rollout for rollout. The seeds stay hidden; the run records the set's commitment.
+    #[arg(long, value_name = "NAME")]
+    pub seed_set: Option<String>,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     /// The agent: program and arguments, after `--`.
@@ -387,6 +392,7 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
             tags: args.tags.clone(),
         },
         builtin_policy: args.policy.clone(),
+        seed_set: args.seed_set.clone(),
     };
     let mut display = ProgressDisplay::new(args.progress);
     let rt = super::runtime(1)?;
@@ -515,6 +521,12 @@ fn print_summary(report: &Report, run_dir: &Path) {
     }
     if !report.tags.is_empty() {
         rows.push(("tags".into(), report.tags.join(", ")));
+    }
+    if let Some(set) = &report.seed_set {
+        rows.push((
+            "seed set".into(),
+            format!("{} · commitment {}", set.name, set.commitment),
+        ));
     }
     rows.extend([
         (
@@ -854,7 +866,7 @@ fn list_runs(args: &RunsArgs) -> anyhow::Result<ExitCode> {
                 .duration_seconds
                 .map_or("-".into(), |d| format!("{d:.1} s"));
             let status = match &r.sandbox {
-                Some(s) if s.starts_with("unsandboxed") => format!("{} (UNSANDBOXED)", r.status),
+                Some(s) if s.starts_with("unsandboxed") => format!("{} (unsandboxed)", r.status),
                 _ => r.status.clone(),
             };
             [

@@ -46,6 +46,19 @@ pub fn run(args: PlotArgs) -> anyhow::Result<ExitCode> {
             for side in both.sides() {
                 println!("{}", side_line(side));
             }
+            let d = both.difference();
+            println!(
+                "difference {:+.4} [{:+.4}, {:+.4}] (95%, {}) · P(first better) {:.2}",
+                d.mean_difference,
+                d.ci.low,
+                d.ci.high,
+                if d.paired {
+                    "paired by seed"
+                } else {
+                    "unpaired: the runs drew seeds of their own"
+                },
+                d.probability_of_improvement
+            );
             println!("wrote {}", args.output.display());
             let broken: Vec<String> = both
                 .sides()

@@ -24,7 +24,7 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
             .map(|t| t.spec())
             .collect::<Result<_, _>>()?,
     };
-    let rows: Vec<[String; 6]> = tasks
+    let rows: Vec<[String; 7]> = tasks
         .into_iter()
         .map(|t| {
             let metric = t.metric;
@@ -34,11 +34,25 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
                 t.mode.to_string(),
                 format!("{} {}", metric.name, metric.direction.arrow()),
                 metric.target.to_string(),
+                if t.seed_sets.is_empty() {
+                    "-".into()
+                } else {
+                    t.seed_sets.join(",")
+                },
                 t.title,
             ]
         })
         .collect();
-    let header = ["ID", "SIM", "MODE", "METRIC", "TARGET", "TITLE"].map(String::from);
+    let header = [
+        "ID",
+        "SIM",
+        "MODE",
+        "METRIC",
+        "TARGET",
+        "SEED SETS",
+        "TITLE",
+    ]
+    .map(String::from);
     let width = |col: usize| {
         rows.iter()
             .chain([&header])
@@ -46,7 +60,7 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
             .max()
             .unwrap_or(0)
     };
-    let widths: Vec<usize> = (0..6).map(width).collect();
+    let widths: Vec<usize> = (0..7).map(width).collect();
     for row in [&header].into_iter().chain(&rows) {
         let cells: Vec<String> = row
             .iter()
@@ -54,7 +68,7 @@ pub fn run(args: TasksArgs) -> anyhow::Result<ExitCode> {
             .enumerate()
             .map(|(i, (cell, w))| match i {
                 4 => format!("{cell:>w$}"),
-                5 => cell.clone(),
+                6 => cell.clone(),
                 _ => format!("{cell:<w$}"),
             })
             .collect();

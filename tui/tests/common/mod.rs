@@ -29,3 +29,11 @@ pub fn text(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Whether `ale harness run` ended with a report: every rollout played (0), or the run ended
+/// early and says why in its exit code (3 the agent, 4 a budget, 5 the sim). 1 is the harness
+/// or the evaluator failing, 2 a usage error.
+#[allow(dead_code)]
+pub fn reported(status: &std::process::ExitStatus) -> bool {
+    matches!(status.code(), Some(0 | 3 | 4 | 5))
+}

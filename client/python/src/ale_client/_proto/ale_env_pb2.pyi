@@ -33,18 +33,20 @@ BATCH_STATE_SUCCEEDED: BatchState
 BATCH_STATE_FAILED: BatchState
 
 class CreateEnvRequest(_message.Message):
-    __slots__ = ("task_id", "official", "num_envs", "autoreset_mode", "vector")
+    __slots__ = ("task_id", "official", "num_envs", "autoreset_mode", "vector", "seed_set")
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     OFFICIAL_FIELD_NUMBER: _ClassVar[int]
     NUM_ENVS_FIELD_NUMBER: _ClassVar[int]
     AUTORESET_MODE_FIELD_NUMBER: _ClassVar[int]
     VECTOR_FIELD_NUMBER: _ClassVar[int]
+    SEED_SET_FIELD_NUMBER: _ClassVar[int]
     task_id: str
     official: bool
     num_envs: int
     autoreset_mode: AutoresetMode
     vector: bool
-    def __init__(self, task_id: _Optional[str] = ..., official: _Optional[bool] = ..., num_envs: _Optional[int] = ..., autoreset_mode: _Optional[_Union[AutoresetMode, str]] = ..., vector: _Optional[bool] = ...) -> None: ...
+    seed_set: str
+    def __init__(self, task_id: _Optional[str] = ..., official: _Optional[bool] = ..., num_envs: _Optional[int] = ..., autoreset_mode: _Optional[_Union[AutoresetMode, str]] = ..., vector: _Optional[bool] = ..., seed_set: _Optional[str] = ...) -> None: ...
 
 class CreateEnvResponse(_message.Message):
     __slots__ = ("handle", "official", "task_id", "session_id", "run_id", "num_envs", "autoreset_mode")

@@ -230,7 +230,7 @@ class SubmissionContract(_message.Message):
     def __init__(self, submission_path: _Optional[str] = ..., entrypoint: _Optional[str] = ..., format: _Optional[str] = ..., notes: _Optional[str] = ...) -> None: ...
 
 class TaskMetadata(_message.Message):
-    __slots__ = ("id", "title", "description", "sim", "mode", "genre", "metric", "episodes_per_eval", "max_steps_per_episode", "budgets", "safety_metrics", "submission_contract", "observation_space", "action_space")
+    __slots__ = ("id", "title", "description", "sim", "mode", "genre", "metric", "episodes_per_eval", "max_steps_per_episode", "budgets", "safety_metrics", "submission_contract", "observation_space", "action_space", "seed_sets")
     ID_FIELD_NUMBER: _ClassVar[int]
     TITLE_FIELD_NUMBER: _ClassVar[int]
     DESCRIPTION_FIELD_NUMBER: _ClassVar[int]
@@ -245,6 +245,7 @@ class TaskMetadata(_message.Message):
     SUBMISSION_CONTRACT_FIELD_NUMBER: _ClassVar[int]
     OBSERVATION_SPACE_FIELD_NUMBER: _ClassVar[int]
     ACTION_SPACE_FIELD_NUMBER: _ClassVar[int]
+    SEED_SETS_FIELD_NUMBER: _ClassVar[int]
     id: str
     title: str
     description: str
@@ -259,7 +260,8 @@ class TaskMetadata(_message.Message):
     submission_contract: SubmissionContract
     observation_space: Space
     action_space: Space
-    def __init__(self, id: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., sim: _Optional[str] = ..., mode: _Optional[_Union[TaskMode, str]] = ..., genre: _Optional[_Union[TaskGenre, str]] = ..., metric: _Optional[_Union[Metric, _Mapping]] = ..., episodes_per_eval: _Optional[int] = ..., max_steps_per_episode: _Optional[int] = ..., budgets: _Optional[_Union[Budgets, _Mapping]] = ..., safety_metrics: _Optional[_Iterable[_Union[SafetyMetric, _Mapping]]] = ..., submission_contract: _Optional[_Union[SubmissionContract, _Mapping]] = ..., observation_space: _Optional[_Union[Space, _Mapping]] = ..., action_space: _Optional[_Union[Space, _Mapping]] = ...) -> None: ...
+    seed_sets: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, id: _Optional[str] = ..., title: _Optional[str] = ..., description: _Optional[str] = ..., sim: _Optional[str] = ..., mode: _Optional[_Union[TaskMode, str]] = ..., genre: _Optional[_Union[TaskGenre, str]] = ..., metric: _Optional[_Union[Metric, _Mapping]] = ..., episodes_per_eval: _Optional[int] = ..., max_steps_per_episode: _Optional[int] = ..., budgets: _Optional[_Union[Budgets, _Mapping]] = ..., safety_metrics: _Optional[_Iterable[_Union[SafetyMetric, _Mapping]]] = ..., submission_contract: _Optional[_Union[SubmissionContract, _Mapping]] = ..., observation_space: _Optional[_Union[Space, _Mapping]] = ..., action_space: _Optional[_Union[Space, _Mapping]] = ..., seed_sets: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EpisodeOutcome(_message.Message):
     __slots__ = ("index", "outcome", "metric", "steps", "episode_return", "seed_commitment", "safety")
