@@ -18,6 +18,7 @@ mod error;
 pub mod evaluator_process;
 pub mod log;
 pub mod plot;
+pub mod preflight;
 pub mod progress;
 pub mod report;
 pub mod run;

@@ -52,6 +52,12 @@ pub struct RunOptions {
     pub faithfulness: Option<PathBuf>,
     /// How the agent is confined.
     pub sandbox: SandboxOptions,
+    /// Whether the agent's output is echoed on the harness's standard error (it always goes
+    /// into the run's `agent.log`).
+    pub agent_output: crate::agent::AgentOutput,
+    /// A folder of task configs for the evaluator the harness starts (`ale serve
+    /// --tasks-dir`); refused when an evaluator already serves the state dir.
+    pub tasks_dir: Option<PathBuf>,
 }
 
 /// What the harness knows while a session runs.
@@ -117,6 +123,7 @@ async fn with_evaluator(
         &options.state_dir,
         &options.ale_exe,
         options.endpoint.as_deref(),
+        options.tasks_dir.as_deref(),
     )
     .await?;
     let outcome = body(&evaluator).await;
@@ -593,6 +600,7 @@ async fn run_official_env(
         log: &agent_log,
         cgroup_parent: confinement.cgroup_parent.as_deref(),
         run_id: &run_id,
+        output: options.agent_output,
     })
     .await?;
     // For a batch task: whether the agent has submitted (its session has begun). The batch run
@@ -923,6 +931,19 @@ async fn run_batch_env(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clean_exit_is_described_as_the_report_expects() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            describe_exit(Some(ExitStatus::from_raw(0)), true),
+            crate::report::EXITED_CLEANLY
+        );
+        assert_ne!(
+            describe_exit(Some(ExitStatus::from_raw(1 << 8)), true),
+            crate::report::EXITED_CLEANLY
+        );
+    }
 
     /// The space a run's records still need is reserved without growing the file, and a disk
     /// without it refuses the run, saying so.
