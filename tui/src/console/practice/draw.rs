@@ -182,10 +182,8 @@ fn side_lines<'a>(
     let room = rows.saturating_sub(tail.len());
     if let Some(obs) = &p.observation {
         let values = obs.to_f64_vec();
-        let labels: Vec<String> = match &spec.observation_space {
-            Space::Box(b) if !b.labels.is_empty() => b.labels.clone(),
-            _ => (0..values.len()).map(|i| format!("[{i}]")).collect(),
-        };
+        let labels =
+            super::labels::observation_labels(&spec.task.sim, &spec.observation_space, values.len());
         let shown = if values.len() > room {
             room.saturating_sub(1)
         } else {
@@ -235,34 +233,55 @@ fn flag<'a>(on: bool, theme: &Theme) -> Span<'a> {
     }
 }
 
+/// The action pane: a Discrete space's actions and the last one taken; a Box's sliders while
+/// playing by hand, and while a policy plays, the action it took.
 fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
     let Some(spec) = &p.spec else {
         return Vec::new();
     };
+    let taken = p.last_action.as_ref().map(|a| a.to_f64_vec());
     match &spec.action_space {
         Space::Discrete(d) => {
-            let names: Vec<String> = (0..d.n)
-                .map(|k| match d.labels.get(k as usize) {
-                    Some(l) => format!("{} {l}", d.start + k as i64),
-                    None => (d.start + k as i64).to_string(),
-                })
-                .collect();
-            vec![Line::from(vec![
+            let name = |k: i64| match d.labels.get((k - d.start) as usize) {
+                Some(l) => format!("{k} {l}"),
+                None => k.to_string(),
+            };
+            let names: Vec<String> = (0..d.n).map(|k| name(d.start + k as i64)).collect();
+            let mut lines = vec![Line::from(vec![
                 Span::styled("actions ", theme.muted()),
                 Span::raw(names.join(" · ")),
-            ])]
+            ])];
+            if let Some(&[a]) = taken.as_deref() {
+                lines.push(Line::from(vec![
+                    Span::styled("last action ", theme.muted()),
+                    Span::styled(name(a as i64), theme.accent()),
+                ]));
+            }
+            lines
         }
-        Space::Box(b) => p
-            .box_action
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
+        Space::Box(b) => {
+            let by_hand = p.player == Player::Manual;
+            let values: Vec<f64> = match (&taken, by_hand) {
+                (Some(taken), false) => taken.clone(),
+                _ => p.box_action.iter().map(|v| f64::from(*v)).collect(),
+            };
+            let mut lines = vec![Line::styled(
+                if by_hand {
+                    "action (yours)"
+                } else if taken.is_some() {
+                    "action (the policy's last)"
+                } else {
+                    "action (the policy's, after a step)"
+                },
+                theme.muted(),
+            )];
+            lines.extend(values.iter().enumerate().map(|(i, v)| {
                 let label = b
                     .labels
                     .get(i)
                     .cloned()
                     .unwrap_or_else(|| format!("a[{i}]"));
-                let marker = if i == p.box_cursor && p.player == Player::Manual {
+                let marker = if i == p.box_cursor && by_hand {
                     "▸ "
                 } else {
                     "  "
@@ -272,8 +291,9 @@ fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
                     Span::styled(format!("{label:<18}"), theme.muted()),
                     Span::raw(format!("{v:>8.3}")),
                 ])
-            })
-            .collect(),
+            }));
+            lines
+        }
         _ => Vec::new(),
     }
 }
@@ -325,13 +345,9 @@ fn draw_return_chart(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect)
             .chain(target_line.iter().map(|p| p.1))
             .chain([0.0]),
     );
-    let mut datasets = vec![
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Bar)
-            .style(Style::default().fg(theme.chart_return))
-            .data(&points),
-    ];
+    // The target line first, so the bars are drawn over it: a bar reaching past the target
+    // shows whole.
+    let mut datasets = Vec::new();
     if !target_line.is_empty() {
         datasets.push(
             Dataset::default()
@@ -341,6 +357,13 @@ fn draw_return_chart(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect)
                 .data(&target_line),
         );
     }
+    datasets.push(
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Bar)
+            .style(Style::default().fg(theme.chart_return))
+            .data(&points),
+    );
     let title = match target {
         Some(t) if returns_metric => format!(" return per episode ── target {t} "),
         _ => " return per episode ".to_string(),
