@@ -106,3 +106,24 @@ pub fn export_here(export: impl FnOnce(&Path) -> Msg) -> Msg {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_logs_tail_is_its_last_lines_with_controls_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(agent_log_tail(dir.path(), 3).unwrap_err().contains("agent.log"));
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(
+            dir.path().join("agent.log"),
+            format!("{text}\x1b[2Jcleared\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            agent_log_tail(dir.path(), 3).unwrap(),
+            ["line 19", "line 20", "?[2Jcleared"]
+        );
+    }
+}

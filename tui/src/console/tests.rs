@@ -274,8 +274,12 @@ async fn the_tasks_list_shows_whole_ids_and_the_spec_scrolls() {
     let mut f = fixture().await;
     select_task(&mut f, "mountaincar-sarsa-reproduction");
     let screen = f.screen(80, 24);
-    for task in &f.console.app.tasks.list {
-        assert!(screen.contains(&task.id), "{} cut:\n{screen}", task.id);
+    for id in [
+        "mountaincar-sarsa-reproduction",
+        "inverted-double-pendulum",
+        "mountaincar-continuous batch",
+    ] {
+        assert!(screen.contains(id), "{id} cut:\n{screen}");
     }
     let narrow = f.screen(66, 24);
     assert!(narrow.contains("mountaincar-sarsa-reproducti…"), "{narrow}");
@@ -401,9 +405,11 @@ async fn practice_plays_the_swarm_manually_and_with_its_heuristic() {
     assert_eq!(p.observation.as_ref().unwrap().shape(), [16, 26]);
     let screen = f.screen(80, 24);
     assert!(screen.contains("more values"), "{screen}");
-    // Its rows are named by robot and the documented fields.
+    // Its rows are named by robot and the documented fields, and so are the action's.
+    let screen = f.screen(160, 48);
     assert!(screen.contains("robot 0 x"), "{screen}");
     assert!(screen.contains("robot 0 goal dx"), "{screen}");
+    assert!(screen.contains("robot 0 vx"), "{screen}");
     for (w, h) in [(160, 48), (30, 8), (12, 3), (1, 1)] {
         f.screen(w, h);
     }
@@ -1172,4 +1178,94 @@ fn marking_runs_of_two_tasks_refuses_to_compare_them() {
         &PathBuf::from("/nonexistent/runs/run-aaaaaaaa"),
     ));
     assert!(app.note.is_none(), "{:?}", app.note);
+}
+
+/// Types `text` as keys, then Enter.
+fn typed(text: &str) -> Vec<KeyCode> {
+    let mut keys: Vec<KeyCode> = text.chars().map(KeyCode::Char).collect();
+    keys.push(KeyCode::Enter);
+    keys
+}
+
+/// The eval view offers an agent command's `--workdir` and `--expose`; what is typed there is
+/// what the harness is started with.
+#[test]
+fn the_eval_view_takes_a_commands_workdir_and_exposed_folders() {
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "embedded (test)".into(),
+        Seeds::new(1),
+    );
+    let cartpole = ale_server::TaskRegistry::builtin(crate::sim_catalog())
+        .unwrap()
+        .get("cartpole-balance")
+        .unwrap()
+        .spec()
+        .unwrap();
+    app.update(Msg::Reply(Reply::Tasks(vec![cartpole])));
+    app.update(key(KeyCode::Char('3')));
+    // The command's folders show once a command is chosen.
+    assert!(!render(&app, 80, 24).contains("workdir:"));
+    app.update(key(KeyCode::Down));
+    app.update(key(KeyCode::Down));
+    let screen = render(&app, 80, 24);
+    assert!(
+        screen.contains("workdir: (w to type one)"),
+        "{screen}"
+    );
+    let mut keys = vec![KeyCode::Char('w')];
+    keys.extend(typed("/srv/agent"));
+    keys.push(KeyCode::Char('e'));
+    keys.extend(typed("/opt/py /data/set"));
+    keys.push(KeyCode::Char('c'));
+    keys.extend(typed("python3 agent.py"));
+    for code in keys {
+        app.update(key(code));
+    }
+    insta::assert_snapshot!("eval_command_folders_80x24", render(&app, 80, 24));
+    let effects = app.update(key(KeyCode::Enter));
+    assert_eq!(
+        effects,
+        [Effect::StartHarness {
+            task_id: "cartpole-balance".into(),
+            agent: Agent::Command(super::eval::AgentCommand {
+                line: "python3 agent.py".into(),
+                workdir: Some("/srv/agent".into()),
+                expose: vec!["/opt/py".into(), "/data/set".into()],
+            }),
+        }]
+    );
+}
+
+/// An agent command that fails: the eval view shows the end of its agent.log, read from the
+/// run's folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_agent_shows_the_end_of_its_log() {
+    let mut f = fixture().await;
+    select_task(&mut f, "cartpole-balance");
+    f.press(&[KeyCode::Char('3'), KeyCode::Char('c')]).await;
+    let mut keys: Vec<KeyCode> = Vec::new();
+    keys.extend(typed(
+        "echo loading the model; echo 'KeyError: weights' >&2; exit 3",
+    ));
+    f.press(&keys).await;
+    f.press(&[KeyCode::Enter]).await;
+    let done = f
+        .console
+        .settle(Duration::from_secs(60), |a| {
+            a.eval
+                .run
+                .as_ref()
+                .is_some_and(|r| r.finished.is_some() && r.agent_log.is_some())
+        })
+        .await;
+    let run = f.console.app.eval.run.as_ref().unwrap();
+    assert!(done, "no agent.log read; harness said: {:?}", run.output);
+    let tail = run.agent_log.clone().unwrap().unwrap();
+    assert_eq!(tail, ["loading the model", "KeyError: weights"], "{tail:?}");
+    let screen = f.screen(100, 40);
+    assert!(screen.contains("the end of its agent.log"), "{screen}");
+    assert!(screen.contains("KeyError: weights"), "{screen}");
 }

@@ -68,9 +68,9 @@ fn draw_setup(
     // what will run.
     let task_lines = wrap_words(&task, usize::from(area.width.saturating_sub(2)));
     let task_height = u16::try_from(task_lines.len() + 2).unwrap_or(3);
-    // An agent command's sandbox folders, below the agents (not for a policy file, which runs
-    // in the evaluator).
-    let folder_lines = if mode == TaskMode::Batch {
+    // An agent command's sandbox folders, below the agents while a command is chosen (not for
+    // a policy file, which runs in the evaluator).
+    let folder_lines = if mode == TaskMode::Batch || eval.choice_for(mode) != AgentChoice::Command {
         Vec::new()
     } else {
         folder_lines(eval, input, usize::from(area.width.saturating_sub(2)))
@@ -152,9 +152,9 @@ fn draw_setup(
 
 /// The command agent's `--workdir` and `--expose`, as typed, each wrapped to `width`.
 fn folder_lines(eval: &Eval, input: InputMode, width: usize) -> Vec<String> {
-    let field = |label: &str, text: &str, key: char, editing: bool, default: &str| {
+    let field = |label: &str, text: &str, key: char, editing: bool, what: &str| {
         let shown = if text.is_empty() && !editing {
-            format!("{label}: {default} ({key} to type)")
+            format!("{label}: ({key} to type {what})")
         } else {
             format!("{label}: {text}{}", if editing { "▏" } else { "" })
         };
@@ -165,14 +165,14 @@ fn folder_lines(eval: &Eval, input: InputMode, width: usize) -> Vec<String> {
         &eval.workdir,
         'w',
         input == InputMode::Workdir,
-        "where the console started",
+        "one",
     );
     lines.extend(field(
         "expose",
         &eval.expose,
         'e',
         input == InputMode::Expose,
-        "none",
+        "some",
     ));
     lines
 }

@@ -16,6 +16,8 @@ use crate::console::widgets::{block, bounds, downsample, draw_scene, themed_char
 /// From this width the episode history gets a column of its own; below it, the latest
 /// episodes fill the observation panel's spare rows.
 const HISTORY_COLUMN_WIDTH: u16 = 140;
+/// The most of a Box action's values shown at once.
+const ACTION_ROWS: usize = 4;
 
 /// Draws `p`; `typing_seed` while a seed is typed.
 pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, area: Rect) {
@@ -275,23 +277,39 @@ fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
                 },
                 theme.muted(),
             )];
-            lines.extend(values.iter().enumerate().map(|(i, v)| {
-                let label = b
-                    .labels
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("a[{i}]"));
-                let marker = if i == p.box_cursor && by_hand {
-                    "▸ "
-                } else {
-                    "  "
-                };
-                Line::from(vec![
-                    Span::styled(marker.to_string(), theme.accent()),
-                    Span::styled(format!("{label:<18}"), theme.muted()),
-                    Span::raw(format!("{v:>8.3}")),
-                ])
-            }));
+            let labels = super::labels::action_labels(&spec.task.sim, &spec.action_space, values.len());
+            // A long action (a swarm's) shows the rows around the one being set, so the
+            // observation keeps room.
+            let first = p
+                .box_cursor
+                .saturating_sub(ACTION_ROWS / 2)
+                .min(values.len().saturating_sub(ACTION_ROWS));
+            lines.extend(
+                values
+                    .iter()
+                    .zip(&labels)
+                    .enumerate()
+                    .skip(first)
+                    .take(ACTION_ROWS)
+                    .map(|(i, (v, label))| {
+                        let marker = if i == p.box_cursor && by_hand {
+                            "▸ "
+                        } else {
+                            "  "
+                        };
+                        Line::from(vec![
+                            Span::styled(marker.to_string(), theme.accent()),
+                            Span::styled(format!("{label:<18}"), theme.muted()),
+                            Span::raw(format!("{v:>8.3}")),
+                        ])
+                    }),
+            );
+            if values.len() > ACTION_ROWS {
+                lines.push(Line::styled(
+                    format!("  … {} values in all (↑ ↓)", values.len()),
+                    theme.muted(),
+                ));
+            }
             lines
         }
         _ => Vec::new(),

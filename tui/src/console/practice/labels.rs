@@ -34,6 +34,22 @@ pub fn observation_labels(sim: &str, space: &Space, len: usize) -> Vec<String> {
     }
 }
 
+/// One label per value of an action of `space` for the sim `sim`: a 1-D Box's own labels,
+/// a swarm's rows as each robot's velocity, else `a[i]`.
+pub fn action_labels(sim: &str, space: &Space, len: usize) -> Vec<String> {
+    if let Space::Box(b) = space {
+        if b.labels.len() == len {
+            return b.labels.clone();
+        }
+        if sim == swarm2d::ID && b.shape[..] == [len / 2, 2] {
+            return (0..len / 2)
+                .flat_map(|r| [format!("robot {r} vx"), format!("robot {r} vy")])
+                .collect();
+        }
+    }
+    (0..len).map(|i| format!("a[{i}]")).collect()
+}
+
 fn indexed(len: usize) -> Vec<String> {
     (0..len).map(|i| format!("[{i}]")).collect()
 }
@@ -98,5 +114,10 @@ mod tests {
         let named = boxed(vec![2], vec!["a".into(), "b".into()]);
         assert_eq!(observation_labels("x", &named, 2), ["a", "b"]);
         assert_eq!(observation_labels("x", &boxed(vec![2], Vec::new()), 2), ["[0]", "[1]"]);
+        // The swarm's action: each robot's velocity.
+        let action = action_labels("swarm2d", &boxed(vec![16, 2], Vec::new()), 32);
+        assert_eq!(action[0], "robot 0 vx");
+        assert_eq!(action[31], "robot 15 vy");
+        assert_eq!(action_labels("x", &boxed(vec![2], Vec::new()), 2), ["a[0]", "a[1]"]);
     }
 }
