@@ -64,15 +64,15 @@ impl Preflight {
 
     /// The checks that warned.
     pub fn warnings(&self) -> impl Iterator<Item = &Check> {
-        self.checks
-            .iter()
-            .filter(|c| c.verdict == Verdict::Warning)
+        self.checks.iter().filter(|c| c.verdict == Verdict::Warning)
     }
 }
 
 /// The state dir as the agent must not see it: canonical if it exists yet.
 fn secret_folder(state_dir: &Path) -> PathBuf {
-    std::fs::canonicalize(state_dir).unwrap_or_else(|_| std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_path_buf()))
+    std::fs::canonicalize(state_dir).unwrap_or_else(|_| {
+        std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_path_buf())
+    })
 }
 
 /// Checks `options` as [`crate::run_interactive`] and [`crate::run_batch`] would before their
@@ -118,7 +118,11 @@ pub fn check(options: &RunOptions) -> Preflight {
         return out;
     }
     if options.agent_command.is_empty() {
-        out.push("agent", Verdict::Failed, crate::HarnessError::NoAgent.to_string());
+        out.push(
+            "agent",
+            Verdict::Failed,
+            crate::HarnessError::NoAgent.to_string(),
+        );
         return out;
     }
     out.push("agent", Verdict::Ok, options.agent_command.join(" "));
@@ -147,7 +151,11 @@ pub fn check(options: &RunOptions) -> Preflight {
                 },
             );
             for dir in &checked.exposed {
-                out.push("--expose", Verdict::Ok, format!("{} (read-only)", dir.path.display()));
+                out.push(
+                    "--expose",
+                    Verdict::Ok,
+                    format!("{} (read-only)", dir.path.display()),
+                );
             }
             out.push(
                 "program",

@@ -751,7 +751,10 @@ fn a_dry_run_checks_every_path_argument_and_records_nothing() {
     let out = dry_run(&[], &["python3", "agent.py"]);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(1), "{all}");
-    assert!(all.contains("warning: the agent's argument agent.py"), "{all}");
+    assert!(
+        all.contains("warning: the agent's argument agent.py"),
+        "{all}"
+    );
     assert!(
         all.contains(&format!("--workdir {}", project_dir.display())),
         "{all}"
@@ -885,7 +888,9 @@ fn the_demo_says_where_its_temporary_state_dir_is_kept() {
     assert_eq!(kept.len(), 1, "{kept:?}");
     let dir = kept[0].display().to_string();
     assert!(
-        stdout.contains(&format!("The demo's state dir is kept, so the run can be looked at: {dir}")),
+        stdout.contains(&format!(
+            "The demo's state dir is kept, so the run can be looked at: {dir}"
+        )),
         "{stdout}"
     );
     assert!(stdout.contains(&format!("rm -r {dir}")), "{stdout}");

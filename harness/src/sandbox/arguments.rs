@@ -42,7 +42,9 @@ impl HiddenArgument {
             | ArgumentProblem::NotInWorkdir { cwd, .. } => {
                 Some(format!("--workdir {}", cwd.display()))
             }
-            ArgumentProblem::Unseen { folder, .. } => Some(format!("--expose {}", folder.display())),
+            ArgumentProblem::Unseen { folder, .. } => {
+                Some(format!("--expose {}", folder.display()))
+            }
             ArgumentProblem::Secret(_) => None,
         }
     }
@@ -226,7 +228,7 @@ mod tests {
             "out.json".into(),
         ]
         .into();
-        let found = check_arguments(&command, &cwd, None, &[state.clone()], &view);
+        let found = check_arguments(&command, &cwd, None, std::slice::from_ref(&state), &view);
         assert_eq!(found.len(), 3, "{found:?}");
         assert_eq!(
             found[0].suggestion(),
@@ -246,7 +248,13 @@ mod tests {
             masked: &masked,
             bound: &bound,
         };
-        let found = check_arguments(&command, &cwd, Some(&cwd), &[state.clone()], &view);
+        let found = check_arguments(
+            &command,
+            &cwd,
+            Some(&cwd),
+            std::slice::from_ref(&state),
+            &view,
+        );
         assert_eq!(found.len(), 1, "{found:?}");
         // Another working directory does not hold the script.
         let elsewhere = root.join("bin");

@@ -335,7 +335,10 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         .checks
         .insert(0, task_check(&args.task, args.tasks_dir.as_deref()));
     if args.dry_run {
-        println!("Dry run of {} (nothing started, nothing recorded)", args.task);
+        println!(
+            "Dry run of {} (nothing started, nothing recorded)",
+            args.task
+        );
         let rows: Vec<(String, String)> = preflight
             .checks
             .iter()

@@ -114,7 +114,11 @@ mod tests {
     #[test]
     fn an_agent_logs_tail_is_its_last_lines_with_controls_shown() {
         let dir = tempfile::tempdir().unwrap();
-        assert!(agent_log_tail(dir.path(), 3).unwrap_err().contains("agent.log"));
+        assert!(
+            agent_log_tail(dir.path(), 3)
+                .unwrap_err()
+                .contains("agent.log")
+        );
         let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
         std::fs::write(
             dir.path().join("agent.log"),

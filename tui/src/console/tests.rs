@@ -324,8 +324,7 @@ async fn practice_shows_the_action_the_policy_took() {
         .await;
     let p = &f.console.app.practice;
     assert_eq!(p.step, 1, "{:?}", f.console.app.note);
-    let mut heuristic =
-        ale_client::policy::build(PolicyKind::Heuristic, &spec, 0).unwrap();
+    let mut heuristic = ale_client::policy::build(PolicyKind::Heuristic, &spec, 0).unwrap();
     let expected = heuristic.act(&before);
     assert_eq!(p.last_action.as_ref(), Some(&expected));
     let torque = expected.to_f64_vec()[0];
@@ -1211,10 +1210,7 @@ fn the_eval_view_takes_a_commands_workdir_and_exposed_folders() {
     app.update(key(KeyCode::Down));
     app.update(key(KeyCode::Down));
     let screen = render(&app, 80, 24);
-    assert!(
-        screen.contains("workdir: (w to type one)"),
-        "{screen}"
-    );
+    assert!(screen.contains("workdir: (w to type one)"), "{screen}");
     let mut keys = vec![KeyCode::Char('w')];
     keys.extend(typed("/srv/agent"));
     keys.push(KeyCode::Char('e'));

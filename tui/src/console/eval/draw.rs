@@ -289,7 +289,10 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
         match tail {
             Ok(tail) => {
                 lines.push(Line::styled(
-                    format!("the agent failed; the end of its agent.log ({} lines):", tail.len()),
+                    format!(
+                        "the agent failed; the end of its agent.log ({} lines):",
+                        tail.len()
+                    ),
                     Style::default().fg(theme.error),
                 ));
                 lines.extend(tail.iter().map(|l| Line::raw(format!("  {l}"))));
@@ -352,7 +355,10 @@ mod tests {
         for width in 1..12 {
             let text = "python  agent.py --config /a/very/long/path.toml";
             let lines = wrap_words(text, width);
-            assert!(lines.iter().all(|l| l.chars().count() <= width), "{lines:?}");
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= width),
+                "{lines:?}"
+            );
             let kept: String = lines.concat().chars().filter(|c| *c != ' ').collect();
             assert_eq!(kept, text.replace(' ', ""));
         }

@@ -184,8 +184,11 @@ fn side_lines<'a>(
     let room = rows.saturating_sub(tail.len());
     if let Some(obs) = &p.observation {
         let values = obs.to_f64_vec();
-        let labels =
-            super::labels::observation_labels(&spec.task.sim, &spec.observation_space, values.len());
+        let labels = super::labels::observation_labels(
+            &spec.task.sim,
+            &spec.observation_space,
+            values.len(),
+        );
         let shown = if values.len() > room {
             room.saturating_sub(1)
         } else {
@@ -261,7 +264,7 @@ fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
             }
             lines
         }
-        Space::Box(b) => {
+        Space::Box(_) => {
             let by_hand = p.player == Player::Manual;
             let values: Vec<f64> = match (&taken, by_hand) {
                 (Some(taken), false) => taken.clone(),
@@ -277,7 +280,8 @@ fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
                 },
                 theme.muted(),
             )];
-            let labels = super::labels::action_labels(&spec.task.sim, &spec.action_space, values.len());
+            let labels =
+                super::labels::action_labels(&spec.task.sim, &spec.action_space, values.len());
             // A long action (a swarm's) shows the rows around the one being set, so the
             // observation keeps room.
             let first = p

@@ -109,15 +109,31 @@ mod tests {
         assert_eq!(labels[26 * 15 + 5], "robot 15 vy");
         // Another sim's rows: row and column numbers.
         let other = observation_labels("other", &boxed(vec![2, 3], Vec::new()), 6);
-        assert_eq!(other, ["row 0 [0]", "row 0 [1]", "row 0 [2]", "row 1 [0]", "row 1 [1]", "row 1 [2]"]);
+        assert_eq!(
+            other,
+            [
+                "row 0 [0]",
+                "row 0 [1]",
+                "row 0 [2]",
+                "row 1 [0]",
+                "row 1 [1]",
+                "row 1 [2]"
+            ]
+        );
         // A 1-D box keeps its own labels.
         let named = boxed(vec![2], vec!["a".into(), "b".into()]);
         assert_eq!(observation_labels("x", &named, 2), ["a", "b"]);
-        assert_eq!(observation_labels("x", &boxed(vec![2], Vec::new()), 2), ["[0]", "[1]"]);
+        assert_eq!(
+            observation_labels("x", &boxed(vec![2], Vec::new()), 2),
+            ["[0]", "[1]"]
+        );
         // The swarm's action: each robot's velocity.
         let action = action_labels("swarm2d", &boxed(vec![16, 2], Vec::new()), 32);
         assert_eq!(action[0], "robot 0 vx");
         assert_eq!(action[31], "robot 15 vy");
-        assert_eq!(action_labels("x", &boxed(vec![2], Vec::new()), 2), ["a[0]", "a[1]"]);
+        assert_eq!(
+            action_labels("x", &boxed(vec![2], Vec::new()), 2),
+            ["a[0]", "a[1]"]
+        );
     }
 }
