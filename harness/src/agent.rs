@@ -29,6 +29,17 @@ pub const AGENT_LOG_RESERVE: u64 = AGENT_LOG_LIMIT + 4096;
 /// How long a sandbox gets to come down after it is told to.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Where an agent's output goes besides `agent.log`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AgentOutput {
+    /// Also onto the harness's standard error, control characters neutralised.
+    #[default]
+    Echoed,
+    /// Into `agent.log` alone: the harness's terminal shows a progress bar that the agent's
+    /// lines would break.
+    LogOnly,
+}
+
 /// What an agent's sandbox is built from ([`launch_spec`]).
 pub struct AgentLaunch<'a> {
     pub command: &'a [String],
@@ -63,6 +74,8 @@ pub struct AgentStart<'a> {
     pub cgroup_parent: Option<&'a Path>,
     /// The run, which names the sandbox's cgroup.
     pub run_id: &'a RunId,
+    /// Whether the agent's output is echoed on the harness's standard error.
+    pub output: AgentOutput,
 }
 
 pub struct Agent {
@@ -128,47 +141,61 @@ fn give_submission_dir(spec: &LaunchSpec) -> Result<(), HarnessError> {
     Ok(())
 }
 
-/// The launch spec of a sandboxed agent. Every folder and the program are checked here, before
-/// anything is launched, and pinned: the launcher binds what was checked, or nothing.
-pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
-    let (program, _) = launch.command.split_first().ok_or(HarnessError::NoAgent)?;
-    let options = launch.sandbox;
-    let agent_user = launch.agent_user;
-    if sandbox::running_as_root() && agent_user.is_none_or(|u| u.uid == 0) {
-        return Err(sandbox::SandboxError::Unavailable(
-            "the harness runs as root and has no other user for the agent (an agent may not \
-             run as root)"
-                .into(),
-        )
-        .into());
-    }
+/// A sandboxed agent's command as the sandbox will start it: its folders and program checked
+/// and pinned, and its path arguments checked against what the agent will see.
+#[derive(Debug)]
+pub struct CheckedCommand {
+    /// The `--workdir`, canonical.
+    pub workdir: Option<PinnedPath>,
+    /// The `--expose` folders, canonical, each once.
+    pub exposed: Vec<PinnedPath>,
+    /// The program: a name for the agent's `PATH`, or the path it is started by.
+    pub program: PathBuf,
+    /// The file bound on its own at `program`, for a program the sandbox would not show.
+    pub program_file: Option<PinnedPath>,
+    /// The folders the sandbox masks (the homes).
+    pub masked: Vec<PathBuf>,
+    /// Path arguments the agent will not find as they are (warnings: the run goes on).
+    pub hidden_arguments: Vec<sandbox::HiddenArgument>,
+}
+
+/// Checks a sandboxed agent's `command` under `options` before anything is launched: the
+/// working directory, the exposed folders and the program (errors), and the path arguments
+/// (warnings, in [`CheckedCommand::hidden_arguments`]). `hidden` holds the folders the agent
+/// must not see (the state dir). `ale harness run --dry-run` reports this and stops.
+pub fn check_command(
+    command: &[String],
+    options: &SandboxOptions,
+    hidden: &[PathBuf],
+) -> Result<CheckedCommand, HarnessError> {
+    let (program, _) = command.split_first().ok_or(HarnessError::NoAgent)?;
     let workdir = options
         .workdir
         .as_deref()
-        .map(|dir| sandbox::resolve_workdir(dir, launch.hidden))
+        .map(|dir| sandbox::resolve_workdir(dir, hidden))
         .transpose()?;
     let mut exposed = Vec::with_capacity(options.expose.len());
     for dir in &options.expose {
         let workdir = workdir.as_ref().map(|w| w.path.as_path());
-        let dir = sandbox::resolve_exposed(dir, launch.hidden, workdir)?;
+        let dir = sandbox::resolve_exposed(dir, hidden, workdir)?;
         if !exposed.iter().any(|e: &PinnedPath| e.path == dir.path) {
             exposed.push(dir);
         }
     }
     let masked = sandbox::default_hidden_folders();
+    let bound: Vec<PathBuf> = exposed
+        .iter()
+        .chain(&workdir)
+        .map(|dir| dir.path.clone())
+        .collect();
+    let view = sandbox::SandboxView {
+        masked: &masked,
+        bound: &bound,
+    };
     let (program, program_file) = match sandbox::resolve_program(program)? {
         sandbox::AgentProgram::OnPath(name) => (name, None),
         sandbox::AgentProgram::File(file) => {
-            let bound: Vec<PathBuf> = exposed
-                .iter()
-                .chain(&workdir)
-                .map(|dir| dir.path.clone())
-                .collect();
-            let view = sandbox::SandboxView {
-                masked: &masked,
-                bound: &bound,
-            };
-            let program_file = sandbox::program_binding(&file, launch.hidden, &view)?
+            let program_file = sandbox::program_binding(&file, hidden, &view)?
                 .map(|canonical| {
                     PinnedPath::of(&canonical).map_err(|e| sandbox::SandboxError::Program {
                         path: file.invoked.clone(),
@@ -179,6 +206,48 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
             (file.invoked, program_file)
         }
     };
+    let hidden_arguments = match std::env::current_dir() {
+        Ok(cwd) => sandbox::check_arguments(
+            command,
+            &cwd,
+            workdir.as_ref().map(|w| w.path.as_path()),
+            hidden,
+            &view,
+        ),
+        // No working directory to resolve relative arguments against: nothing to say.
+        Err(_) => Vec::new(),
+    };
+    Ok(CheckedCommand {
+        workdir,
+        exposed,
+        program,
+        program_file,
+        masked,
+        hidden_arguments,
+    })
+}
+
+/// The launch spec of a sandboxed agent. Every folder and the program are checked here, before
+/// anything is launched, and pinned: the launcher binds what was checked, or nothing.
+pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
+    let options = launch.sandbox;
+    let agent_user = launch.agent_user;
+    if sandbox::running_as_root() && agent_user.is_none_or(|u| u.uid == 0) {
+        return Err(sandbox::SandboxError::Unavailable(
+            "the harness runs as root and has no other user for the agent (an agent may not \
+             run as root)"
+                .into(),
+        )
+        .into());
+    }
+    let CheckedCommand {
+        workdir,
+        exposed,
+        program,
+        program_file,
+        masked,
+        ..
+    } = check_command(launch.command, options, launch.hidden)?;
     let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
     let agent_socket = std::fs::canonicalize(launch.agent_socket)
         .and_then(|socket| PinnedPath::of(&socket))
@@ -459,11 +528,15 @@ impl Agent {
                 .map_err(launch_err)?;
         }
         let (done, log_done) = tokio::sync::oneshot::channel();
+        let terminal: Box<dyn Write + Send> = match start.output {
+            AgentOutput::Echoed => Box::new(std::io::stderr()),
+            AgentOutput::LogOnly => Box::new(std::io::sink()),
+        };
         std::thread::Builder::new()
             .name("agent-log".into())
             .spawn(move || {
                 if let Some(file) = log.0.as_mut() {
-                    copy_log(reader, file, std::io::stderr());
+                    copy_log(reader, file, terminal);
                 }
                 // The unused room goes back when the output ends (the guard's drop).
                 drop(log);

@@ -40,6 +40,16 @@ pub enum EvaluatorError {
     ExitedEarly { status: String, state_dir: PathBuf },
     #[error("the evaluator it started was not ready within {} s", .timeout.as_secs())]
     NotReady { timeout: Duration },
+    #[error(
+        "--tasks-dir {}: an evaluator already serves {}, with the tasks it was started with; \
+         give --tasks-dir to that `ale serve` instead, or stop it so the harness starts one",
+        .tasks_dir.display(),
+        .state_dir.display()
+    )]
+    TasksDirWhileServed {
+        tasks_dir: PathBuf,
+        state_dir: PathBuf,
+    },
 }
 
 /// How long a started evaluator may take to come up.
@@ -94,7 +104,7 @@ impl EvaluatorHandle {
     }
 }
 
-fn socket_is_live(socket: &Path) -> bool {
+pub fn socket_is_live(socket: &Path) -> bool {
     ale_proto::socket_path::connect(socket).is_ok()
 }
 
@@ -113,15 +123,24 @@ fn recorded_endpoints(state_dir: &Path) -> Result<layout::AgentEndpoints, Evalua
     })
 }
 
-/// Attaches to the evaluator serving `state_dir`, or starts `ale_exe serve` on it.
-/// `endpoint` overrides the agent channel URL the harness hands to its agent.
+/// Attaches to the evaluator serving `state_dir`, or starts `ale_exe serve` on it, loading
+/// the task configs in `tasks_dir` if given (an evaluator already serving has its own tasks:
+/// `tasks_dir` is then refused). `endpoint` overrides the agent channel URL the harness hands
+/// to its agent.
 pub async fn attach_or_start(
     state_dir: &Path,
     ale_exe: &Path,
     endpoint: Option<&str>,
+    tasks_dir: Option<&Path>,
 ) -> Result<EvaluatorHandle, EvaluatorError> {
     let harness_socket = layout::harness_socket(state_dir);
     if socket_is_live(&harness_socket) {
+        if let Some(dir) = tasks_dir {
+            return Err(EvaluatorError::TasksDirWhileServed {
+                tasks_dir: dir.to_path_buf(),
+                state_dir: state_dir.to_path_buf(),
+            });
+        }
         let recorded = recorded_endpoints(state_dir)?;
         return Ok(EvaluatorHandle {
             harness_socket,
@@ -133,7 +152,11 @@ pub async fn attach_or_start(
     let mut command = Command::new(ale_exe);
     command
         .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
-        .arg(state_dir)
+        .arg(state_dir);
+    if let Some(dir) = tasks_dir {
+        command.arg("--tasks-dir").arg(dir);
+    }
+    command
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true);

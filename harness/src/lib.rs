@@ -21,6 +21,7 @@ pub mod evaluator_process;
 pub mod leaderboard;
 pub mod log;
 pub mod plot;
+pub mod preflight;
 pub mod progress;
 pub mod report;
 pub mod run;

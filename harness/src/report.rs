@@ -192,6 +192,9 @@ pub struct TaskSummary {
     pub time_budget_seconds: u64,
 }
 
+/// How an agent that ended well ended ([`AgentSummary::exit`]).
+pub const EXITED_CLEANLY: &str = "exited with status 0";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentSummary {
     pub command: Vec<String>,
@@ -201,6 +204,14 @@ pub struct AgentSummary {
     pub left_early: bool,
     /// Its output, in the run folder.
     pub log: String,
+}
+
+impl AgentSummary {
+    /// Whether an agent ran and ended badly: gone before its session finished, or ended other
+    /// than with status 0 (killed, crashed, stopped by a limit).
+    pub fn failed(&self) -> bool {
+        !self.command.is_empty() && (self.left_early || self.exit != EXITED_CLEANLY)
+    }
 }
 
 /// A chained record file and where its chain ended.

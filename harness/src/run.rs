@@ -60,6 +60,12 @@ pub struct RunOptions {
     /// The task's named evaluation seed set to play (`--seed-set`), instead of fresh hidden
     /// seeds.
     pub seed_set: Option<String>,
+    /// Whether the agent's output is echoed on the harness's standard error (it always goes
+    /// into the run's `agent.log`).
+    pub agent_output: crate::agent::AgentOutput,
+    /// A folder of task configs for the evaluator the harness starts (`ale serve
+    /// --tasks-dir`); refused when an evaluator already serves the state dir.
+    pub tasks_dir: Option<PathBuf>,
 }
 
 /// A run's name and tags, as a person gives them to tell runs apart.
@@ -175,6 +181,7 @@ async fn with_evaluator(
         &options.state_dir,
         &options.ale_exe,
         options.endpoint.as_deref(),
+        options.tasks_dir.as_deref(),
     )
     .await?;
     let outcome = body(&evaluator).await;
@@ -665,6 +672,7 @@ async fn run_official_env(
         log: &agent_log,
         cgroup_parent: confinement.cgroup_parent.as_deref(),
         run_id: &run_id,
+        output: options.agent_output,
     })
     .await?;
     // For a batch task: whether the agent has submitted (its session has begun). The batch run
@@ -1000,6 +1008,19 @@ async fn run_batch_env(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clean_exit_is_described_as_the_report_expects() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            describe_exit(Some(ExitStatus::from_raw(0)), true),
+            crate::report::EXITED_CLEANLY
+        );
+        assert_ne!(
+            describe_exit(Some(ExitStatus::from_raw(1 << 8)), true),
+            crate::report::EXITED_CLEANLY
+        );
+    }
 
     /// The space a run's records still need is reserved without growing the file, and a disk
     /// without it refuses the run, saying so.

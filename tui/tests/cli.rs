@@ -224,3 +224,33 @@ fn serve_refuses_a_task_file_with_an_out_of_bounds_number() {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `ale serve` logging into a file or a pipe writes plain text: no colour codes.
+#[test]
+fn serve_logs_are_plain_when_not_on_a_terminal() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let mut server = Command::new(ALE)
+        .args(["serve", "--listen", "127.0.0.1:0", "--state-dir"])
+        .arg(tmp.path().join("state"))
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = server.stdout.take().unwrap();
+    for line in BufReader::new(stdout).lines() {
+        if line.unwrap().contains("agent channel") {
+            break;
+        }
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGTERM);
+    }
+    let out = server.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("evaluator listening"), "{stderr}");
+    assert!(!stderr.contains('\x1b'), "colour codes in: {stderr:?}");
+}

@@ -1085,3 +1085,174 @@ fn two_runs_on_one_seed_set_are_paired_rollout_for_rollout() {
     assert!(err.contains("no evaluation seed set \"nope\""), "{err}");
     assert_eq!(run_folders(state).len(), 3);
 }
+
+/// `ale harness run --dry-run`: the preflight alone. A script relative to the harness's
+/// folder needs `--workdir`, one the sandbox does not show needs `--expose`, an unknown task is
+/// named; nothing is started or recorded, and the exit status says whether all is well.
+#[test]
+fn a_dry_run_checks_every_path_argument_and_records_nothing() {
+    let tmp = private_tempdir();
+    let state = tmp.path().join("state");
+    let project = tempfile::tempdir().unwrap();
+    let project_dir = std::fs::canonicalize(project.path()).unwrap();
+    std::fs::write(project_dir.join("agent.py"), "print('hi')\n").unwrap();
+    let dry_run = |extra: &[&str], agent: &[&str]| {
+        let mut command = Command::new(ALE);
+        command
+            .current_dir(&project_dir)
+            .args(["harness", "run", "--task", "cartpole-balance", "--dry-run"])
+            .arg("--state-dir")
+            .arg(&state)
+            .args(extra)
+            .arg("--")
+            .args(agent);
+        command.output().unwrap()
+    };
+    // The script beside the harness, and the agent in an empty folder of its own.
+    let out = dry_run(&[], &["python3", "agent.py"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains("warning: the agent's argument agent.py"),
+        "{all}"
+    );
+    assert!(
+        all.contains(&format!("--workdir {}", project_dir.display())),
+        "{all}"
+    );
+    // Given that folder, all is well.
+    let out = dry_run(&["--workdir", "."], &["python3", "agent.py"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("Every check passed."), "{all}");
+    // The script by its whole path, in /tmp (which the sandbox replaces), from another folder;
+    // through `sh -c` as the console starts commands.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let line = format!("python3 {}/agent.py", project_dir.display());
+    let out = dry_run(
+        &["--workdir", elsewhere.path().to_str().unwrap()],
+        &["sh", "-c", &line],
+    );
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(
+        all.contains(&format!("--expose {}", project_dir.display())),
+        "{all}"
+    );
+    // An unknown task.
+    let out = Command::new(ALE)
+        .args(["harness", "run", "--task", "no-such-task", "--dry-run"])
+        .arg("--state-dir")
+        .arg(&state)
+        .args(["--policy", "heuristic"])
+        .output()
+        .unwrap();
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("no task no-such-task"), "{all}");
+    // No evaluator was started and no run recorded: the state dir was never made.
+    assert!(!state.exists(), "{}", state.display());
+}
+
+/// `ale harness run --tasks-dir DIR`: the evaluator the harness starts has DIR's tasks.
+#[test]
+fn the_harness_starts_its_evaluator_with_the_tasks_dir_given() {
+    let tmp = private_tempdir();
+    let tasks = tempfile::tempdir().unwrap();
+    let task = include_str!("../../server/tasks/cartpole-balance.toml").replace(
+        "id = \"cartpole-balance\"",
+        "id = \"cartpole-from-a-tasks-dir\"",
+    );
+    std::fs::write(tasks.path().join("custom.toml"), task).unwrap();
+    let state = tmp.path().to_str().unwrap();
+    let out = ale(&[
+        "harness",
+        "run",
+        "--task",
+        "cartpole-from-a-tasks-dir",
+        "--tasks-dir",
+        tasks.path().to_str().unwrap(),
+        "--policy",
+        "heuristic",
+        "--progress",
+        "json",
+        "--state-dir",
+        state,
+    ]);
+    let all = text(&out);
+    assert!(out.status.success(), "{all}");
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(event["report"]["task"]["id"], "cartpole-from-a-tasks-dir");
+    assert_eq!(event["report"]["status"], "completed");
+}
+
+/// On a terminal, `ale harness run` draws a progress bar; the agent's own output goes into
+/// agent.log, not across the bar. (`script` gives the harness a terminal.)
+#[test]
+fn the_agents_output_stays_off_the_progress_bar() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to give the harness a terminal");
+        return;
+    }
+    let tmp = private_tempdir();
+    let state = tmp.path().display().to_string();
+    // The agent's line is made by its shell, so the command line (in the summary) does not
+    // hold it.
+    let agent = format!("echo AGENT-SAYS-$((40 + 2)); exec {ALE} agent --policy heuristic");
+    let harness = format!(
+        "{ALE} harness run --task cartpole-balance --sandbox none --state-dir {state} -- sh -c '{agent}'"
+    );
+    let out = Command::new("script")
+        .args(["-qec", &harness, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let terminal = text(&out);
+    assert!(out.status.success(), "{terminal}");
+    assert!(terminal.contains('█'), "no progress bar:\n{terminal}");
+    assert!(
+        !terminal.contains("AGENT-SAYS-42"),
+        "the agent wrote on the terminal:\n{terminal}"
+    );
+    assert!(terminal.contains("agent log"), "{terminal}");
+    let run = std::fs::read_dir(tmp.path().join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let log = std::fs::read_to_string(run.join("agent.log")).unwrap();
+    assert!(log.contains("AGENT-SAYS-42"), "{log}");
+}
+
+/// `ale demo` in its own temporary folder says, at its end, that the folder is kept and how to
+/// remove it.
+#[test]
+fn the_demo_says_where_its_temporary_state_dir_is_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(ALE)
+        .arg("demo")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", text(&out));
+    let kept: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let dir = kept[0].display().to_string();
+    assert!(
+        stdout.contains(&format!(
+            "The demo's state dir is kept, so the run can be looked at: {dir}"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("rm -r {dir}")), "{stdout}");
+}

@@ -12,6 +12,7 @@
 //! sandbox; it starts the agent, reaps orphans, and exits with the agent's status, at which
 //! point the kernel kills whatever is left in the namespace.
 
+mod arguments;
 #[cfg(target_os = "linux")]
 mod binds;
 pub mod cgroup;
@@ -29,6 +30,7 @@ pub mod uids;
 
 use std::path::{Path, PathBuf};
 
+pub use arguments::{ArgumentProblem, HiddenArgument, check_arguments};
 pub use folders::{resolve_exposed, resolve_workdir};
 pub use limits::{AgentLimits, Enforcement, LimitHit};
 pub use pinned::{FileId, PinnedPath};

@@ -13,7 +13,7 @@ use crate::StateDirArg;
 #[derive(clap::Args, Debug)]
 pub struct DemoArgs {
     /// Where the demo's evaluator keeps its state [default: a new temporary folder, kept so
-    /// the run can be inspected].
+    /// the run can be inspected; the demo says where when it ends].
     #[arg(long, value_name = "DIR")]
     pub state_dir: Option<std::path::PathBuf>,
     /// The task to demonstrate.
@@ -25,12 +25,40 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    let state_dir = match args.state_dir {
-        Some(dir) => dir,
+    let (state_dir, temporary) = match args.state_dir.clone() {
+        Some(dir) => (dir, false),
         // The evaluator creates it private (0700).
-        None => std::env::temp_dir().join(format!("ale-demo-{}", std::process::id())),
+        None => (
+            std::env::temp_dir().join(format!("ale-demo-{}", std::process::id())),
+            true,
+        ),
     };
-    let evaluator = Evaluator::new(TaskRegistry::builtin(crate::sim_catalog())?, &state_dir)
+    let outcome = demo(&args, &state_dir);
+    // However the demo ended (an error, Ctrl-C), the folder it made is accounted for.
+    if state_dir.exists() {
+        let dir = StateDirArg {
+            state_dir: Some(state_dir.clone()),
+        }
+        .resolve();
+        if temporary {
+            println!(
+                "\nThe demo's state dir is kept, so the run can be looked at: {0}\n  \
+                 ale harness runs --state-dir {0}\n  ale --state-dir {0}   (the console's runs view)\n\
+                 It is a temporary folder: remove it with `rm -r {0}` when done.",
+                dir.display()
+            );
+        } else {
+            println!(
+                "\nState dir: {0}  (ale harness runs --state-dir {0})",
+                dir.display()
+            );
+        }
+    }
+    outcome
+}
+
+fn demo(args: &DemoArgs, state_dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let evaluator = Evaluator::new(TaskRegistry::builtin(crate::sim_catalog())?, state_dir)
         .with_context(|| format!("cannot prepare {}", state_dir.display()))?;
     let rt = super::runtime(2)?;
     rt.block_on(async move {
@@ -44,7 +72,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
             "Starting the harness: ale harness run --task {} --policy {}\n",
             args.task, args.policy
         );
-        let status = tokio::process::Command::new(std::env::current_exe()?)
+        let mut harness = tokio::process::Command::new(std::env::current_exe()?)
             .args([
                 "harness",
                 "run",
@@ -54,18 +82,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
                 &args.policy,
                 "--state-dir",
             ])
-            .arg(&state_dir)
-            .status()
-            .await
+            .arg(state_dir)
+            .kill_on_drop(true)
+            .spawn()
             .context("cannot start the harness process")?;
-        server.shutdown().await;
-        let dir = StateDirArg {
-            state_dir: Some(state_dir.clone()),
+        // Ctrl-C reaches the harness too (it stops its agent); the demo waits for it and ends
+        // cleanly rather than dying at once.
+        let status = tokio::select! {
+            status = harness.wait() => status?,
+            _ = tokio::signal::ctrl_c() => harness.wait().await?,
         };
-        println!(
-            "\nState dir: {}  (ale harness runs --state-dir {0})",
-            dir.resolve().display()
-        );
+        server.shutdown().await;
         Ok(if status.success() {
             ExitCode::SUCCESS
         } else {

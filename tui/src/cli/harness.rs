@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
+use ale_harness::agent::AgentOutput;
 use ale_harness::leaderboard::Leaderboard;
+use ale_harness::preflight::Verdict;
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::{Report, RunEnding};
 use ale_harness::run::RunLabels;
@@ -29,7 +31,9 @@ const RUN_EXAMPLES: &str = "Examples:
   ale harness run --task cartpole-balance --expose ~/.pyenv/versions/3.11.7 -- venv/bin/python agent.py
   ale harness run --task mountaincar-sarsa-reproduction --faithfulness verdict.json -- ./my_agent
   ale harness run --task cartpole-balance --policy random --progress json
-  ale harness run --task nav2d-barn --submission ./my-submission";
+  ale harness run --task nav2d-barn --submission ./my-submission
+  ale harness run --task cartpole-balance --dry-run --workdir . -- python3 agent.py
+  ale harness run --task my-task --tasks-dir ./tasks --policy heuristic";
 
 #[derive(clap::Subcommand, Debug)]
 pub enum HarnessCommand {
@@ -115,6 +119,15 @@ pub struct RunArgs {
     /// rollout for rollout. The seeds stay hidden; the run records the set's commitment.
     #[arg(long, value_name = "NAME")]
     pub seed_set: Option<String>,
+    /// Task configs (*.toml) for the evaluator the harness starts, as `ale serve --tasks-dir`;
+    /// refused if an evaluator already serves the state dir (it has its own tasks).
+    #[arg(long, value_name = "DIR")]
+    pub tasks_dir: Option<PathBuf>,
+    /// Check the run's set-up and stop: the task, the agent's program, working directory,
+    /// exposed folders and path arguments as the sandbox will show them. Starts no evaluator
+    /// and records nothing; exits 0 if every check passed, 1 otherwise.
+    #[arg(long)]
+    pub dry_run: bool,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     /// The agent: program and arguments, after `--`.
@@ -377,6 +390,7 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         None => args.state_dir.resolve(),
     };
+    let display = ProgressDisplay::new(args.progress);
     let options = RunOptions {
         task_id: args.task.clone(),
         state_dir,
@@ -393,8 +407,49 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         },
         builtin_policy: args.policy.clone(),
         seed_set: args.seed_set.clone(),
+        // A bar redrawn in place would be broken by the agent's lines: they go to agent.log.
+        agent_output: if display.bar {
+            AgentOutput::LogOnly
+        } else {
+            AgentOutput::Echoed
+        },
+        tasks_dir: args.tasks_dir.clone(),
     };
-    let mut display = ProgressDisplay::new(args.progress);
+    let mut preflight = ale_harness::preflight::check(&options);
+    preflight
+        .checks
+        .insert(0, task_check(&args.task, args.tasks_dir.as_deref()));
+    if args.dry_run {
+        println!(
+            "Dry run of {} (nothing started, nothing recorded)",
+            args.task
+        );
+        let rows: Vec<(String, String)> = preflight
+            .checks
+            .iter()
+            .map(|c| (c.what.clone(), format!("{}: {}", c.verdict, c.detail)))
+            .collect();
+        print_table(&rows);
+        return Ok(if preflight.is_fine() {
+            println!("Every check passed.");
+            ExitCode::SUCCESS
+        } else {
+            println!("Fix the checks above that are not ok before the run.");
+            ExitCode::FAILURE
+        });
+    }
+    if let Some(failed) = preflight
+        .checks
+        .iter()
+        .find(|c| c.what == "task" && c.verdict == Verdict::Failed)
+    {
+        bail!("{}", failed.detail);
+    }
+    // The agent runs anyway (a path may be meant for its own /tmp); the operator is told.
+    for warning in preflight.warnings() {
+        eprintln!("warning: {}", warning.detail);
+    }
+    let mut display = display;
     let rt = super::runtime(1)?;
     // Ctrl-C or SIGTERM (the console's cancel) abandons the run: dropping it kills the agent's
     // process group and any evaluator this harness started.
@@ -428,6 +483,46 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("error: {ending} (exit code {})", ending.exit_code());
     }
     Ok(ExitCode::from(ending.exit_code()))
+}
+
+/// Whether `task` is one the evaluator will have: a built-in task, or one in `tasks_dir`
+/// (which must load). An evaluator already serving the state dir has the tasks it was started
+/// with; the run itself finds out.
+fn task_check(task: &str, tasks_dir: Option<&Path>) -> ale_harness::preflight::Check {
+    use ale_harness::preflight::Check;
+    let catalog = crate::sim_catalog();
+    let (registry, source) = match tasks_dir {
+        Some(dir) => (
+            ale_server::TaskRegistry::with_dir(dir, catalog),
+            format!("the built-in tasks and {}", dir.display()),
+        ),
+        None => (
+            ale_server::TaskRegistry::builtin(catalog),
+            "the built-in tasks".to_string(),
+        ),
+    };
+    let (verdict, detail) = match registry {
+        Err(e) => (Verdict::Failed, format!("cannot load {source}: {e:#}")),
+        Ok(registry) if registry.get(task).is_some() => {
+            (Verdict::Ok, format!("{task}, one of {source}"))
+        }
+        Ok(registry) => {
+            let ids = registry.ids();
+            (
+                Verdict::Failed,
+                format!(
+                    "no task {task} in {source}; the tasks are: {} (an evaluator already \
+                     serving the state dir may have others)",
+                    ids.join(", ")
+                ),
+            )
+        }
+    };
+    Check {
+        what: "task".into(),
+        verdict,
+        detail,
+    }
 }
 
 /// Shows a run's progress as the chosen style.
@@ -577,6 +672,15 @@ fn print_summary(report: &Report, run_dir: &Path) {
             .display()
             .to_string(),
     ));
+    if !report.agent.command.is_empty() {
+        rows.push((
+            "agent log".into(),
+            run_dir
+                .join(ale_proto::layout::AGENT_LOG_FILE)
+                .display()
+                .to_string(),
+        ));
+    }
     rows.push((
         "plots".into(),
         run_dir

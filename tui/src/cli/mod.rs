@@ -12,12 +12,15 @@ pub mod serve;
 pub mod sims;
 pub mod tasks;
 
-/// Logs go to stderr, filtered by `RUST_LOG` (default: `default`, e.g. "info").
+/// Logs go to stderr, filtered by `RUST_LOG` (default: `default`, e.g. "info"); coloured only
+/// on a terminal, so a log file or a journal gets plain text.
 pub fn init_logging(default: &str) {
+    use std::io::IsTerminal;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }

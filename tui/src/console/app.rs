@@ -64,6 +64,10 @@ pub enum InputMode {
     AgentCommand,
     /// The eval view's submission folder ([`Eval::submission`]).
     SubmissionDir,
+    /// The eval view's `--workdir` for a command ([`Eval::workdir`]).
+    Workdir,
+    /// The eval view's `--expose` folders for a command ([`Eval::expose`]).
+    Expose,
 }
 
 /// A transient note for the status line.
@@ -220,6 +224,10 @@ impl App {
             Msg::Verified(verification) => self.runs.on_verified(verification),
             Msg::Compared { runs, result } => self.runs.on_compared(runs, result),
             Msg::Exported { path, result } => self.runs.on_exported(&path, result),
+            Msg::AgentLog { run_id, tail } => {
+                self.eval.on_agent_log(&run_id, tail);
+                Vec::new()
+            }
         };
         self.apply(outcomes)
     }
@@ -300,6 +308,8 @@ impl App {
             InputMode::Seed => self.practice.on_seed_key(key),
             InputMode::AgentCommand => self.eval.on_command_line_key(key),
             InputMode::SubmissionDir => self.eval.on_submission_key(key),
+            InputMode::Workdir => self.eval.on_workdir_key(key),
+            InputMode::Expose => self.eval.on_expose_key(key),
         };
         self.apply(outcomes)
     }

@@ -42,6 +42,23 @@ pub fn compare_runs(state_dir: &Path, left: &Path, right: &Path) -> Msg {
     }
 }
 
+/// The last `lines` lines of `run_dir`'s `agent.log`, control characters shown as `?` (the
+/// agent wrote them), or why it cannot be read.
+pub fn agent_log_tail(run_dir: &Path, lines: usize) -> Result<Vec<String>, String> {
+    let path = run_dir.join(ale_proto::layout::AGENT_LOG_FILE);
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let all: Vec<&str> = text.lines().collect();
+    Ok(all[all.len().saturating_sub(lines)..]
+        .iter()
+        .map(|line| {
+            line.chars()
+                .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+                .collect()
+        })
+        .collect())
+}
+
 fn extension(format: PlotFormat) -> &'static str {
     match format {
         PlotFormat::Png => "png",
@@ -87,5 +104,30 @@ pub fn export_here(export: impl FnOnce(&Path) -> Msg) -> Msg {
                 "cannot find the current directory to write the plot into: {e}"
             )),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_logs_tail_is_its_last_lines_with_controls_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(
+            agent_log_tail(dir.path(), 3)
+                .unwrap_err()
+                .contains("agent.log")
+        );
+        let text: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(
+            dir.path().join("agent.log"),
+            format!("{text}\x1b[2Jcleared\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            agent_log_tail(dir.path(), 3).unwrap(),
+            ["line 19", "line 20", "?[2Jcleared"]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Official runs from the console: `ale harness run --progress json` as a child process. The
 //! console reads only what that process prints; it never asks the evaluator for a result.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -21,6 +22,48 @@ fn workdir_for_commands(state_dir: &Path) -> Option<PathBuf> {
     (!cwd.starts_with(&state) && !state.starts_with(&cwd)).then_some(cwd)
 }
 
+/// The arguments of `ale harness run` for `task_id` on `state_dir` with `agent`.
+pub fn harness_args(state_dir: &Path, task_id: &str, agent: &Agent) -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "harness",
+        "run",
+        "--task",
+        task_id,
+        "--progress",
+        "json",
+        "--state-dir",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    args.push(state_dir.into());
+    match agent {
+        Agent::Policy(kind) => {
+            args.extend(["--policy", kind.name()].map(OsString::from));
+        }
+        Agent::Command(command) => {
+            // A command typed in the console runs where the console was started, as it would
+            // in a shell, unless that folder holds the state dir the agent must not see; or in
+            // the folder typed for it.
+            let workdir = command
+                .workdir
+                .clone()
+                .or_else(|| workdir_for_commands(state_dir));
+            if let Some(dir) = workdir {
+                args.extend(["--workdir".into(), dir.into()]);
+            }
+            for dir in &command.expose {
+                args.extend(["--expose".into(), dir.into()]);
+            }
+            args.extend(["--", "sh", "-c"].map(OsString::from));
+            args.push(command.line.clone().into());
+        }
+        Agent::Submission(dir) => {
+            args.extend(["--submission".into(), dir.into()]);
+        }
+    }
+    args
+}
+
 /// Starts `ale harness run` for `task_id` on `state_dir`; its output and exit arrive as
 /// messages. Returns the process id, for [`cancel`].
 pub fn start(
@@ -31,33 +74,7 @@ pub fn start(
     events: UnboundedSender<Msg>,
 ) -> std::io::Result<u32> {
     let mut command = Command::new(ale_exe);
-    command
-        .args([
-            "harness",
-            "run",
-            "--task",
-            task_id,
-            "--progress",
-            "json",
-            "--state-dir",
-        ])
-        .arg(state_dir);
-    match agent {
-        Agent::Policy(kind) => {
-            command.args(["--policy", kind.name()]);
-        }
-        Agent::Command(line) => {
-            // A command typed in the console runs where the console was started, as it would
-            // in a shell, unless that folder holds the state dir the agent must not see.
-            if let Some(dir) = workdir_for_commands(state_dir) {
-                command.arg("--workdir").arg(dir);
-            }
-            command.args(["--", "sh", "-c", line]);
-        }
-        Agent::Submission(dir) => {
-            command.arg("--submission").arg(dir);
-        }
-    }
+    command.args(harness_args(state_dir, task_id, agent));
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -106,5 +123,37 @@ pub fn cancel(pid: u32) {
         unsafe {
             libc::kill(pid as i32, libc::SIGTERM);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::console::eval::AgentCommand;
+
+    #[test]
+    fn a_commands_folders_become_the_harness_flags() {
+        let agent = Agent::Command(AgentCommand {
+            line: "python3 agent.py".into(),
+            workdir: Some("/srv/agent".into()),
+            expose: vec!["/opt/py".into(), "/data".into()],
+        });
+        let args: Vec<String> = harness_args(Path::new("/state"), "cartpole-balance", &agent)
+            .iter()
+            .map(|a| a.to_string_lossy().to_string())
+            .collect();
+        let tail = [
+            "--workdir",
+            "/srv/agent",
+            "--expose",
+            "/opt/py",
+            "--expose",
+            "/data",
+            "--",
+            "sh",
+            "-c",
+            "python3 agent.py",
+        ];
+        assert_eq!(args[args.len() - tail.len()..], tail, "{args:?}");
     }
 }

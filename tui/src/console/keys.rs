@@ -54,6 +54,9 @@ pub enum Command {
     CycleTheme,
     Up,
     Down,
+    /// Scroll a pane's text (the tasks view's spec) up or down a page.
+    PageUp,
+    PageDown,
     Filter,
     Open,
     Evaluate,
@@ -72,6 +75,10 @@ pub enum Command {
     Slower,
     TypeAgent,
     TypeSubmission,
+    /// Type the agent command's `--workdir`.
+    TypeWorkdir,
+    /// Type the agent command's `--expose` folders.
+    TypeExpose,
     Start,
     Cancel,
     Verify,
@@ -133,6 +140,8 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Tasks,     "practice",       C::Open,                   "practice",   "create a practice env for the task",                      true),
     action!(X::Tasks,     "evaluate",       C::Evaluate,               "evaluate",   "set up an official run of the task",                      true),
     action!(X::Tasks,     "clear_filter",   C::Back,                   "clear",      "clear the filter",                                        false),
+    action!(X::Tasks,     "spec_up",        C::PageUp,                 "spec",       "scroll the spec up/down",                                 false),
+    action!(X::Tasks,     "spec_down",      C::PageDown,               "spec",       "scroll the spec up/down",                                 false),
 
     action!(X::Practice,  "left",           C::Left,                   "push",       "push left/right (Discrete), lower/raise the value (Box)", true),
     action!(X::Practice,  "right",          C::Right,                  "push",       "push left/right (Discrete), lower/raise the value (Box)", true),
@@ -154,6 +163,8 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Eval,      "down",           C::Down,                   "agent",      "choose the agent",                                        true),
     action!(X::Eval,      "type_command",   C::TypeAgent,              "command",    "type an agent command line",                              true),
     action!(X::Eval,      "type_submission", C::TypeSubmission,        "submission", "type a batch task's submission folder",                   false),
+    action!(X::Eval,      "type_workdir",   C::TypeWorkdir,            "workdir",    "type the command's working directory (--workdir)",        false),
+    action!(X::Eval,      "type_expose",    C::TypeExpose,             "expose",     "type folders the command sees read-only (--expose)",      false),
     action!(X::Eval,      "start",          C::Start,                  "start",      "start the official run",                                  true),
     action!(X::Eval,      "cancel",         C::Cancel,                 "cancel",     "cancel the run (stops harness and agent)",                true),
 
@@ -204,6 +215,9 @@ pub struct HelpEntry {
     /// Key labels joined by spaces, or a range like `0-9`.
     pub keys: String,
     pub help: &'static str,
+    /// For a global key that a view binds to something else: where it does not mean `help`,
+    /// like "in practice, 1 means action; F1 works".
+    pub exceptions: Vec<String>,
 }
 
 /// The keys of every action.
@@ -253,6 +267,8 @@ pub fn key_label(key: KeyCode) -> String {
         KeyCode::Down => "↓".into(),
         KeyCode::Left => "←".into(),
         KeyCode::Right => "→".into(),
+        KeyCode::PageUp => "PgUp".into(),
+        KeyCode::PageDown => "PgDn".into(),
         KeyCode::F(n) => format!("F{n}"),
         other => format!("{other}"),
     }
@@ -395,6 +411,15 @@ impl KeyMap {
         find(view).or_else(|| find(Context::Global))
     }
 
+    /// The first key of `command` in `context`, as shown on screen, for hints drawn in a pane.
+    pub fn first_key(&self, context: Context, command: Command) -> Option<String> {
+        self.bindings
+            .iter()
+            .find(|b| b.action.context == context && b.action.command == command)
+            .and_then(|b| b.keys.first())
+            .map(|k| key_label(*k))
+    }
+
     /// The footer's entries for `view`: help first (so it is never cut off), the view's keys,
     /// then the other global ones. Entries with the same word merge their first keys.
     pub fn footer(&self, view: Context) -> Vec<FooterEntry> {
@@ -455,11 +480,61 @@ impl KeyMap {
                         context: ctx,
                         keys,
                         help: b.action.help,
+                        exceptions: Vec::new(),
                     }),
                 }
             }
         }
+        for entry in out.iter_mut().filter(|e| e.context == Context::Global) {
+            entry.exceptions = self.shadowed(entry.help);
+        }
         out
+    }
+
+    /// Where the global keys of the actions whose help is `help` mean something else, since a
+    /// view's own binding comes first: "in practice, 1 means action; F1 works".
+    fn shadowed(&self, help: &str) -> Vec<String> {
+        let keys: Vec<KeyCode> = self
+            .bindings
+            .iter()
+            .filter(|b| b.action.context == Context::Global && b.action.help == help)
+            .flat_map(|b| b.keys.iter().copied())
+            .collect();
+        let mut notes = Vec::new();
+        for ctx in Context::ALL.into_iter().filter(|c| *c != Context::Global) {
+            let mut taken: Vec<(KeyCode, &'static str)> = Vec::new();
+            for key in &keys {
+                if let Some(b) = self
+                    .bindings
+                    .iter()
+                    .find(|b| b.action.context == ctx && b.keys.contains(key))
+                {
+                    taken.push((*key, b.action.short));
+                }
+            }
+            if taken.is_empty() {
+                continue;
+            }
+            let mut shorts: Vec<&str> = taken.iter().map(|(_, s)| *s).collect();
+            shorts.dedup();
+            let taken_keys: Vec<String> = taken.iter().map(|(k, _)| key_label(*k)).collect();
+            let free: Vec<String> = keys
+                .iter()
+                .filter(|k| !taken.iter().any(|(t, _)| t == *k))
+                .map(|k| key_label(*k))
+                .collect();
+            let mut note = format!(
+                "in {}, {} means {}",
+                ctx.section(),
+                taken_keys.join(" "),
+                shorts.join("/")
+            );
+            if !free.is_empty() {
+                note.push_str(&format!("; {} works", free.join(" ")));
+            }
+            notes.push(note);
+        }
+        notes
     }
 }
 
@@ -564,6 +639,38 @@ mod tests {
                 assert!(footer.iter().any(|e| e.word == "quit"), "{context:?}");
             }
         }
+    }
+
+    /// The views' digits are global keys everywhere but in practice, where they are actions:
+    /// the help says so where it lists them, and stops saying so once practice no longer
+    /// takes them.
+    #[test]
+    fn the_help_names_where_a_global_key_means_something_else() {
+        let map = KeyMap::bundled();
+        let help = map.help();
+        let global = |help: &[HelpEntry], what: &str| {
+            help.iter()
+                .find(|e| e.context == X::Global && e.help == what)
+                .unwrap()
+                .exceptions
+                .clone()
+        };
+        assert_eq!(
+            global(&help, "tasks view"),
+            ["in practice, 1 means action; F1 works"]
+        );
+        assert_eq!(
+            global(&help, "runs view"),
+            ["in practice, 4 means action; F4 works"]
+        );
+        assert!(global(&help, "quit").is_empty());
+        assert!(global(&help, "next view").is_empty());
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("keys.toml");
+        std::fs::write(&path, "[practice]\naction = [\"0\", \"9\"]\n").unwrap();
+        let map = KeyMap::load(Some(&path)).unwrap();
+        assert!(global(&map.help(), "tasks view").is_empty());
     }
 
     #[test]

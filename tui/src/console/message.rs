@@ -12,7 +12,7 @@ use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
 use ale_harness::runs::RunEntry;
 use ale_harness::verify::RunVerification;
-use ale_proto::TaskSpec;
+use ale_proto::{RunId, TaskSpec};
 use ale_sim::Tensor;
 use crossterm::event::{KeyEvent, MouseEvent};
 
@@ -50,6 +50,8 @@ pub enum Reply {
         info: Info,
     },
     Stepped {
+        /// The action taken: the one asked for, or the one a policy chose.
+        action: Tensor,
         observation: Tensor,
         reward: f64,
         terminated: bool,
@@ -127,6 +129,11 @@ pub enum Effect {
         run_dir: PathBuf,
         format: PlotFormat,
     },
+    /// Read the last `lines` lines of a run's `agent.log`.
+    ReadAgentLog {
+        run_id: RunId,
+        lines: usize,
+    },
     /// Read and verify two runs for the comparison screen.
     CompareRuns {
         left: PathBuf,
@@ -186,5 +193,10 @@ pub enum Msg {
     Exported {
         path: PathBuf,
         result: Result<(), String>,
+    },
+    /// The last lines of a run's `agent.log`, or why they could not be read.
+    AgentLog {
+        run_id: RunId,
+        tail: Result<Vec<String>, String>,
     },
 }

@@ -150,6 +150,13 @@ impl Console {
                     effects::export_here(|here| effects::export_plot(&run_dir, format, here))
                 });
             }
+            Effect::ReadAgentLog { run_id, lines } => {
+                let run_dir = ale_proto::layout::run_dir(&self.state_dir, &run_id);
+                self.in_background(move || Msg::AgentLog {
+                    tail: effects::agent_log_tail(&run_dir, lines),
+                    run_id,
+                });
+            }
             Effect::CompareRuns { left, right } => {
                 let state_dir = self.state_dir.clone();
                 self.in_background(move || effects::compare_runs(&state_dir, &left, &right));

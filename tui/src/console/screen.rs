@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::app::{App, Connection, InputMode, View};
-use super::keys::{Context, FooterEntry};
+use super::keys::{Command, Context, FooterEntry};
 use super::{eval, practice, runs, tasks};
 
 /// Draws the whole screen.
@@ -25,13 +25,22 @@ pub fn draw(frame: &mut Frame, app: &App) {
     .areas(area);
     draw_header(frame, app, header);
     match app.view {
-        View::Tasks => tasks::draw(
-            frame,
-            &app.tasks,
-            app.input == InputMode::Filter,
-            theme,
-            body,
-        ),
+        View::Tasks => {
+            let key = |command| {
+                app.keymap
+                    .first_key(Context::Tasks, command)
+                    .unwrap_or_default()
+            };
+            let (up, down) = (key(Command::PageUp), key(Command::PageDown));
+            tasks::draw(
+                frame,
+                &app.tasks,
+                app.input == InputMode::Filter,
+                (&up, &down),
+                theme,
+                body,
+            )
+        }
         View::Practice => practice::draw(
             frame,
             &app.practice,
@@ -143,6 +152,14 @@ fn draw_footer(frame: &mut Frame, app: &App, area: Rect) {
             ("type", "the folder holding the policy file"),
             ("Enter", "done"),
         ]),
+        InputMode::Workdir => typing(&[
+            ("type", "the command's working directory (empty: default)"),
+            ("Enter", "done"),
+        ]),
+        InputMode::Expose => typing(&[
+            ("type", "folders shown read-only, separated by spaces"),
+            ("Enter", "done"),
+        ]),
         InputMode::Commands => app.keymap.footer(app.context()),
     };
     let mut spans = vec![Span::raw(" ")];
@@ -199,6 +216,14 @@ fn draw_help(frame: &mut Frame, app: &App, area: Rect) {
                 Style::default().fg(theme.accent),
             ),
             Span::styled(entry.help.to_string(), Style::default().fg(theme.text)),
+            Span::styled(
+                entry
+                    .exceptions
+                    .iter()
+                    .map(|e| format!(" ({e})"))
+                    .collect::<String>(),
+                theme.muted(),
+            ),
         ]));
     }
     // Lines are short enough not to wrap at the overlay's width, so a line is a row.

@@ -267,6 +267,79 @@ async fn tasks_view_snapshots() {
     assert!(visible.contains(&"mountaincar"), "{visible:?}");
 }
 
+/// Every task id can be read whole in the list at 80 columns, and one too long for a narrow
+/// list ends in an ellipsis while the spec beside it names it whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tasks_list_shows_whole_ids_and_the_spec_scrolls() {
+    let mut f = fixture().await;
+    select_task(&mut f, "mountaincar-sarsa-reproduction");
+    let screen = f.screen(80, 24);
+    for id in [
+        "mountaincar-sarsa-reproduction",
+        "inverted-double-pendulum",
+        "mountaincar-continuous batch",
+    ] {
+        assert!(screen.contains(id), "{id} cut:\n{screen}");
+    }
+    let narrow = f.screen(66, 24);
+    assert!(narrow.contains("mountaincar-sarsa-reproducti…"), "{narrow}");
+    assert!(
+        narrow.contains("mountaincar-sarsa-reproduction"),
+        "the spec names it whole:\n{narrow}"
+    );
+
+    // cartpole's spec does not fit 24 rows: the pane says where it is and how to scroll.
+    select_task(&mut f, "cartpole-balance");
+    let top = f.screen(80, 24);
+    assert!(top.contains("PgUp/PgDn scroll"), "{top}");
+    assert!(!top.contains("action space"), "{top}");
+    f.press(&[KeyCode::PageDown, KeyCode::PageDown, KeyCode::PageDown])
+        .await;
+    assert!(f.console.app.tasks.spec_scroll > 0);
+    let scrolled = f.screen(80, 24);
+    assert!(scrolled.contains("action space"), "{scrolled}");
+    assert!(scrolled.contains("push right"), "{scrolled}");
+    insta::assert_snapshot!("tasks_spec_scrolled_80x24", scrolled);
+    f.press(&[KeyCode::PageUp, KeyCode::PageUp, KeyCode::PageUp])
+        .await;
+    assert_eq!(f.console.app.tasks.spec_scroll, 0);
+    // Another task's spec starts at its top.
+    f.press(&[KeyCode::PageDown, KeyCode::Down]).await;
+    assert_eq!(f.console.app.tasks.spec_scroll, 0);
+}
+
+/// Pendulum played by its heuristic: the action pane shows the torque the policy took, not the
+/// manual slider (which stays at 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn practice_shows_the_action_the_policy_took() {
+    let mut f = fixture().await;
+    select_task(&mut f, "pendulum-swingup");
+    f.press(&[KeyCode::Enter]).await;
+    f.press(&[KeyCode::Char('s'), KeyCode::Char('5'), KeyCode::Enter])
+        .await;
+    let before = f.console.app.practice.observation.clone().unwrap();
+    let spec = f.console.app.practice.spec.clone().unwrap();
+    // Manual, random, heuristic; one step.
+    f.press(&[KeyCode::Char('p'), KeyCode::Char('p'), KeyCode::Char(' ')])
+        .await;
+    let p = &f.console.app.practice;
+    assert_eq!(p.step, 1, "{:?}", f.console.app.note);
+    let mut heuristic = ale_client::policy::build(PolicyKind::Heuristic, &spec, 0).unwrap();
+    let expected = heuristic.act(&before);
+    assert_eq!(p.last_action.as_ref(), Some(&expected));
+    let torque = expected.to_f64_vec()[0];
+    assert!(torque.abs() > 1e-3, "the heuristic pushed: {torque}");
+    assert_eq!(p.box_action, [0.0]);
+    let screen = f.screen(80, 24);
+    assert!(screen.contains("the policy's last"), "{screen}");
+    assert!(screen.contains(&format!("{torque:>8.3}")), "{screen}");
+    // Back to manual: the sliders again.
+    f.press(&[KeyCode::Char('p')]).await;
+    let screen = f.screen(80, 24);
+    assert!(screen.contains("action (yours)"), "{screen}");
+    assert!(screen.contains("   0.000"), "{screen}");
+}
+
 /// Selects cartpole, resets with seed 7 and pushes right 10 times: the console must show what a
 /// direct client run shows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -331,6 +404,11 @@ async fn practice_plays_the_swarm_manually_and_with_its_heuristic() {
     assert_eq!(p.observation.as_ref().unwrap().shape(), [16, 26]);
     let screen = f.screen(80, 24);
     assert!(screen.contains("more values"), "{screen}");
+    // Its rows are named by robot and the documented fields, and so are the action's.
+    let screen = f.screen(160, 48);
+    assert!(screen.contains("robot 0 x"), "{screen}");
+    assert!(screen.contains("robot 0 goal dx"), "{screen}");
+    assert!(screen.contains("robot 0 vx"), "{screen}");
     for (w, h) in [(160, 48), (30, 8), (12, 3), (1, 1)] {
         f.screen(w, h);
     }
@@ -412,6 +490,8 @@ async fn a_batch_run_from_the_eval_view_submits_a_policy_folder() {
         "{screen}"
     );
     assert!(!screen.contains("built-in heuristic"), "{screen}");
+    // At 80 columns the choice wraps rather than being cut.
+    insta::assert_snapshot!("eval_batch_setup_80x24", f.screen(80, 24));
     // Enter with no folder typed asks for one.
     f.press(&[KeyCode::Enter]).await;
     assert!(f.console.app.eval.run.is_none());
@@ -462,7 +542,15 @@ async fn help_overlay_lists_every_key_and_any_key_closes_it() {
             entry.keys,
             entry.help
         );
+        for exception in &entry.exceptions {
+            assert!(screen.contains(exception.as_str()), "{exception} missing");
+        }
     }
+    // The views' digits are actions in practice, and the help says so where it lists them.
+    assert!(
+        screen.contains("tasks view (in practice, 1 means action; F1 works)"),
+        "{screen}"
+    );
     insta::assert_snapshot!("help_80x60", screen);
     f.press(&[KeyCode::Char('x')]).await;
     assert!(!f.console.app.help);
@@ -1089,4 +1177,91 @@ fn marking_runs_of_two_tasks_refuses_to_compare_them() {
         &PathBuf::from("/nonexistent/runs/run-aaaaaaaa"),
     ));
     assert!(app.note.is_none(), "{:?}", app.note);
+}
+
+/// Types `text` as keys, then Enter.
+fn typed(text: &str) -> Vec<KeyCode> {
+    let mut keys: Vec<KeyCode> = text.chars().map(KeyCode::Char).collect();
+    keys.push(KeyCode::Enter);
+    keys
+}
+
+/// The eval view offers an agent command's `--workdir` and `--expose`; what is typed there is
+/// what the harness is started with.
+#[test]
+fn the_eval_view_takes_a_commands_workdir_and_exposed_folders() {
+    let mut app = App::new(
+        theme::load_all(None).unwrap(),
+        0,
+        super::keys::KeyMap::bundled(),
+        "embedded (test)".into(),
+        Seeds::new(1),
+    );
+    let cartpole = ale_server::TaskRegistry::builtin(crate::sim_catalog())
+        .unwrap()
+        .get("cartpole-balance")
+        .unwrap()
+        .spec()
+        .unwrap();
+    app.update(Msg::Reply(Reply::Tasks(vec![cartpole])));
+    app.update(key(KeyCode::Char('3')));
+    // The command's folders show once a command is chosen.
+    assert!(!render(&app, 80, 24).contains("workdir:"));
+    app.update(key(KeyCode::Down));
+    app.update(key(KeyCode::Down));
+    let screen = render(&app, 80, 24);
+    assert!(screen.contains("workdir: (w to type one)"), "{screen}");
+    let mut keys = vec![KeyCode::Char('w')];
+    keys.extend(typed("/srv/agent"));
+    keys.push(KeyCode::Char('e'));
+    keys.extend(typed("/opt/py /data/set"));
+    keys.push(KeyCode::Char('c'));
+    keys.extend(typed("python3 agent.py"));
+    for code in keys {
+        app.update(key(code));
+    }
+    insta::assert_snapshot!("eval_command_folders_80x24", render(&app, 80, 24));
+    let effects = app.update(key(KeyCode::Enter));
+    assert_eq!(
+        effects,
+        [Effect::StartHarness {
+            task_id: "cartpole-balance".into(),
+            agent: Agent::Command(super::eval::AgentCommand {
+                line: "python3 agent.py".into(),
+                workdir: Some("/srv/agent".into()),
+                expose: vec!["/opt/py".into(), "/data/set".into()],
+            }),
+        }]
+    );
+}
+
+/// An agent command that fails: the eval view shows the end of its agent.log, read from the
+/// run's folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_agent_shows_the_end_of_its_log() {
+    let mut f = fixture().await;
+    select_task(&mut f, "cartpole-balance");
+    f.press(&[KeyCode::Char('3'), KeyCode::Char('c')]).await;
+    let mut keys: Vec<KeyCode> = Vec::new();
+    keys.extend(typed(
+        "echo loading the model; echo 'KeyError: weights' >&2; exit 3",
+    ));
+    f.press(&keys).await;
+    f.press(&[KeyCode::Enter]).await;
+    let done = f
+        .console
+        .settle(Duration::from_secs(60), |a| {
+            a.eval
+                .run
+                .as_ref()
+                .is_some_and(|r| r.finished.is_some() && r.agent_log.is_some())
+        })
+        .await;
+    let run = f.console.app.eval.run.as_ref().unwrap();
+    assert!(done, "no agent.log read; harness said: {:?}", run.output);
+    let tail = run.agent_log.clone().unwrap().unwrap();
+    assert_eq!(tail, ["loading the model", "KeyError: weights"], "{tail:?}");
+    let screen = f.screen(100, 40);
+    assert!(screen.contains("the end of its agent.log"), "{screen}");
+    assert!(screen.contains("KeyError: weights"), "{screen}");
 }

@@ -271,7 +271,14 @@ pub fn draw_rollouts_chart(
     } else {
         Vec::new()
     };
+    // The target line first, so the bars are drawn over it: a bar reaching past the target
+    // shows whole. The running mean, a trend, stays on top.
     let datasets = vec![
+        Dataset::default()
+            .graph_type(GraphType::Line)
+            .marker(Marker::Braille)
+            .style(Style::default().fg(theme.chart_target))
+            .data(&target_line),
         Dataset::default()
             .graph_type(GraphType::Bar)
             .marker(Marker::Braille)
@@ -287,11 +294,6 @@ pub fn draw_rollouts_chart(
             .marker(Marker::Braille)
             .style(Style::default().fg(theme.chart_mean))
             .data(&mean),
-        Dataset::default()
-            .graph_type(GraphType::Line)
-            .marker(Marker::Braille)
-            .style(Style::default().fg(theme.chart_target))
-            .data(&target_line),
     ];
     let chart = themed_chart(Chart::new(datasets), theme, axes.x_max, axes.y, 0);
     frame.render_widget(chart, area);
@@ -405,6 +407,34 @@ mod tests {
         let axes = MetricsAxes::fitting([(&heuristic[..], 475.0), (&random[..], 475.0)]);
         assert_eq!(axes.y, [0.0, 550.0]);
         assert_eq!(axes.x_max, 4.0);
+    }
+
+    /// Bars of 500 over a target of 300: on the target's row, the bars' columns show the
+    /// bars, so no bar looks cut off below the line.
+    #[test]
+    fn the_target_line_is_drawn_behind_the_bars() {
+        use ratatui::Terminal;
+        use ratatui::backend::TestBackend;
+        let theme = crate::console::theme::load_all(None).unwrap().remove(0);
+        let metrics = [500.0; 8];
+        let mut terminal = Terminal::new(TestBackend::new(40, 12)).unwrap();
+        terminal
+            .draw(|f| draw_metrics_chart(f, &metrics, 300.0, &theme, f.area()))
+            .unwrap();
+        let buffer = terminal.backend().buffer();
+        let target_cells: Vec<(u16, u16)> = (0..12)
+            .flat_map(|y| (0..40).map(move |x| (x, y)))
+            .filter(|&(x, y)| buffer[(x, y)].fg == theme.chart_target)
+            .collect();
+        assert!(!target_cells.is_empty(), "the target line is drawn");
+        let target_row = target_cells[0].1;
+        let bar_cells = (0..40)
+            .filter(|&x| buffer[(x, target_row)].fg == theme.bar_completed)
+            .count();
+        assert!(
+            bar_cells >= 4,
+            "the bars show on the target's row: {bar_cells} cells"
+        );
     }
 
     #[test]

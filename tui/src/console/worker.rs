@@ -145,6 +145,7 @@ impl Worker {
                 let done = s.is_done();
                 self.observation = Some(s.observation.clone());
                 self.send(Reply::Stepped {
+                    action: action.clone(),
                     observation: s.observation,
                     reward: s.reward,
                     terminated: s.terminated,

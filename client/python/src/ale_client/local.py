@@ -3,7 +3,9 @@
     with ale_client.LocalEvaluator.start("ale", state_dir="/tmp/ale-state") as evaluator:
         env = ale_client.make("cartpole-balance", endpoint=evaluator.endpoint)
 
-Useful in notebooks, tests and benchmarks; a shared evaluator is better started by hand.
+Useful in notebooks, tests and benchmarks; a shared evaluator is better started by hand. On
+Linux the evaluator stops (SIGTERM, a clean shutdown) when the Python process that started it
+dies, however it dies: a killed notebook kernel leaves no `ale serve` behind.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import pathlib
 import re
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -20,6 +23,28 @@ from typing import Optional
 # `ale serve` prints, once both listeners are bound, "ale evaluator ready" and then one
 # "  name:   value" line each for these (docs/protocol.md).
 _READY_FIELDS = ("agent channel", "agent socket", "harness channel", "evaluator key")
+
+
+# prctl(2)'s option that sends the calling process a signal when its parent dies.
+_PR_SET_PDEATHSIG = 1
+
+
+def _stop_with_parent(parent: int):
+    """A `preexec_fn` (Linux) for a child that gets SIGTERM when `parent` dies. The signal is
+    tied to the thread that started the child: start it from a thread that lives as long as
+    the evaluator should (the main thread, typically)."""
+
+    def arm() -> None:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+        # The parent may have died before the signal was armed.
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    return arm
 
 
 @dataclass
@@ -56,6 +81,7 @@ class LocalEvaluator:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
+            preexec_fn=_stop_with_parent(os.getpid()) if sys.platform.startswith("linux") else None,
         )
         assert process.stdout is not None
         found: dict[str, str] = {}

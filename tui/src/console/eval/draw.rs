@@ -64,10 +64,48 @@ fn draw_setup(
 ) {
     let mode = task.map_or(TaskMode::Interactive, |t| t.mode);
     let task = task.map_or("(none: pick one in Tasks)".to_string(), |t| t.id.clone());
-    let [task_area, agents] =
-        Layout::vertical([Constraint::Length(3), Constraint::Min(0)]).areas(area);
+    // Task ids, commands and folders are shown whole, wrapped: a person must be able to read
+    // what will run.
+    let task_lines = wrap_words(&task, usize::from(area.width.saturating_sub(2)));
+    let task_height = u16::try_from(task_lines.len() + 2).unwrap_or(3);
+    // An agent command's sandbox folders, below the agents while a command is chosen (not for
+    // a policy file, which runs in the evaluator).
+    let folder_lines = if mode == TaskMode::Batch || eval.choice_for(mode) != AgentChoice::Command {
+        Vec::new()
+    } else {
+        folder_lines(eval, input, usize::from(area.width.saturating_sub(2)))
+    };
+    let folders_height = if folder_lines.is_empty() {
+        0
+    } else {
+        u16::try_from(folder_lines.len() + 2).unwrap_or(u16::MAX)
+    };
+    let [task_area, agents, folders_area] = Layout::vertical([
+        Constraint::Length(task_height),
+        Constraint::Min(0),
+        Constraint::Length(folders_height),
+    ])
+    .areas(area);
+    if !folder_lines.is_empty() {
+        frame.render_widget(
+            Paragraph::new(
+                folder_lines
+                    .into_iter()
+                    .map(|l| Line::styled(l, theme.muted()))
+                    .collect::<Vec<_>>(),
+            )
+            .block(block(" Command's sandbox ", theme, false)),
+            folders_area,
+        );
+    }
     frame.render_widget(
-        Paragraph::new(Line::styled(task, theme.accent())).block(block(" Task ←→ ", theme, false)),
+        Paragraph::new(
+            task_lines
+                .into_iter()
+                .map(|l| Line::styled(l, theme.accent()))
+                .collect::<Vec<_>>(),
+        )
+        .block(block(" Task ←→ ", theme, false)),
         task_area,
     );
     let typed = |label: &str, text: &str, key: char, editing: bool| {
@@ -77,21 +115,24 @@ fn draw_setup(
             format!("{label}: {text}{}", if editing { "▏" } else { "" })
         }
     };
+    // Inside the borders, after the selection marker.
+    let item_width = usize::from(agents.width.saturating_sub(4));
+    let item = |text: String| ListItem::new(wrap_words(&text, item_width).join("\n"));
     let offered = AgentChoice::offered(mode);
     let items: Vec<ListItem> = offered
         .iter()
         .map(|choice| match choice {
             AgentChoice::Policy(PolicyKind::Heuristic) => {
-                ListItem::new("built-in heuristic policy")
+                item("built-in heuristic policy".to_string())
             }
-            AgentChoice::Policy(PolicyKind::Random) => ListItem::new("built-in random policy"),
-            AgentChoice::Command => ListItem::new(typed(
+            AgentChoice::Policy(PolicyKind::Random) => item("built-in random policy".to_string()),
+            AgentChoice::Command => item(typed(
                 "command",
                 &eval.command,
                 'c',
                 input == InputMode::AgentCommand,
             )),
-            AgentChoice::Submission => ListItem::new(typed(
+            AgentChoice::Submission => item(typed(
                 "policy folder",
                 &eval.submission,
                 's',
@@ -109,6 +150,33 @@ fn draw_setup(
     frame.render_stateful_widget(list, agents, &mut state);
 }
 
+/// The command agent's `--workdir` and `--expose`, as typed, each wrapped to `width`.
+fn folder_lines(eval: &Eval, input: InputMode, width: usize) -> Vec<String> {
+    let field = |label: &str, text: &str, key: char, editing: bool, what: &str| {
+        let shown = if text.is_empty() && !editing {
+            format!("{label}: ({key} to type {what})")
+        } else {
+            format!("{label}: {text}{}", if editing { "▏" } else { "" })
+        };
+        wrap_words(&shown, width)
+    };
+    let mut lines = field(
+        "workdir",
+        &eval.workdir,
+        'w',
+        input == InputMode::Workdir,
+        "one",
+    );
+    lines.extend(field(
+        "expose",
+        &eval.expose,
+        'e',
+        input == InputMode::Expose,
+        "some",
+    ));
+    lines
+}
+
 fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
     let status = match (&run.finished, &run.report, run.cancelled) {
         (_, Some(_), _) => Span::styled("finished", Style::default().fg(theme.ok)),
@@ -122,7 +190,12 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
     };
     let agent = match &run.agent {
         Agent::Policy(kind) => kind.name().to_string(),
-        Agent::Command(c) => c.split_whitespace().next().unwrap_or("command").to_string(),
+        Agent::Command(c) => c
+            .line
+            .split_whitespace()
+            .next()
+            .unwrap_or("command")
+            .to_string(),
         Agent::Submission(dir) => format!("submission {}", dir.display()),
     };
     let elapsed = match &run.report {
@@ -175,7 +248,7 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
     );
     draw_metrics_chart(frame, &metrics, target, theme, chart_area);
 
-    let lines = match &run.report {
+    let mut lines = match &run.report {
         Some(report) => report_lines(report, theme),
         None => {
             let mut lines = Vec::new();
@@ -211,5 +284,83 @@ fn draw_run(frame: &mut Frame, run: &EvalRun, theme: &Theme, area: Rect) {
             lines
         }
     };
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), text_area);
+    if let Some(tail) = &run.agent_log {
+        lines.push(Line::raw(""));
+        match tail {
+            Ok(tail) => {
+                lines.push(Line::styled(
+                    format!(
+                        "the agent failed; the end of its agent.log ({} lines):",
+                        tail.len()
+                    ),
+                    Style::default().fg(theme.error),
+                ));
+                lines.extend(tail.iter().map(|l| Line::raw(format!("  {l}"))));
+            }
+            Err(why) => lines.push(Line::styled(
+                format!("the agent failed; {why}"),
+                Style::default().fg(theme.error),
+            )),
+        }
+    }
+    // The end matters most (the agent's last words): scroll so that it shows.
+    let text = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let overflow = u16::try_from(text.line_count(text_area.width))
+        .unwrap_or(u16::MAX)
+        .saturating_sub(text_area.height);
+    let scroll = if run.agent_log.is_some() { overflow } else { 0 };
+    frame.render_widget(text.scroll((scroll, 0)), text_area);
+}
+
+/// `text` in lines of at most `width` columns, broken at spaces where it can be and inside a
+/// word longer than a line.
+pub(crate) fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let needed = line.chars().count() + usize::from(!line.is_empty()) + word.chars().count();
+        if !line.is_empty() && needed > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        for c in word.chars() {
+            if line.chars().count() == width {
+                lines.push(std::mem::take(&mut line));
+            }
+            line.push(c);
+        }
+    }
+    lines.push(line);
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_words;
+
+    #[test]
+    fn wrapping_keeps_every_character_in_lines_that_fit() {
+        assert_eq!(
+            wrap_words("policy folder: (s to type one)", 24),
+            ["policy folder: (s to", "type one)"]
+        );
+        assert_eq!(
+            wrap_words("mountaincar-sarsa-reproduction", 26),
+            ["mountaincar-sarsa-reproduc", "tion"]
+        );
+        assert_eq!(wrap_words("", 10), [""]);
+        for width in 1..12 {
+            let text = "python  agent.py --config /a/very/long/path.toml";
+            let lines = wrap_words(text, width);
+            assert!(
+                lines.iter().all(|l| l.chars().count() <= width),
+                "{lines:?}"
+            );
+            let kept: String = lines.concat().chars().filter(|c| *c != ' ').collect();
+            assert_eq!(kept, text.replace(' ', ""));
+        }
+    }
 }

@@ -12,6 +12,7 @@ use ale_client::TaskMode;
 use ale_client::policy::PolicyKind;
 use ale_harness::progress::RunProgress;
 use ale_harness::report::Report;
+use ale_proto::RunId;
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{InputMode, Outcome};
@@ -59,12 +60,25 @@ impl Default for AgentChoice {
     }
 }
 
+/// How many of `agent.log`'s last lines a failed run shows.
+pub const AGENT_LOG_TAIL: usize = 12;
+
+/// A command line and the sandbox folders it is given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentCommand {
+    /// Run with `sh -c`.
+    pub line: String,
+    /// `--workdir`; none: the folder the console was started in, if the agent may have it.
+    pub workdir: Option<PathBuf>,
+    /// `--expose`, each folder shown read-only.
+    pub expose: Vec<PathBuf>,
+}
+
 /// The agent an official run uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Agent {
     Policy(PolicyKind),
-    /// A command line, run with `sh -c`.
-    Command(String),
+    Command(AgentCommand),
     /// A batch task's submission folder (`ale harness run --submission`).
     Submission(PathBuf),
 }
@@ -76,6 +90,10 @@ pub struct Eval {
     pub command: String,
     /// The folder for [`AgentChoice::Submission`], kept likewise.
     pub submission: String,
+    /// The command's `--workdir`, as typed (empty: the default).
+    pub workdir: String,
+    /// The command's `--expose` folders, as typed, separated by spaces.
+    pub expose: String,
     pub run: Option<EvalRun>,
 }
 
@@ -91,11 +109,36 @@ pub struct EvalRun {
     pub output: Vec<String>,
     pub finished: Option<HarnessExit>,
     pub cancelled: bool,
+    /// The last lines of the agent's `agent.log`, read when the agent failed (or why they
+    /// could not be read).
+    pub agent_log: Option<Result<Vec<String>, String>>,
 }
 
 impl EvalRun {
     pub fn is_running(&self) -> bool {
         self.finished.is_none()
+    }
+
+    /// The run's id, once the harness has reported it.
+    pub fn run_id(&self) -> Option<&RunId> {
+        match (&self.report, &self.progress) {
+            (Some(report), _) => Some(&report.run_id),
+            (None, Some(progress)) => Some(&progress.run_id),
+            (None, None) => None,
+        }
+    }
+
+    /// An agent of this run ran and failed: its report says so, or the harness failed (not
+    /// cancelled) after the run began. A submission has no agent.
+    pub fn agent_failed(&self) -> bool {
+        if matches!(self.agent, Agent::Submission(_)) || self.cancelled {
+            return false;
+        }
+        match (&self.report, &self.finished) {
+            (Some(report), _) => report.agent.failed(),
+            (None, Some(exit)) => !exit.success,
+            (None, None) => false,
+        }
     }
 }
 
@@ -103,7 +146,13 @@ impl Eval {
     pub fn agent(&self) -> Agent {
         match self.choice {
             AgentChoice::Policy(kind) => Agent::Policy(kind),
-            AgentChoice::Command => Agent::Command(self.command.clone()),
+            AgentChoice::Command => Agent::Command(AgentCommand {
+                line: self.command.clone(),
+                workdir: Some(self.workdir.trim())
+                    .filter(|w| !w.is_empty())
+                    .map(PathBuf::from),
+                expose: self.expose.split_whitespace().map(PathBuf::from).collect(),
+            }),
             AgentChoice::Submission => Agent::Submission(PathBuf::from(self.submission.trim())),
         }
     }
@@ -139,6 +188,19 @@ impl Eval {
                 self.choice = AgentChoice::Command;
                 return vec![Outcome::Input(InputMode::AgentCommand)];
             }
+            Command::TypeWorkdir | Command::TypeExpose if mode == TaskMode::Batch => {
+                return vec![Outcome::say(
+                    "a batch task's policy file runs in the evaluator: no folders to give it",
+                )];
+            }
+            Command::TypeWorkdir => {
+                self.choice = AgentChoice::Command;
+                return vec![Outcome::Input(InputMode::Workdir)];
+            }
+            Command::TypeExpose => {
+                self.choice = AgentChoice::Command;
+                return vec![Outcome::Input(InputMode::Expose)];
+            }
             Command::TypeSubmission if mode == TaskMode::Batch => {
                 self.choice = AgentChoice::Submission;
                 return vec![Outcome::Input(InputMode::SubmissionDir)];
@@ -158,7 +220,7 @@ impl Eval {
                 self.choice = self.choice_for(task.mode);
                 let agent = self.agent();
                 match &agent {
-                    Agent::Command(c) if c.trim().is_empty() => {
+                    Agent::Command(c) if c.line.trim().is_empty() => {
                         return vec![Outcome::warn("type the agent's command first (c)")];
                     }
                     Agent::Submission(dir) if dir.as_os_str().is_empty() => {
@@ -178,6 +240,7 @@ impl Eval {
                     output: Vec::new(),
                     finished: None,
                     cancelled: false,
+                    agent_log: None,
                 });
                 return vec![
                     Effect::StartHarness {
@@ -208,6 +271,25 @@ impl Eval {
         type_into(&mut self.submission, key)
     }
 
+    /// A key while the command's working directory is typed.
+    pub fn on_workdir_key(&mut self, key: KeyEvent) -> Vec<Outcome> {
+        type_into(&mut self.workdir, key)
+    }
+
+    /// A key while the command's exposed folders are typed.
+    pub fn on_expose_key(&mut self, key: KeyEvent) -> Vec<Outcome> {
+        type_into(&mut self.expose, key)
+    }
+
+    /// The tail of a failed run's `agent.log`, read.
+    pub fn on_agent_log(&mut self, run_id: &RunId, tail: Result<Vec<String>, String>) {
+        if let Some(run) = &mut self.run
+            && run.run_id().is_some_and(|id| id == run_id)
+        {
+            run.agent_log = Some(tail);
+        }
+    }
+
     /// What the harness child reported about the current run.
     pub fn on_harness(&mut self, event: HarnessEvent) -> Vec<Outcome> {
         let Some(run) = &mut self.run else {
@@ -227,7 +309,20 @@ impl Eval {
             HarnessEvent::Exited(exit) => {
                 run.finished = Some(exit);
                 // The run is in the state dir now.
-                return vec![Effect::LoadRuns.into()];
+                let mut outcomes = vec![Effect::LoadRuns.into()];
+                // Why an agent failed is in its own words.
+                if run.agent_failed()
+                    && let Some(run_id) = run.run_id()
+                {
+                    outcomes.push(
+                        Effect::ReadAgentLog {
+                            run_id: run_id.clone(),
+                            lines: AGENT_LOG_TAIL,
+                        }
+                        .into(),
+                    );
+                }
+                return outcomes;
             }
         }
         Vec::new()

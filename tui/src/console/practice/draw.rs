@@ -16,6 +16,8 @@ use crate::console::widgets::{block, bounds, downsample, draw_scene, themed_char
 /// From this width the episode history gets a column of its own; below it, the latest
 /// episodes fill the observation panel's spare rows.
 const HISTORY_COLUMN_WIDTH: u16 = 140;
+/// The most of a Box action's values shown at once.
+const ACTION_ROWS: usize = 4;
 
 /// Draws `p`; `typing_seed` while a seed is typed.
 pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, area: Rect) {
@@ -182,10 +184,11 @@ fn side_lines<'a>(
     let room = rows.saturating_sub(tail.len());
     if let Some(obs) = &p.observation {
         let values = obs.to_f64_vec();
-        let labels: Vec<String> = match &spec.observation_space {
-            Space::Box(b) if !b.labels.is_empty() => b.labels.clone(),
-            _ => (0..values.len()).map(|i| format!("[{i}]")).collect(),
-        };
+        let labels = super::labels::observation_labels(
+            &spec.task.sim,
+            &spec.observation_space,
+            values.len(),
+        );
         let shown = if values.len() > room {
             room.saturating_sub(1)
         } else {
@@ -235,45 +238,84 @@ fn flag<'a>(on: bool, theme: &Theme) -> Span<'a> {
     }
 }
 
+/// The action pane: a Discrete space's actions and the last one taken; a Box's sliders while
+/// playing by hand, and while a policy plays, the action it took.
 fn action_lines<'a>(p: &Practice, theme: &Theme) -> Vec<Line<'a>> {
     let Some(spec) = &p.spec else {
         return Vec::new();
     };
+    let taken = p.last_action.as_ref().map(|a| a.to_f64_vec());
     match &spec.action_space {
         Space::Discrete(d) => {
-            let names: Vec<String> = (0..d.n)
-                .map(|k| match d.labels.get(k as usize) {
-                    Some(l) => format!("{} {l}", d.start + k as i64),
-                    None => (d.start + k as i64).to_string(),
-                })
-                .collect();
-            vec![Line::from(vec![
+            let name = |k: i64| match d.labels.get((k - d.start) as usize) {
+                Some(l) => format!("{k} {l}"),
+                None => k.to_string(),
+            };
+            let names: Vec<String> = (0..d.n).map(|k| name(d.start + k as i64)).collect();
+            let mut lines = vec![Line::from(vec![
                 Span::styled("actions ", theme.muted()),
                 Span::raw(names.join(" · ")),
-            ])]
+            ])];
+            if let Some(&[a]) = taken.as_deref() {
+                lines.push(Line::from(vec![
+                    Span::styled("last action ", theme.muted()),
+                    Span::styled(name(a as i64), theme.accent()),
+                ]));
+            }
+            lines
         }
-        Space::Box(b) => p
-            .box_action
-            .iter()
-            .enumerate()
-            .map(|(i, v)| {
-                let label = b
-                    .labels
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| format!("a[{i}]"));
-                let marker = if i == p.box_cursor && p.player == Player::Manual {
-                    "▸ "
+        Space::Box(_) => {
+            let by_hand = p.player == Player::Manual;
+            let values: Vec<f64> = match (&taken, by_hand) {
+                (Some(taken), false) => taken.clone(),
+                _ => p.box_action.iter().map(|v| f64::from(*v)).collect(),
+            };
+            let mut lines = vec![Line::styled(
+                if by_hand {
+                    "action (yours)"
+                } else if taken.is_some() {
+                    "action (the policy's last)"
                 } else {
-                    "  "
-                };
-                Line::from(vec![
-                    Span::styled(marker.to_string(), theme.accent()),
-                    Span::styled(format!("{label:<18}"), theme.muted()),
-                    Span::raw(format!("{v:>8.3}")),
-                ])
-            })
-            .collect(),
+                    "action (the policy's, after a step)"
+                },
+                theme.muted(),
+            )];
+            let labels =
+                super::labels::action_labels(&spec.task.sim, &spec.action_space, values.len());
+            // A long action (a swarm's) shows the rows around the one being set, so the
+            // observation keeps room.
+            let first = p
+                .box_cursor
+                .saturating_sub(ACTION_ROWS / 2)
+                .min(values.len().saturating_sub(ACTION_ROWS));
+            lines.extend(
+                values
+                    .iter()
+                    .zip(&labels)
+                    .enumerate()
+                    .skip(first)
+                    .take(ACTION_ROWS)
+                    .map(|(i, (v, label))| {
+                        let marker = if i == p.box_cursor && by_hand {
+                            "▸ "
+                        } else {
+                            "  "
+                        };
+                        Line::from(vec![
+                            Span::styled(marker.to_string(), theme.accent()),
+                            Span::styled(format!("{label:<18}"), theme.muted()),
+                            Span::raw(format!("{v:>8.3}")),
+                        ])
+                    }),
+            );
+            if values.len() > ACTION_ROWS {
+                lines.push(Line::styled(
+                    format!("  … {} values in all (↑ ↓)", values.len()),
+                    theme.muted(),
+                ));
+            }
+            lines
+        }
         _ => Vec::new(),
     }
 }
@@ -325,13 +367,9 @@ fn draw_return_chart(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect)
             .chain(target_line.iter().map(|p| p.1))
             .chain([0.0]),
     );
-    let mut datasets = vec![
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Bar)
-            .style(Style::default().fg(theme.chart_return))
-            .data(&points),
-    ];
+    // The target line first, so the bars are drawn over it: a bar reaching past the target
+    // shows whole.
+    let mut datasets = Vec::new();
     if !target_line.is_empty() {
         datasets.push(
             Dataset::default()
@@ -341,6 +379,13 @@ fn draw_return_chart(frame: &mut Frame, p: &Practice, theme: &Theme, area: Rect)
                 .data(&target_line),
         );
     }
+    datasets.push(
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Bar)
+            .style(Style::default().fg(theme.chart_return))
+            .data(&points),
+    );
     let title = match target {
         Some(t) if returns_metric => format!(" return per episode ── target {t} "),
         _ => " return per episode ".to_string(),

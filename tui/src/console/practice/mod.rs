@@ -2,6 +2,7 @@
 //! policy, with the sim drawn live, the observation, charts and the episode history.
 
 mod draw;
+pub mod labels;
 
 pub use draw::draw;
 
@@ -60,6 +61,8 @@ pub struct Practice {
     /// The digits of a seed being typed (after `s`).
     pub seed_input: String,
     pub observation: Option<Tensor>,
+    /// The action of the last step, whoever chose it; none since the last reset.
+    pub last_action: Option<Tensor>,
     pub last_reward: Option<f64>,
     pub terminated: bool,
     pub truncated: bool,
@@ -94,6 +97,7 @@ impl Default for Practice {
             seed: None,
             seed_input: String::new(),
             observation: None,
+            last_action: None,
             last_reward: None,
             terminated: false,
             truncated: false,
@@ -378,6 +382,7 @@ impl Practice {
                 self.busy = false;
                 self.observation = Some(observation);
                 self.info = info;
+                self.last_action = None;
                 self.last_reward = None;
                 self.terminated = false;
                 self.truncated = false;
@@ -386,12 +391,14 @@ impl Practice {
                 self.episode_return = 0.0;
             }
             Reply::Stepped {
+                action,
                 observation,
                 reward,
                 terminated,
                 truncated,
                 info,
             } => {
+                self.last_action = Some(action);
                 self.observation = Some(observation);
                 self.info = info;
                 self.last_reward = Some(reward);

@@ -13,9 +13,48 @@ use super::Tasks;
 use crate::console::theme::Theme;
 use crate::console::widgets::{block, field};
 
-/// Draws `tasks`; `filtering` while the filter is typed.
-pub fn draw(frame: &mut Frame, tasks: &Tasks, filtering: bool, theme: &Theme, area: Rect) {
-    let list_width = (area.width / 3).clamp(24, 40);
+/// Columns a list row takes besides the id and mode: the borders and the selection marker.
+const LIST_CHROME: usize = 4;
+
+/// The mode's tag after a task's id in the list.
+fn mode_tag(task: &TaskSpec) -> &'static str {
+    match task.mode {
+        TaskMode::Batch => " batch",
+        TaskMode::Interactive => "",
+    }
+}
+
+/// `text` cut to `width` columns, with an ellipsis where it was cut.
+pub(crate) fn ellipsis(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// Draws `tasks`; `filtering` while the filter is typed; `page_keys` names the keys that
+/// scroll the spec (up, down).
+pub fn draw(
+    frame: &mut Frame,
+    tasks: &Tasks,
+    filtering: bool,
+    page_keys: (&str, &str),
+    theme: &Theme,
+    area: Rect,
+) {
+    // Wide enough for the longest id where the screen allows it (half of it at most); an id
+    // cut short ends in an ellipsis, and the spec beside the list names it whole.
+    let longest = tasks
+        .list
+        .iter()
+        .map(|t| t.id.chars().count() + mode_tag(t).len())
+        .max()
+        .unwrap_or(0);
+    let list_width = u16::try_from(longest + LIST_CHROME)
+        .unwrap_or(u16::MAX)
+        .clamp(24, (area.width / 2).max(24));
+    let id_room = usize::from(list_width).saturating_sub(LIST_CHROME);
     let [left, right] =
         Layout::horizontal([Constraint::Length(list_width), Constraint::Min(0)]).areas(area);
     let visible = tasks.visible();
@@ -31,13 +70,10 @@ pub fn draw(frame: &mut Frame, tasks: &Tasks, filtering: bool, theme: &Theme, ar
     let items: Vec<ListItem> = visible
         .iter()
         .map(|t| {
-            let mode = match t.mode {
-                TaskMode::Batch => "batch",
-                TaskMode::Interactive => "",
-            };
+            let mode = mode_tag(t);
             ListItem::new(Line::from(vec![
-                Span::raw(t.id.clone()),
-                Span::styled(format!(" {mode}"), theme.muted()),
+                Span::raw(ellipsis(&t.id, id_room.saturating_sub(mode.len()))),
+                Span::styled(mode, theme.muted()),
             ]))
         })
         .collect();
@@ -69,10 +105,26 @@ pub fn draw(frame: &mut Frame, tasks: &Tasks, filtering: bool, theme: &Theme, ar
             theme.muted(),
         )],
     };
+    let spec = Paragraph::new(detail).wrap(Wrap { trim: false });
+    let inner_height = right.height.saturating_sub(2);
+    let rows = spec.line_count(right.width.saturating_sub(2));
+    let last_start = u16::try_from(rows)
+        .unwrap_or(u16::MAX)
+        .saturating_sub(inner_height);
+    tasks.spec_scroll_max.set(last_start);
+    let scroll = tasks.spec_scroll.min(last_start);
+    let title = if last_start > 0 {
+        let (up, down) = page_keys;
+        format!(
+            " Spec {}–{} of {rows} · {up}/{down} scroll ",
+            scroll + 1,
+            (usize::from(scroll) + usize::from(inner_height)).min(rows)
+        )
+    } else {
+        " Spec ".to_string()
+    };
     frame.render_widget(
-        Paragraph::new(detail)
-            .wrap(Wrap { trim: false })
-            .block(block(" Spec ", theme, false)),
+        spec.scroll((scroll, 0)).block(block(title, theme, false)),
         right,
     );
 }

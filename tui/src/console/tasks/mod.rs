@@ -11,6 +11,9 @@ use crossterm::event::{KeyCode, KeyEvent};
 use super::app::{InputMode, Outcome, View};
 use super::keys::Command;
 
+/// Lines the spec pane scrolls by on a page key.
+const SPEC_PAGE: u16 = 10;
+
 #[derive(Debug, Default)]
 pub struct Tasks {
     /// Every task, as the evaluator listed them.
@@ -18,6 +21,10 @@ pub struct Tasks {
     /// The selection, an index into [`Tasks::visible`].
     pub cursor: usize,
     pub filter: String,
+    /// The spec pane's first line shown; back to 0 when the selection changes.
+    pub spec_scroll: u16,
+    /// The furthest the spec pane scrolls at the size it was last drawn (set by drawing).
+    pub spec_scroll_max: std::cell::Cell<u16>,
 }
 
 impl Tasks {
@@ -48,18 +55,26 @@ impl Tasks {
     }
 
     pub fn select_previous(&mut self) {
-        self.cursor = self.cursor.saturating_sub(1);
+        self.select(self.cursor.saturating_sub(1));
     }
 
     pub fn select_next(&mut self) {
         let n = self.visible().len();
-        self.cursor = (self.cursor + 1).min(n.saturating_sub(1));
+        self.select((self.cursor + 1).min(n.saturating_sub(1)));
+    }
+
+    /// Selects the visible task at `index`; another task's spec is read from its top.
+    fn select(&mut self, index: usize) {
+        if index != self.cursor {
+            self.spec_scroll = 0;
+        }
+        self.cursor = index;
     }
 
     /// A click on the list's `row`.
     pub fn click(&mut self, row: usize) {
         if row < self.visible().len() {
-            self.cursor = row;
+            self.select(row);
         }
     }
 
@@ -67,6 +82,13 @@ impl Tasks {
         match command {
             Command::Up => self.select_previous(),
             Command::Down => self.select_next(),
+            Command::PageUp => self.spec_scroll = self.spec_scroll.saturating_sub(SPEC_PAGE),
+            Command::PageDown => {
+                self.spec_scroll = self
+                    .spec_scroll
+                    .saturating_add(SPEC_PAGE)
+                    .min(self.spec_scroll_max.get());
+            }
             Command::Filter => return vec![Outcome::Input(InputMode::Filter)],
             Command::Back => self.filter.clear(),
             Command::Open => {
@@ -89,7 +111,7 @@ impl Tasks {
         match key.code {
             KeyCode::Char(c) if c.is_alphanumeric() => {
                 self.filter.push(c);
-                self.cursor = 0;
+                self.select(0);
                 vec![Outcome::Input(InputMode::Filter)]
             }
             _ => Vec::new(),
@@ -111,7 +133,7 @@ impl Tasks {
             KeyCode::Char(c) => self.filter.push(c),
             _ => {}
         }
-        self.cursor = 0;
+        self.select(0);
         outcomes
     }
 }
