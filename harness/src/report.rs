@@ -144,7 +144,9 @@ impl std::fmt::Display for RunEnding {
         f.write_str(match self {
             RunEnding::Played => "every planned rollout was played",
             RunEnding::AgentEndedEarly => "the agent ended before its rollouts were played",
-            RunEnding::BudgetExceeded => "the session's budget ran out before its rollouts were played",
+            RunEnding::BudgetExceeded => {
+                "the session's budget ran out before its rollouts were played"
+            }
             RunEnding::SimFault => "a rollout ended because the sim failed",
         })
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::{Report, RunEnding};
+use ale_harness::run::RunLabels;
 use ale_harness::runs::{self, RunSummary};
 use ale_harness::sandbox::limits::ByteSize;
 use ale_harness::sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
@@ -14,7 +15,6 @@ use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
 };
-use ale_harness::run::RunLabels;
 use ale_harness::{Progress, RunOptions, run_batch, run_interactive};
 use ale_proto::keys::{KeyRole, encode_public_key};
 use ale_proto::records::Outcome;
