@@ -816,18 +816,25 @@ where
         }
         row
     };
-    let mut last = vec![(LegendMark::Swatch(FAILED), "failed rollout".to_string())];
+    let mut last = Vec::new();
+    if left
+        .played()
+        .chain(right.played())
+        .any(|e| e.outcome != Outcome::Completed)
+    {
+        last.push((LegendMark::Swatch(FAILED), "failed rollout".to_string()));
+    }
     if same_target {
         last.push((
             LegendMark::Line(TARGET),
             format!("target {}", compact(left.target)),
         ));
     }
-    last.push((
+    let note = vec![(
         LegendMark::Text,
         "bands: running mean ± 95% CI (normal approx.); brackets: 95% CI (bootstrap)".into(),
-    ));
-    let rows = vec![row(left_run, COMPLETED), row(right_run, SECOND), last];
+    )];
+    let rows = vec![row(left_run, COMPLETED), row(right_run, SECOND), last, note];
     let title = options
         .title
         .clone()
@@ -951,7 +958,7 @@ where
         RolloutAxes {
             x_end,
             ticks: &ticks,
-            bracket_x,
+            bracket_x: Some(bracket_x),
             y: y.clone(),
             y_desc: format!(
                 "{} ({})",
@@ -986,10 +993,11 @@ where
                 chart.backend_coord(&corners[0]),
                 chart.backend_coord(&corners[1]),
             ));
+            // Opaque, so that the target behind them stays behind them.
             if e.outcome == Outcome::Completed {
-                fills.push(Rectangle::new(corners, side.bar.mix(0.75).filled()));
+                fills.push(Rectangle::new(corners, on_white(side.bar, 0.75).filled()));
             } else {
-                fills.push(Rectangle::new(corners, FAILED.mix(0.8).filled()));
+                fills.push(Rectangle::new(corners, on_white(FAILED, 0.8).filled()));
                 if side.outline_failures {
                     outlines.push(Rectangle::new(
                         corners,
@@ -1064,7 +1072,7 @@ where
                 RolloutAxes {
                     x_end,
                     ticks: &ticks,
-                    bracket_x,
+                    bracket_x: None,
                     y: safety_y.clone(),
                     y_desc: "safety".into(),
                     y_format: &safety_format,
@@ -1123,8 +1131,8 @@ struct RolloutAxes<'a> {
     x_end: f64,
     /// The rollouts (numbered from 1) that get a tick, at their bars' centre.
     ticks: &'a [u32],
-    /// Where the final intervals sit: a tick labelled `mean`.
-    bracket_x: f64,
+    /// Where the final intervals sit, a tick labelled `mean`; `None` in a panel without them.
+    bracket_x: Option<f64>,
     y: std::ops::Range<f64>,
     y_desc: String,
     y_format: &'a dyn Fn(&f64) -> String,
@@ -1146,7 +1154,7 @@ where
 {
     let scale = options.scale();
     let mut key_points: Vec<f64> = axes.ticks.iter().map(|&t| f64::from(t)).collect();
-    key_points.push(axes.bracket_x);
+    key_points.extend(axes.bracket_x);
     let x_area = if axes.x_desc {
         scale.px(LABEL_SIZE + DESC_SIZE + 22.0)
     } else {
@@ -1179,7 +1187,7 @@ where
     let y_labels = ((y_pixels.end - y_pixels.start) / scale.px(LABEL_SIZE * 3.0)).clamp(2, 8);
     let bracket_x = axes.bracket_x;
     let x_format = |x: &f64| {
-        if (x - bracket_x).abs() < 1e-9 {
+        if bracket_x.is_some_and(|b| (x - b).abs() < 1e-9) {
             "mean".to_string()
         } else {
             format!("{}", x.round() as i64)
@@ -1228,7 +1236,7 @@ fn rollout_ticks(rollouts: u32, plot_width: i32, x_end: f64, scale: Scale) -> Ve
         (1..)
             .map(|k| k * step)
             .take_while(|&t| t <= rollouts)
-            .filter(|&t| t > 1 && t - 1 >= step.div_ceil(2)),
+            .filter(|&t| t > step.div_ceil(2)),
     );
     ticks
 }
@@ -1318,6 +1326,12 @@ fn interval_text(mean: f64, ci: Interval) -> String {
         "{mean:.decimals$} [{:.decimals$}, {:.decimals$}]",
         ci.low, ci.high
     )
+}
+
+/// `colour` at `opacity` over white, as an opaque colour.
+fn on_white(colour: RGBColor, opacity: f64) -> RGBColor {
+    let blend = |c: u8| (f64::from(c) * opacity + 255.0 * (1.0 - opacity)).round() as u8;
+    RGBColor(blend(colour.0), blend(colour.1), blend(colour.2))
 }
 
 /// `colour` darkened, for a line drawn over bars of that colour.
@@ -1469,10 +1483,12 @@ where
         labels.push(l);
     }
     let columns = widths.iter().map(Vec::len).max().unwrap_or(0);
+    // A row of one entry needs no column: it does not widen the others'.
     let column_widths: Vec<i32> = (0..columns)
         .map(|c| {
             widths
                 .iter()
+                .filter(|w| w.len() > 1)
                 .filter_map(|w| w.get(c))
                 .copied()
                 .max()
@@ -1527,7 +1543,7 @@ where
             match mark {
                 LegendMark::Swatch(colour) => area.draw(&Rectangle::new(
                     [(x, middle - half), (x + 2 * half, middle + half)],
-                    colour.mix(0.75).filled(),
+                    on_white(*colour, 0.75).filled(),
                 ))?,
                 LegendMark::Line(colour) => area.draw(&PathElement::new(
                     vec![(x, middle), (x + scale.px(16.0), middle)],
@@ -2074,6 +2090,19 @@ mod tests {
                 assert!((x - bar.centre_x()).abs() <= 1.0);
             }
         }
+    }
+
+    #[test]
+    fn the_target_lies_behind_opaque_bars() {
+        let svg = svg_of(&reported(None, &[], 20), &default_options());
+        let target = svg.find(r##"stroke="#28A050""##).expect("a target line");
+        let bar = on_white(COMPLETED, 0.75);
+        let fill = format!(
+            r##"opacity="1" fill="#{:02X}{:02X}{:02X}""##,
+            bar.0, bar.1, bar.2
+        );
+        let first_bar = svg.find(&fill).expect("an opaque bar");
+        assert!(target < first_bar, "the target is drawn over the bars");
     }
 
     #[test]
