@@ -32,7 +32,8 @@ enum Command {
     Sims(cli::sims::SimsCommand),
     /// A whole official evaluation in one command: evaluator, harness and agent.
     Demo(cli::demo::DemoArgs),
-    /// Plot a run (per-episode metric, running mean, target), or compare two, as PNG or SVG.
+    /// Plot a run (per-rollout metric, running mean and its band, mean and its interval, target,
+    /// safety), or compare two, as PNG or SVG.
     Plot(cli::plot::PlotArgs),
     /// A built-in agent for an official env (run by `ale harness run --policy`).
     Agent(cli::agent::AgentArgs),

@@ -630,13 +630,71 @@ fn plot_compare_draws_two_runs_of_one_task_and_refuses_two_tasks() {
     assert_eq!(verdict(lines[1]), "verified", "{stdout}");
     let short = |id: &str| ale_proto::RunId::from_wire(id).short().to_string();
     let picture = std::fs::read_to_string(&svg).unwrap();
+    // Each run is named by its agent, never by its id.
+    for agent in ["policy heuristic (completed)", "policy random (completed)"] {
+        assert!(picture.contains(agent), "{agent} not in {picture}");
+    }
+    assert!(picture.contains("cartpole-balance: policy heuristic vs policy random"));
     for id in [heuristic_id, random_id] {
-        assert!(
-            picture.contains(&format!("run {} (completed)", short(id))),
-            "{id} not in {picture}"
-        );
+        assert!(!picture.contains(&short(id)), "{id} in {picture}");
     }
     assert!(!picture.contains("NOT VERIFIED"));
+
+    // With no -o, the plot is named for the runs, in the current directory.
+    let here = tmp.path().join("here");
+    std::fs::create_dir(&here).unwrap();
+    let out = Command::new(ALE)
+        .args([
+            "plot",
+            "--compare",
+            heuristic_id,
+            random_id,
+            "--state-dir",
+            state_arg,
+        ])
+        .current_dir(&here)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let default = format!("{}-vs-{}.png", short(heuristic_id), short(random_id));
+    assert!(
+        text(&out).contains(&format!("wrote {default}")),
+        "{}",
+        text(&out)
+    );
+    let png = std::fs::read(here.join(&default)).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
+    // --width, --height and --dpi: the image's size, and its resolution in pHYs (px/m).
+    let out = Command::new(ALE)
+        .args(["plot", heuristic_id, "--state-dir", state_arg])
+        .args([
+            "--width", "1500", "--height", "1000", "--dpi", "150", "--title", "Fig. 2",
+        ])
+        .current_dir(&here)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let png = std::fs::read(here.join(format!("{}.png", short(heuristic_id)))).unwrap();
+    let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert_eq!((be(16), be(20)), (1500, 1000));
+    let phys = png
+        .windows(4)
+        .position(|w| w == b"pHYs")
+        .expect("a pHYs chunk");
+    assert_eq!(be(phys + 4), 5906);
+    // --dpi means nothing to an SVG: refused, saying so.
+    let out = ale(&[
+        "plot",
+        heuristic_id,
+        "--dpi",
+        "300",
+        "-o",
+        svg.to_str().unwrap(),
+        "--state-dir",
+        state_arg,
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("--dpi is for PNG"), "{}", text(&out));
 
     // One run named two ways is refused.
     let out = ale(&[
@@ -717,10 +775,7 @@ fn plot_compare_draws_two_runs_of_one_task_and_refuses_two_tasks() {
     assert!(verdict(&lines[1]).starts_with("BROKEN "), "{said}");
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert!(
-        picture.contains(&format!(
-            "run {} (completed) · NOT VERIFIED",
-            short(random_id)
-        )),
+        picture.contains("policy random (completed) · NOT VERIFIED"),
         "{said}"
     );
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ale_harness::compare::Comparison;
-use ale_harness::plot::{PlotData, PlotFormat, render_compare_file};
+use ale_harness::plot::{PlotData, PlotFormat, PlotOptions, render_compare_file};
 use ale_harness::verify::{RecordKeys, verify_run_dir};
 
 use super::message::{Msg, Verification};
@@ -76,7 +76,7 @@ fn folder_name(run_dir: &Path) -> String {
 pub fn export_plot(run_dir: &Path, format: PlotFormat, out_dir: &Path) -> Msg {
     let path = out_dir.join(format!("{}.{}", folder_name(run_dir), extension(format)));
     let result = PlotData::load(run_dir)
-        .and_then(|data| ale_harness::plot::render_file(&data, &path))
+        .and_then(|data| ale_harness::plot::render_file(&data, &path, &PlotOptions::default()))
         .map_err(|e| e.to_string());
     Msg::Exported { path, result }
 }
@@ -90,7 +90,8 @@ pub fn export_compare_plot(both: &Comparison, format: PlotFormat, out_dir: &Path
         both.right.run_id().short()
     );
     let path = out_dir.join(format!("{name}.{}", extension(format)));
-    let result = render_compare_file(both, &path).map_err(|e| e.to_string());
+    let result =
+        render_compare_file(both, &path, &PlotOptions::default()).map_err(|e| e.to_string());
     Msg::Exported { path, result }
 }
 
