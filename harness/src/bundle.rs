@@ -123,6 +123,15 @@ impl Bundle {
         serde_json::to_vec_pretty(self).unwrap_or_default()
     }
 
+    /// Whether `bytes` look like a bundle (encrypted, or naming the format near their start)
+    /// rather than a trajectory.
+    pub fn looks_like(bytes: &[u8]) -> bool {
+        is_encrypted(bytes)
+            || bytes[..bytes.len().min(256)]
+                .windows(BUNDLE_FORMAT.len())
+                .any(|w| w == BUNDLE_FORMAT.as_bytes())
+    }
+
     /// Reads a bundle's bytes; an encrypted one needs `identity` (an age identity file's
     /// text).
     pub fn from_bytes(bytes: &[u8], identity: Option<&str>) -> Result<Bundle, BundleError> {
@@ -156,15 +165,16 @@ impl Bundle {
         Ok(bundle)
     }
 
-    /// Writes the bundle's files into `dir` (made private), as the run folder it came from;
-    /// the public keys go into `dir`'s `keys/` folder.
+    /// Writes the bundle out as a state dir `dir` (made private) holding the one run: its files
+    /// in `dir/runs/<run id>/`, the public keys in `dir`. Answers the run's folder.
     pub fn unpack(&self, dir: &Path) -> Result<PathBuf, BundleError> {
         let write_err = |path: &Path| {
             let path = path.to_path_buf();
             move |cause| BundleError::Write { path, cause }
         };
-        let run_dir = dir.join(safe_name(&self.run_id));
-        for folder in [dir.to_path_buf(), run_dir.clone(), dir.join("keys")] {
+        let runs = ale_proto::layout::runs_dir(dir);
+        let run_dir = runs.join(safe_name(&self.run_id));
+        for folder in [dir.to_path_buf(), runs, run_dir.clone()] {
             ensure_private_dir(&folder)
                 .map_err(|e| std::io::Error::other(e.to_string()))
                 .map_err(write_err(&folder))?;
@@ -179,7 +189,7 @@ impl Bundle {
                 .iter()
                 .any(|r| r.public_key_file() == *name)
             {
-                let path = dir.join("keys").join(name);
+                let path = dir.join(name);
                 std::fs::write(&path, format!("{key}\n")).map_err(write_err(&path))?;
             }
         }
@@ -338,7 +348,7 @@ mod tests {
         bundle.run_id = "../../x".into();
         let tmp = tempfile::tempdir().unwrap();
         let dir = bundle.unpack(&tmp.path().join("out")).unwrap();
-        assert_eq!(dir, tmp.path().join("out").join("x"));
+        assert_eq!(dir, tmp.path().join("out/runs/x"));
         assert!(dir.join(TRAJECTORY_FILE).is_file());
     }
 

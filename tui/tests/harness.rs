@@ -1311,3 +1311,110 @@ fn the_demo_says_where_its_temporary_state_dir_is_kept() {
     );
     assert!(stdout.contains(&format!("rm -r {dir}")), "{stdout}");
 }
+
+#[test]
+fn a_bundle_carries_a_run_to_a_recipient_who_verifies_it_and_holds_no_seed() {
+    let tmp = private_tempdir();
+    let state = tmp.path().to_path_buf();
+    let (report, run_dir, _) = harness_run(
+        &state,
+        "cartpole-balance",
+        &[ALE, "agent", "--policy", "heuristic"],
+    );
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    let state_str = state.to_str().unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let at = |name: &str| out_dir.path().join(name).to_str().unwrap().to_string();
+
+    // Plain: verifies with the keys it carries, and says where they came from.
+    let made = ale(&[
+        "harness",
+        "bundle",
+        &run_id,
+        "-o",
+        &at("run.alebundle"),
+        "--state-dir",
+        state_str,
+    ]);
+    assert!(made.status.success(), "{}", text(&made));
+    let bundle = std::fs::read_to_string(at("run.alebundle")).unwrap();
+    assert!(bundle.contains("ale-run-bundle/1") && bundle.contains("harness.jsonl"));
+    assert!(
+        !bundle.contains("agent.log"),
+        "the agent's output stays home"
+    );
+    let secret = std::fs::read(state.join("evaluator.secret")).unwrap();
+    let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(!bundle.contains(&secret_hex));
+    let verified = ale(&["harness", "verify", &at("run.alebundle")]);
+    assert!(verified.status.success(), "{}", text(&verified));
+    let said = text(&verified);
+    assert!(
+        said.contains("shipped in the bundle") && said.contains("95% interval"),
+        "{said}"
+    );
+    // Pinned to other keys, it is refused.
+    let wrong = "11".repeat(32);
+    let pinned = ale(&[
+        "harness",
+        "verify",
+        &at("run.alebundle"),
+        "--evaluator-key",
+        &wrong,
+        "--harness-key",
+        &wrong,
+    ]);
+    assert!(!pinned.status.success(), "{}", text(&pinned));
+
+    // Encrypted for a recipient: only their identity opens it.
+    let key = at("key.txt");
+    let made_key = ale(&["harness", "keygen", "-o", &key]);
+    assert!(made_key.status.success(), "{}", text(&made_key));
+    let recipient = text(&made_key)
+        .split_whitespace()
+        .find(|w| w.starts_with("age1"))
+        .unwrap()
+        .to_string();
+    let sealed = ale(&[
+        "harness",
+        "bundle",
+        run_dir.to_str().unwrap(),
+        "--to",
+        &recipient,
+        "-o",
+        &at("run.age"),
+    ]);
+    assert!(sealed.status.success(), "{}", text(&sealed));
+    assert!(!String::from_utf8_lossy(&std::fs::read(at("run.age")).unwrap()).contains(&run_id));
+    let locked = ale(&["harness", "verify", &at("run.age")]);
+    assert!(!locked.status.success());
+    assert!(text(&locked).contains("--identity"), "{}", text(&locked));
+    let opened = ale(&["harness", "verify", &at("run.age"), "--identity", &key]);
+    assert!(opened.status.success(), "{}", text(&opened));
+    let other = at("other.txt");
+    assert!(ale(&["harness", "keygen", "-o", &other]).status.success());
+    let refused = ale(&["harness", "verify", &at("run.age"), "--identity", &other]);
+    assert!(!refused.status.success());
+    assert!(
+        text(&refused).contains("cannot decrypt"),
+        "{}",
+        text(&refused)
+    );
+
+    // A bundle whose report was changed after bundling does not verify.
+    let mut value: serde_json::Value = serde_json::from_str(&bundle).unwrap();
+    let report_text = value["files"]["report.json"]
+        .as_str()
+        .unwrap()
+        .replace("\"value\": 500.0", "\"value\": 501.0");
+    value["files"]["report.json"] = serde_json::Value::String(report_text);
+    std::fs::write(
+        at("forged.alebundle"),
+        serde_json::to_string(&value).unwrap(),
+    )
+    .unwrap();
+    let forged = ale(&["harness", "verify", &at("forged.alebundle")]);
+    assert!(!forged.status.success(), "{}", text(&forged));
+    // keygen never overwrites a key.
+    assert!(!ale(&["harness", "keygen", "-o", &key]).status.success());
+}

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use ale_harness::agent::AgentOutput;
+use ale_harness::bundle::Bundle;
 use ale_harness::leaderboard::Leaderboard;
 use ale_harness::preflight::Verdict;
 use ale_harness::progress::{ProgressEvent, RunProgress};
@@ -67,6 +68,40 @@ pub enum HarnessCommand {
     /// Runs whose records do not verify are left out, and listed as such.
     #[command(after_help = "Example:\n  ale harness leaderboard --task cartpole-balance")]
     Leaderboard(LeaderboardArgs),
+    /// Write a run's records (trajectory, harness log, report) and the public keys that check
+    /// them into one file, optionally encrypted for a recipient's age key. Whoever receives it
+    /// re-derives the score with `ale harness verify FILE`; it holds no hidden seed.
+    #[command(
+        after_help = "Examples:\n  ale harness bundle run-3f2a… -o run.alebundle\n  ale harness bundle run-3f2a… --to age1… -o run.alebundle.age\n  ale harness verify run.alebundle.age --identity key.txt"
+    )]
+    Bundle(BundleArgs),
+    /// Make an age X25519 identity to receive encrypted bundles: writes its secret key to FILE
+    /// (0600) and prints its public key (age1…) to give to senders.
+    #[command(after_help = "Example:\n  ale harness keygen -o ~/.config/ale/bundle-key.txt")]
+    Keygen(KeygenArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct BundleArgs {
+    /// The run: a run id, or a run folder.
+    #[arg(value_name = "RUN")]
+    pub run: PathBuf,
+    /// The file to write [default: <run id>.alebundle, or .alebundle.age when encrypted]
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Encrypt the bundle for this age X25519 recipient (age1…; repeatable: any of them can
+    /// open it).
+    #[arg(long = "to", value_name = "RECIPIENT")]
+    pub to: Vec<String>,
+    #[command(flatten)]
+    pub state_dir: StateDirArg,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct KeygenArgs {
+    /// Where to write the identity (its secret key); refused if the file exists.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -263,7 +298,8 @@ pub struct ScoreArgs {
 
 #[derive(clap::Args, Debug)]
 pub struct VerifyArgs {
-    /// A run folder, a trajectory.jsonl, or a run id (looked up in --state-dir, or the
+    /// A run folder, a trajectory.jsonl, a bundle (`ale harness bundle`), or a run id (looked
+    /// up in --state-dir, or the
     /// default state dir).
     #[arg(value_name = "RUN")]
     pub path: PathBuf,
@@ -282,6 +318,10 @@ pub struct VerifyArgs {
     /// "reason"} (the shape is in docs/harness.md).
     #[arg(long)]
     pub json: bool,
+    /// For an encrypted bundle: the age identity file holding its recipient's secret key
+    /// (`ale harness keygen` makes one).
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -352,6 +392,8 @@ pub fn run(command: HarnessCommand) -> anyhow::Result<ExitCode> {
             None => list_runs(&args),
         },
         HarnessCommand::Leaderboard(args) => leaderboard(&args),
+        HarnessCommand::Bundle(args) => write_bundle(&args),
+        HarnessCommand::Keygen(args) => keygen(&args),
     }
 }
 
@@ -736,6 +778,8 @@ fn public_key_arg(arg: &str) -> anyhow::Result<ed25519_dalek::VerifyingKey> {
 struct KeySource<'a> {
     args: &'a VerifyArgs,
     state_dir: Option<PathBuf>,
+    /// The keys came in the bundle the run was unpacked from.
+    bundled: bool,
 }
 
 impl<'a> KeySource<'a> {
@@ -745,7 +789,21 @@ impl<'a> KeySource<'a> {
             let run_dir = if path.is_dir() { path } else { path.parent()? };
             run_dir.parent()?.parent().map(Path::to_path_buf)
         });
-        KeySource { args, state_dir }
+        KeySource {
+            args,
+            state_dir,
+            bundled: false,
+        }
+    }
+
+    /// The keys for a run unpacked from a bundle into the state dir `unpacked`: the flags'
+    /// when given, else those the bundle carries.
+    fn bundled(args: &'a VerifyArgs, unpacked: &Path) -> Self {
+        KeySource {
+            args,
+            state_dir: Some(unpacked.to_path_buf()),
+            bundled: true,
+        }
     }
 
     fn flag(&self, role: KeyRole) -> (&'static str, Option<&String>) {
@@ -759,6 +817,11 @@ impl<'a> KeySource<'a> {
     fn origin(&self, role: KeyRole) -> String {
         match (self.flag(role), &self.args.state_dir) {
             ((flag, Some(_)), _) => flag.to_string(),
+            _ if self.bundled => format!(
+                "{} shipped in the bundle: only as trustworthy as its sender (pin the keys with \
+                 --evaluator-key and --harness-key)",
+                role.public_key_file()
+            ),
             (_, Some(dir)) => dir.join(role.public_key_file()).display().to_string(),
             _ => format!(
                 "{} of the state dir the run is in: only as trustworthy as that folder",
@@ -789,8 +852,29 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         .state_dir
         .clone()
         .unwrap_or_else(ale_server::state_dir::default_state_dir);
-    let path = &super::run_arg::resolve(&args.path, &lookup)?;
-    let source = KeySource::new(args, path);
+    let mut path = super::run_arg::resolve(&args.path, &lookup)?;
+    let mut unpacked = None;
+    if path.is_file() {
+        let bytes = ale_harness::bundle::read_capped(&path)?;
+        if Bundle::looks_like(&bytes) {
+            let identity = match &args.identity {
+                Some(file) => Some(
+                    std::fs::read_to_string(file)
+                        .with_context(|| format!("cannot read {}", file.display()))?,
+                ),
+                None => None,
+            };
+            let bundle = Bundle::from_bytes(&bytes, identity.as_deref())?;
+            let dir = tempfile::Builder::new().prefix("ale-bundle-").tempdir()?;
+            path = bundle.unpack(&dir.path().join("state"))?;
+            unpacked = Some(dir);
+        }
+    }
+    let path = &path;
+    let source = match &unpacked {
+        Some(dir) => KeySource::bundled(args, &dir.path().join("state")),
+        None => KeySource::new(args, path),
+    };
     let evaluator_key = source.key(KeyRole::Evaluator)?;
     let verdict = RunVerdict::from(if path.is_dir() {
         let keys = RecordKeys {
@@ -1096,5 +1180,78 @@ fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
             println!("  {}  {}  {}", l.run_id, l.agent, l.reason);
         }
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
+    let state_dir = args.state_dir.resolve();
+    let dir = super::run_arg::resolve(&args.run, &state_dir)?;
+    anyhow::ensure!(
+        dir.is_dir(),
+        "{} is not a run folder (bundle a run id or a run's folder)",
+        dir.display()
+    );
+    // The keys of the state dir the run is in, as `verify` would take them.
+    let keys_dir = dir
+        .parent()
+        .and_then(Path::parent)
+        .map_or(state_dir.clone(), Path::to_path_buf);
+    let bundle = Bundle::of_run(&keys_dir, &dir)?;
+    let plain = bundle.to_bytes();
+    let (bytes, suffix) = if args.to.is_empty() {
+        (plain, "alebundle")
+    } else {
+        (
+            ale_harness::bundle::encrypt(&plain, &args.to)?,
+            "alebundle.age",
+        )
+    };
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(format!("{}.{suffix}", bundle.run_id)));
+    ale_proto::private_files::create_private_file(&output, 0o600)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.display()))?
+        .write_all(&bytes)
+        .with_context(|| format!("cannot write {}", output.display()))?;
+    let files: Vec<&str> = bundle.files.keys().map(String::as_str).collect();
+    println!(
+        "wrote {} ({} bytes{}): {} and the public keys; no hidden seed, no agent log",
+        output.display(),
+        bytes.len(),
+        if args.to.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", encrypted for {} recipient{}",
+                args.to.len(),
+                if args.to.len() == 1 { "" } else { "s" }
+            )
+        },
+        files.join(", ")
+    );
+    println!(
+        "check it: ale harness verify {}{}",
+        output.display(),
+        if args.to.is_empty() {
+            ""
+        } else {
+            " --identity KEY_FILE"
+        }
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
+    let (identity, recipient) = ale_harness::bundle::new_identity();
+    ale_proto::private_files::create_private_file(&args.output, 0o600)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.output.display()))?
+        .write_all(identity.as_bytes())
+        .with_context(|| format!("cannot write {}", args.output.display()))?;
+    println!(
+        "wrote the secret key to {} (keep it)",
+        args.output.display()
+    );
+    println!("public key (give it to whoever sends you bundles): {recipient}");
     Ok(ExitCode::SUCCESS)
 }

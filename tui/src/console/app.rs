@@ -223,6 +223,7 @@ impl App {
             Msg::Runs(listed) => self.runs.on_listed(listed),
             Msg::Verified(verification) => self.runs.on_verified(verification),
             Msg::Compared { runs, result } => self.runs.on_compared(runs, result),
+            Msg::Ranked { task, result } => self.runs.on_ranked(task, result),
             Msg::Exported { path, result } => self.runs.on_exported(&path, result),
             Msg::AgentLog { run_id, tail } => {
                 self.eval.on_agent_log(&run_id, tail);
@@ -318,6 +319,7 @@ impl App {
     pub fn context(&self) -> Context {
         match self.view {
             View::Runs if self.runs.comparison.is_some() => Context::Compare,
+            View::Runs if self.runs.leaderboard.is_some() => Context::Leaderboard,
             view => view.context(),
         }
     }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ale_harness::compare::Comparison;
+use ale_harness::leaderboard::Leaderboard;
 use ale_harness::plot::{PlotData, PlotFormat, PlotOptions, render_compare_file};
 use ale_harness::verify::{RecordKeys, verify_run_dir};
 
@@ -28,6 +29,15 @@ pub fn verify_run(state_dir: &Path, run_dir: PathBuf) -> Msg {
         .and_then(|keys| verify_run_dir(&run_dir, &keys).map_err(|e| e.to_string()))
         .map(Box::new);
     Msg::Verified(Verification { run_dir, result })
+}
+
+/// The leaderboard of `task` from the runs in `state_dir`, each verified with its keys.
+pub fn rank_runs(state_dir: &Path, task: String) -> Msg {
+    Msg::Ranked {
+        result: Leaderboard::load(state_dir, &task)
+            .map_err(|e| format!("cannot list the runs in {}: {e}", state_dir.display())),
+        task,
+    }
 }
 
 /// Reads `left` and `right` and verifies their records with the public keys of `state_dir`,

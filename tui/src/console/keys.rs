@@ -19,6 +19,8 @@ pub enum Context {
     Runs,
     /// The runs view's comparison of two runs.
     Compare,
+    /// The runs view's leaderboard of one task.
+    Leaderboard,
 }
 
 impl Context {
@@ -31,16 +33,18 @@ impl Context {
             Context::Eval => "eval",
             Context::Runs => "runs",
             Context::Compare => "compare",
+            Context::Leaderboard => "leaderboard",
         }
     }
 
-    const ALL: [Context; 6] = [
+    const ALL: [Context; 7] = [
         Context::Global,
         Context::Tasks,
         Context::Practice,
         Context::Eval,
         Context::Runs,
         Context::Compare,
+        Context::Leaderboard,
     ];
 }
 
@@ -86,6 +90,8 @@ pub enum Command {
     Mark,
     /// Compare the two marked runs.
     Compare,
+    /// The leaderboard of the selected run's task.
+    Leaderboard,
     ExportPng,
     ExportSvg,
     Refresh,
@@ -173,6 +179,7 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Runs,      "open",           C::Open,                   "open",       "open the selected run",                                   true),
     action!(X::Runs,      "mark",           C::Mark,                   "mark",       "mark/unmark the run to compare (two at most)",            true),
     action!(X::Runs,      "compare",        C::Compare,                "compare",    "compare the two marked runs side by side",                true),
+    action!(X::Runs,      "leaderboard",    C::Leaderboard,            "board",      "the leaderboard of the selected run's task",              false),
     action!(X::Runs,      "verify",         C::Verify,                 "verify",     "verify its records: chain, signatures, report",           true),
     action!(X::Runs,      "export_png",     C::ExportPng,              "PNG",        "export its plot as PNG",                                  true),
     action!(X::Runs,      "export_svg",     C::ExportSvg,              "SVG",        "export its plot as SVG",                                  false),
@@ -182,6 +189,8 @@ pub static ACTIONS: &[Action] = &[
     action!(X::Compare,   "back",           C::Back,                   "back",       "back to the runs",                                        true),
     action!(X::Compare,   "export_png",     C::ExportPng,              "PNG",        "export the comparison plot as PNG",                       true),
     action!(X::Compare,   "export_svg",     C::ExportSvg,              "SVG",        "export the comparison plot as SVG",                       true),
+
+    action!(X::Leaderboard, "back",         C::Back,                   "back",       "back to the runs",                                        true),
 ];
 
 /// The bundled key file.

@@ -7,6 +7,7 @@ use std::time::Instant;
 use ale_client::policy::PolicyKind;
 use ale_client::{EnvSpec, Info};
 use ale_harness::compare::Comparison;
+use ale_harness::leaderboard::Leaderboard;
 use ale_harness::plot::PlotFormat;
 use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::Report;
@@ -134,6 +135,10 @@ pub enum Effect {
         run_id: RunId,
         lines: usize,
     },
+    /// Verify and rank the runs of a task for the leaderboard.
+    LoadLeaderboard {
+        task: String,
+    },
     /// Read and verify two runs for the comparison screen.
     CompareRuns {
         left: PathBuf,
@@ -189,6 +194,11 @@ pub enum Msg {
     Compared {
         runs: [PathBuf; 2],
         result: Result<Box<Comparison>, String>,
+    },
+    /// A task's leaderboard, or why it could not be made.
+    Ranked {
+        task: String,
+        result: Result<Leaderboard, String>,
     },
     Exported {
         path: PathBuf,

@@ -157,6 +157,10 @@ impl Console {
                     run_id,
                 });
             }
+            Effect::LoadLeaderboard { task } => {
+                let state_dir = self.state_dir.clone();
+                self.in_background(move || effects::rank_runs(&state_dir, task));
+            }
             Effect::CompareRuns { left, right } => {
                 let state_dir = self.state_dir.clone();
                 self.in_background(move || effects::compare_runs(&state_dir, &left, &right));

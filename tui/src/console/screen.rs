@@ -178,6 +178,7 @@ fn context_name(c: Context) -> &'static str {
         Context::Eval => "Eval",
         Context::Runs => "Runs",
         Context::Compare => "Comparing runs",
+        Context::Leaderboard => "Leaderboard",
     }
 }
 

@@ -199,6 +199,45 @@ fn mask_ids(text: &str) -> String {
             }
             k += 1;
         }
+        // Bootstrap intervals "[1.234, 3.456]" on the lines that show them: resampled with a
+        // seed drawn from the run ids.
+        let line_text: String = chars.iter().collect();
+        let shows_intervals = line_text.contains("95%") || line_text.contains("IQM");
+        let mut k = if shows_intervals { 0 } else { chars.len() };
+        while k < chars.len() {
+            if chars[k] == '['
+                && let Some(len) = chars[k + 1..].iter().position(|&c| c == ']')
+            {
+                let inner = &chars[k + 1..k + 1 + len];
+                // Both ends with 3 or more decimals, as intervals are shown (a space's bounds,
+                // "[-4.8, 4.8]", stay).
+                let text: String = inner.iter().collect();
+                let precise = |n: &str| {
+                    n.trim()
+                        .trim_start_matches(['+', '-'])
+                        .split_once('.')
+                        .is_some_and(|(i, d)| {
+                            !i.is_empty()
+                                && i.chars().all(|c| c.is_ascii_digit())
+                                && d.len() >= 3
+                                && d.chars().all(|c| c.is_ascii_digit())
+                        })
+                };
+                let numeric = text
+                    .split_once(", ")
+                    .is_some_and(|(a, b)| precise(a) && precise(b));
+                if numeric {
+                    for c in &mut chars[k + 1..k + 1 + len] {
+                        if c.is_ascii_digit() {
+                            *c = '~';
+                        }
+                    }
+                }
+                k += len + 1;
+            } else {
+                k += 1;
+            }
+        }
         masked.extend(chars);
         masked.push('\n');
     }
@@ -1003,6 +1042,7 @@ async fn two_runs_of_one_task_compare_side_by_side() {
         "verify  ok",
         "evaluator signature ok",
         "harness signature ok",
+        "unpaired (each run drew its own seeds)",
         "Esc back",
     ] {
         assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
@@ -1040,6 +1080,30 @@ async fn two_runs_of_one_task_compare_side_by_side() {
     f.press(&[KeyCode::Esc]).await;
     assert!(f.console.app.runs.comparison.is_none());
     assert_eq!(f.console.app.runs.marked.len(), 2);
+
+    // b: the leaderboard of the selected run's task, each agent's best verified run first.
+    f.press(&[KeyCode::Char('b')]).await;
+    assert!(
+        f.console
+            .settle(Duration::from_secs(30), |a| a.runs.leaderboard.is_some())
+            .await
+    );
+    assert_eq!(f.console.app.context(), super::keys::Context::Leaderboard);
+    let board = f.console.app.runs.leaderboard.clone().unwrap();
+    let agents: Vec<&str> = board.standings.iter().map(|s| s.agent.as_str()).collect();
+    assert_eq!(agents, ["policy heuristic", "policy random"]);
+    assert!(board.left_out.is_empty());
+    f.console.app.note = None;
+    let screen = f.screen(120, 24);
+    for expected in [
+        "Leaderboard · cartpole-balance (verified runs only)",
+        &format!("{:.3} [", heuristic.score.score),
+        "Esc back",
+    ] {
+        assert!(screen.contains(expected), "{expected:?} missing:\n{screen}");
+    }
+    f.press(&[KeyCode::Esc]).await;
+    assert!(f.console.app.runs.leaderboard.is_none());
 
     // A run without its report still compares on its trajectory, saying what it lacks.
     std::fs::remove_file(right.join("report.json")).unwrap();

@@ -313,6 +313,29 @@ pub fn report_lines<'a>(report: &Report, theme: &Theme) -> Vec<Line<'a>> {
             s.metric_name, report.value, s.target, s.ratio, s.cap, s.capped
         )),
     ];
+    if let Some(stats) = &report.statistics {
+        let m = &stats.metric;
+        lines.push(Line::raw(format!(
+            "95%: score [{:.4}, {:.4}] · {} [{:.4}, {:.4}]",
+            stats.score_ci.low, stats.score_ci.high, s.metric_name, m.mean_ci.low, m.mean_ci.high
+        )));
+        lines.push(Line::styled(
+            format!(
+                "std {:.4} · IQM {:.4} [{:.4}, {:.4}] · n {} (bootstrap)",
+                m.std, m.iqm, m.iqm_ci.low, m.iqm_ci.high, m.n
+            ),
+            theme.muted(),
+        ));
+    }
+    if let Some(name) = &report.name {
+        lines.push(Line::styled(format!("name {name}"), theme.muted()));
+    }
+    if let Some(set) = &report.seed_set {
+        lines.push(Line::styled(
+            format!("seed set {}", set.name),
+            theme.muted(),
+        ));
+    }
     for p in &s.penalties {
         lines.push(Line::raw(format!("safety {} = {p}", p.name)));
     }

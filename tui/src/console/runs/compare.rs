@@ -16,8 +16,11 @@ use crate::console::theme::Theme;
 use crate::console::widgets::{MetricsAxes, RolloutBar, block, draw_rollouts_chart, field};
 
 pub fn draw(frame: &mut Frame, both: &Comparison, theme: &Theme, area: Rect) {
-    let [top, columns] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(area);
-    frame.render_widget(Paragraph::new(task_line(both, theme)), top);
+    let [top, columns] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+    frame.render_widget(
+        Paragraph::new(vec![task_line(both, theme), difference_line(both, theme)]),
+        top,
+    );
     let halves: [Rect; 2] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(columns);
     let sides: Vec<Column> = both
@@ -114,6 +117,33 @@ fn task_line<'a>(both: &Comparison, theme: &Theme) -> Line<'a> {
         spans.push(Span::raw(format!(" · {}", report.task.title)));
     }
     Line::from(spans)
+}
+
+/// Left minus right, with its interval, whether it is paired, and P(left better).
+fn difference_line<'a>(both: &Comparison, theme: &Theme) -> Line<'a> {
+    let d = both.difference();
+    Line::from(vec![
+        Span::styled(" 1 − 2: ", theme.muted()),
+        Span::styled(
+            format!(
+                "{:+.4} [{:+.4}, {:+.4}]",
+                d.mean_difference, d.ci.low, d.ci.high
+            ),
+            theme.accent(),
+        ),
+        Span::styled(
+            format!(
+                " 95% · P(1 better) {:.2} · {}",
+                d.probability_of_improvement,
+                if d.paired {
+                    "paired by seed set"
+                } else {
+                    "unpaired (each run drew its own seeds)"
+                }
+            ),
+            theme.muted(),
+        ),
+    ])
 }
 
 /// The fewest rows a chart is drawn in, however much text there is.

@@ -1,7 +1,9 @@
 //! Draws the runs view: the list of past runs, with the marks for comparison; the open one's
 //! report, plot and verification; or, in their place, the comparison of two runs.
 
+use ale_harness::leaderboard::Leaderboard;
 use ale_harness::runs::RunSummary;
+use ale_harness::stats::Interval;
 use ale_harness::verify::RunVerification;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -18,14 +20,24 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
         super::compare::draw(frame, both, theme, area);
         return;
     }
+    if let Some(board) = &runs.leaderboard {
+        draw_leaderboard(frame, board, theme, area);
+        return;
+    }
     let items: Vec<ListItem> = runs
         .entries
         .iter()
         .map(|r| {
             let (task, score) = match &r.summary {
-                RunSummary::Reported(report) => {
-                    (report.task.id.clone(), format!("{:.3}", report.score.score))
-                }
+                RunSummary::Reported(report) => (
+                    report.task.id.clone(),
+                    match &report.statistics {
+                        Some(s) => {
+                            format!("{:.3} ±{:.3}", report.score.score, s.score_ci.half_width())
+                        }
+                        None => format!("{:.3}", report.score.score),
+                    },
+                ),
                 RunSummary::Unreported { task_id, status } => (task_id.clone(), status.clone()),
                 RunSummary::Unreadable(_) => ("?".into(), "unreadable".into()),
             };
@@ -86,6 +98,11 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
                      the run marked 1 is shown on the left, 2 on the right.",
                     theme.muted(),
                 ),
+                Line::styled(
+                    "b shows the leaderboard of the selected run's task: each agent's best \
+                     verified run.",
+                    theme.muted(),
+                ),
             ])
             .wrap(Wrap { trim: false }),
         };
@@ -126,6 +143,73 @@ pub fn draw(frame: &mut Frame, runs: &Runs, theme: &Theme, area: Rect) {
         ),
         RunSummary::Unreadable(why) => frame.render_widget(Paragraph::new(why.clone()), inner),
     }
+}
+
+/// A task's leaderboard: each agent's best verified run, best first, with the score's and the
+/// metric's 95% intervals; below it, the runs left out because their records do not verify.
+fn draw_leaderboard(frame: &mut Frame, board: &Leaderboard, theme: &Theme, area: Rect) {
+    let ci = |c: Option<Interval>| {
+        c.map_or(String::new(), |c| format!(" [{:.3}, {:.3}]", c.low, c.high))
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "{:>2}  {:<24} {:<24} {:<30} {:>8}  {}",
+            "#", "agent", "score [95%]", "metric [95%]", "rollouts", "best run"
+        ),
+        theme.muted(),
+    )];
+    if board.standings.is_empty() {
+        lines.push(Line::styled(
+            format!("no verified run of {} yet", board.task),
+            theme.muted(),
+        ));
+    }
+    for s in &board.standings {
+        let agent: String = s.agent.chars().take(24).collect();
+        lines.push(Line::from(vec![
+            Span::raw(format!("{:>2}  {agent:<24} ", s.rank)),
+            Span::styled(
+                format!("{:<24} ", format!("{:.3}{}", s.score, ci(s.score_ci))),
+                theme.accent(),
+            ),
+            Span::raw(format!(
+                "{:<30} {:>8}  ",
+                format!("{:.3}{}", s.value, ci(s.value_ci)),
+                s.rollouts
+            )),
+            Span::styled(
+                ale_proto::RunId::from_wire(s.run_id.as_str())
+                    .short()
+                    .to_string(),
+                theme.muted(),
+            ),
+        ]));
+    }
+    if !board.left_out.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            format!("left out, not verified ({}):", board.left_out.len()),
+            Style::default().fg(theme.error),
+        ));
+        for l in &board.left_out {
+            lines.push(Line::styled(
+                format!(
+                    "  {} {}: {}",
+                    ale_proto::RunId::from_wire(l.run_id.as_str()).short(),
+                    l.agent,
+                    l.reason
+                ),
+                Style::default().fg(theme.error),
+            ));
+        }
+    }
+    let title = format!(" Leaderboard · {} (verified runs only) ", board.task);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(block(title, theme, true)),
+        area,
+    );
 }
 
 /// The colour of side `side` (1 or 2) of a comparison: its mark in the list, its title, its

@@ -9,6 +9,7 @@ pub use draw::draw;
 use std::path::{Path, PathBuf};
 
 use ale_harness::compare::{Comparison, DifferentTasks};
+use ale_harness::leaderboard::Leaderboard;
 use ale_harness::plot::PlotFormat;
 use ale_harness::runs::{RunEntry, RunSummary};
 use ale_proto::RunId;
@@ -34,6 +35,10 @@ pub struct Runs {
     pub comparison: Option<Shown<Comparison>>,
     /// The runs being read for a comparison: what a late answer must match to be shown.
     pub comparing: Option<[PathBuf; 2]>,
+    /// The leaderboard shown in place of the list.
+    pub leaderboard: Option<Leaderboard>,
+    /// The task whose leaderboard is being made: what a late answer must match.
+    pub ranking: Option<String>,
 }
 
 /// How many runs a comparison takes.
@@ -162,6 +167,12 @@ impl Runs {
         if self.comparison.is_some() {
             return self.on_comparison_command(command);
         }
+        if self.leaderboard.is_some() {
+            if command == Command::Back {
+                self.leaderboard = None;
+            }
+            return Vec::new();
+        }
         let n = self.entries.len();
         match command {
             Command::Up => self.cursor = self.cursor.saturating_sub(1),
@@ -174,6 +185,17 @@ impl Runs {
             Command::Refresh => return vec![Effect::LoadRuns.into()],
             Command::Mark => return self.toggle_mark(),
             Command::Compare => return self.compare(),
+            Command::Leaderboard => {
+                return match self.entries.get(self.cursor).and_then(task_of) {
+                    Some(task) => {
+                        let task = task.to_string();
+                        self.rank(task)
+                    }
+                    None => vec![Outcome::warn(
+                        "select a run: its task's leaderboard is shown".to_string(),
+                    )],
+                };
+            }
             Command::Verify => {
                 if let Some(dir) = self.selected_dir() {
                     let effect = Effect::VerifyRun(dir.to_path_buf());
@@ -220,6 +242,36 @@ impl Runs {
         };
         self.verification = Some(verification);
         vec![note]
+    }
+
+    /// Asks for `task`'s runs to be verified and ranked.
+    fn rank(&mut self, task: String) -> Vec<Outcome> {
+        self.ranking = Some(task.clone());
+        vec![
+            Outcome::say(format!("verifying and ranking the runs of {task}…")),
+            Effect::LoadLeaderboard { task }.into(),
+        ]
+    }
+
+    /// The answer to [`Effect::LoadLeaderboard`]: shown if it is still the one asked for.
+    pub fn on_ranked(&mut self, task: String, ranked: Result<Leaderboard, String>) -> Vec<Outcome> {
+        if self.ranking.as_ref() != Some(&task) {
+            return Vec::new();
+        }
+        self.ranking = None;
+        match ranked {
+            Ok(board) => {
+                let note = format!(
+                    "{}: {} agents ranked, {} runs left out as not verified",
+                    board.task,
+                    board.standings.len(),
+                    board.left_out.len()
+                );
+                self.leaderboard = Some(board);
+                vec![Outcome::say(note)]
+            }
+            Err(why) => vec![Outcome::warn(why)],
+        }
     }
 
     /// The answer to [`Effect::CompareRuns`] for `runs`: shown only if they are still the
