@@ -273,8 +273,14 @@ impl Comparison {
     }
 
     /// Whether rollout i of one run was played on the same hidden seed as rollout i of the
-    /// other: both runs were played on one evaluation seed set (equal commitments).
+    /// other: both runs verified, were played on one evaluation seed set (equal commitments)
+    /// and plan as many rollouts. A run whose records do not verify pairs with nothing.
     pub fn paired(&self) -> bool {
+        if !(self.left.is_verified() && self.right.is_verified())
+            || self.left.plot.episodes.len() != self.right.plot.episodes.len()
+        {
+            return false;
+        }
         match (&self.left.seed_set, &self.right.seed_set) {
             (Some(a), Some(b)) => a == b,
             _ => false,
@@ -390,20 +396,16 @@ mod tests {
         assert!(!d.paired);
         assert_eq!(d.mean_difference, 0.0);
         assert_eq!(d.probability_of_improvement, 0.5);
-        // One seed set on both sides pairs them; another set, or one side's fresh seeds,
-        // does not.
+        // These records do not verify: even claiming one seed set, they pair with nothing
+        // (two verified runs on one set pair: tui/tests/harness.rs plays them).
         let set = |name: &str| SeedSetRecord {
             commitment: format!("c-{name}"),
             name: name.into(),
         };
-        let mut paired = both.clone();
-        paired.left.seed_set = Some(set("benchmark"));
-        paired.right.seed_set = Some(set("benchmark"));
-        assert!(paired.paired() && paired.difference().paired);
-        paired.right.seed_set = Some(set("holdout"));
-        assert!(!paired.paired());
-        paired.right.seed_set = None;
-        assert!(!paired.paired());
+        let mut claimed = both.clone();
+        claimed.left.seed_set = Some(set("benchmark"));
+        claimed.right.seed_set = Some(set("benchmark"));
+        assert!(!claimed.paired() && !claimed.difference().paired);
 
         // One run given twice (here by the same folder) is refused.
         let e = Comparison::load(&a, &a, Ok(&keys)).unwrap_err();

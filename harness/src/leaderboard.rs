@@ -1,6 +1,7 @@
 //! A task's leaderboard: the best verified run of each agent, by score, with its interval.
-//! Runs whose records do not verify (or cannot be checked) are left out and listed as such,
-//! never ranked. `ale harness leaderboard` and the console's leaderboard view read a
+//! Runs whose records do not verify (or cannot be checked), and runs whose agent ran
+//! unsandboxed (it could have tampered with the record), are left out and listed as such,
+//! never ranked. An agent's runs on different seed sets (or fresh seeds) rank apart. `ale harness leaderboard` and the console's leaderboard view read a
 //! [`Leaderboard`].
 
 use std::collections::BTreeMap;
@@ -19,6 +20,8 @@ pub struct Standing {
     pub rank: usize,
     /// The run's name, or its agent in a few words ([`Report::agent_label`]).
     pub agent: String,
+    /// The evaluation seed set its runs played, or `None` for fresh seeds.
+    pub seed_set: Option<String>,
     pub score: f64,
     pub score_ci: Option<Interval>,
     pub metric_name: String,
@@ -66,6 +69,10 @@ impl Leaderboard {
                     .map(|_| ())
                     .map_err(|e| format!("NOT VERIFIED: {e}")),
             };
+            let check = check.and_then(|()| match report.sandbox.warning() {
+                Some(warning) => Err(warning.to_string()),
+                None => Ok(()),
+            });
             match check {
                 Ok(()) => verified.push(*report),
                 Err(reason) => left_out.push(LeftOut {
@@ -81,16 +88,17 @@ impl Leaderboard {
     /// Ranks verified reports: each agent's best score (ties: the earlier run), agents by
     /// that score, best first.
     pub fn rank(task: &str, verified: Vec<Report>, left_out: Vec<LeftOut>) -> Leaderboard {
-        let mut by_agent: BTreeMap<String, Vec<Report>> = BTreeMap::new();
+        let mut by_agent: BTreeMap<(String, Option<String>), Vec<Report>> = BTreeMap::new();
         for report in verified {
+            let set = report.seed_set.as_ref().map(|s| s.name.clone());
             by_agent
-                .entry(report.agent_label())
+                .entry((report.agent_label(), set))
                 .or_default()
                 .push(report);
         }
         let mut standings: Vec<Standing> = by_agent
             .into_iter()
-            .filter_map(|(agent, mut reports)| {
+            .filter_map(|((agent, seed_set), mut reports)| {
                 let runs = reports.len();
                 reports.sort_by(|a, b| {
                     b.score
@@ -102,6 +110,7 @@ impl Leaderboard {
                 Some(Standing {
                     rank: 0,
                     agent,
+                    seed_set,
                     score: best.score.score,
                     score_ci: best.statistics.as_ref().map(|s| s.score_ci),
                     metric_name: best.score.metric_name.clone(),

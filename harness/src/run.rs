@@ -68,6 +68,12 @@ pub struct RunOptions {
     pub tasks_dir: Option<PathBuf>,
 }
 
+/// Unicode's invisible format characters a name could use to look like another on screen
+/// (bidirectional overrides and isolates, zero-width characters, the byte-order mark).
+fn is_format_char(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}')
+}
+
 /// A run's name and tags, as a person gives them to tell runs apart.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunLabels {
@@ -92,8 +98,10 @@ impl RunLabels {
                     "a run's name has 1 to {MAX_NAME_CHARS} characters (got {chars})"
                 ));
             }
-            if name.chars().any(char::is_control) {
-                return Err("a run's name cannot hold control characters".into());
+            if name.chars().any(|c| c.is_control() || is_format_char(c)) {
+                return Err(
+                    "a run's name cannot hold control or bidirectional-format characters".into(),
+                );
             }
         }
         if self.tags.len() > MAX_TAGS {

@@ -196,6 +196,12 @@ impl RunFilter {
 /// a line break).
 pub fn to_csv(rows: &[RunRow]) -> String {
     fn field(text: &str) -> String {
+        // A cell a spreadsheet would run as a formula gets a leading apostrophe.
+        let text = &if text.starts_with(['=', '+', '-', '@']) && text.parse::<f64>().is_err() {
+            format!("'{text}")
+        } else {
+            text.to_string()
+        };
         if text.contains([',', '"', '\n', '\r']) {
             format!("\"{}\"", text.replace('"', "\"\""))
         } else {
@@ -288,14 +294,26 @@ pub fn remove(
 ) -> Result<PathBuf, RemoveError> {
     let runs = layout::runs_dir(state_dir);
     let not_a_run = || RemoveError::NotARun(dir.to_path_buf(), runs.clone());
+    // "runs/run-x/" and "runs/run-x/." name what a link "run-x" leads to: refused, so that only
+    // the entry itself is ever looked at.
+    let text = dir.as_os_str().as_encoded_bytes();
+    if text.ends_with(b"/") || text.ends_with(b"/.") || text.ends_with(b"/..") {
+        return Err(not_a_run());
+    }
     let name = dir.file_name().ok_or_else(not_a_run)?;
     let canonical_runs = std::fs::canonicalize(&runs).map_err(|_| not_a_run())?;
     let parent = dir
         .parent()
         .and_then(|p| std::fs::canonicalize(p).ok())
         .ok_or_else(not_a_run)?;
+    if parent != canonical_runs {
+        return Err(not_a_run());
+    }
+    // From here on, the entry in the canonical runs folder, never the path as given (one of
+    // whose folders could be swapped for a link meanwhile).
+    let dir = &canonical_runs.join(name);
     let meta = std::fs::symlink_metadata(dir).map_err(|_| not_a_run())?;
-    if parent != canonical_runs || !meta.is_dir() {
+    if !meta.is_dir() {
         return Err(not_a_run());
     }
     let run_id = name.to_string_lossy().to_string();
@@ -407,6 +425,28 @@ mod tests {
             remove(state.path(), &runs, false, true),
             Err(RemoveError::NotARun(..))
         ));
+        // A link in the runs folder, even named with a trailing slash, is never followed.
+        let victim = elsewhere.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        std::fs::write(victim.join("data.txt"), "keep").unwrap();
+        let link = runs.join("run-link");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        for named in [
+            link.clone(),
+            runs.join("run-link/"),
+            runs.join("run-link/."),
+        ] {
+            assert!(
+                matches!(
+                    remove(state.path(), &named, false, true),
+                    Err(RemoveError::NotARun(..))
+                ),
+                "{}",
+                named.display()
+            );
+        }
+        assert!(victim.join("data.txt").is_file());
+        std::fs::remove_file(&link).unwrap();
         // A run whose session has not finished is refused without --force.
         let running = runs.join("run-running");
         std::fs::create_dir(&running).unwrap();

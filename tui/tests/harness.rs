@@ -964,7 +964,8 @@ fn runs_are_named_listed_filtered_ranked_and_removed() {
     assert_eq!(ranked["left_out"][0]["run_id"], random_best.as_str());
     let shown = text(&board(false));
     assert!(
-        shown.contains("Left out (1 not verified)") && shown.contains("NOT VERIFIED"),
+        shown.contains("Left out (1 not verified or unsandboxed)")
+            && shown.contains("NOT VERIFIED"),
         "{shown}"
     );
 
@@ -1346,13 +1347,49 @@ fn a_bundle_carries_a_run_to_a_recipient_who_verifies_it_and_holds_no_seed() {
     let secret = std::fs::read(state.join("evaluator.secret")).unwrap();
     let secret_hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
     assert!(!bundle.contains(&secret_hex));
-    let verified = ale(&["harness", "verify", &at("run.alebundle")]);
-    assert!(verified.status.success(), "{}", text(&verified));
-    let said = text(&verified);
+    // Alone, the keys it carries prove nothing: checked, but not pinned.
+    let unpinned = ale(&["harness", "verify", &at("run.alebundle")]);
+    assert!(!unpinned.status.success(), "{}", text(&unpinned));
+    let said = text(&unpinned);
     assert!(
-        said.contains("shipped in the bundle") && said.contains("95% interval"),
+        said.contains("shipped in the bundle") && said.contains("NOT PINNED"),
         "{said}"
     );
+    // Pinned to the evaluator's keys (its state dir, or the keys themselves), it verifies.
+    let verified = ale(&[
+        "harness",
+        "verify",
+        &at("run.alebundle"),
+        "--state-dir",
+        state_str,
+    ]);
+    assert!(verified.status.success(), "{}", text(&verified));
+    assert!(
+        text(&verified).contains("95% interval"),
+        "{}",
+        text(&verified)
+    );
+    let key_of = |file: &str| state.join(file).to_str().unwrap().to_string();
+    let (ek, hk) = (key_of("evaluator.pub"), key_of("harness.pub"));
+    let by_keys = ale(&[
+        "harness",
+        "verify",
+        &at("run.alebundle"),
+        "--evaluator-key",
+        &ek,
+        "--harness-key",
+        &hk,
+    ]);
+    assert!(by_keys.status.success(), "{}", text(&by_keys));
+    // Only one key pinned: still not enough.
+    let half = ale(&[
+        "harness",
+        "verify",
+        &at("run.alebundle"),
+        "--evaluator-key",
+        &ek,
+    ]);
+    assert!(!half.status.success(), "{}", text(&half));
     // Pinned to other keys, it is refused.
     let wrong = "11".repeat(32);
     let pinned = ale(&[
@@ -1389,7 +1426,15 @@ fn a_bundle_carries_a_run_to_a_recipient_who_verifies_it_and_holds_no_seed() {
     let locked = ale(&["harness", "verify", &at("run.age")]);
     assert!(!locked.status.success());
     assert!(text(&locked).contains("--identity"), "{}", text(&locked));
-    let opened = ale(&["harness", "verify", &at("run.age"), "--identity", &key]);
+    let opened = ale(&[
+        "harness",
+        "verify",
+        &at("run.age"),
+        "--identity",
+        &key,
+        "--state-dir",
+        state_str,
+    ]);
     assert!(opened.status.success(), "{}", text(&opened));
     let other = at("other.txt");
     assert!(ale(&["harness", "keygen", "-o", &other]).status.success());
@@ -1413,8 +1458,46 @@ fn a_bundle_carries_a_run_to_a_recipient_who_verifies_it_and_holds_no_seed() {
         serde_json::to_string(&value).unwrap(),
     )
     .unwrap();
-    let forged = ale(&["harness", "verify", &at("forged.alebundle")]);
+    let forged = ale(&[
+        "harness",
+        "verify",
+        &at("forged.alebundle"),
+        "--state-dir",
+        state_str,
+    ]);
     assert!(!forged.status.success(), "{}", text(&forged));
     // keygen never overwrites a key.
     assert!(!ale(&["harness", "keygen", "-o", &key]).status.success());
+}
+
+/// Exit 4: the session's step budget ran out before the rollouts were played.
+#[test]
+fn a_run_stopped_by_its_step_budget_exits_4() {
+    let tmp = private_tempdir();
+    let tasks = tempfile::tempdir().unwrap();
+    let task = include_str!("../../server/tasks/cartpole-balance.toml")
+        .replace(
+            "id = \"cartpole-balance\"",
+            "id = \"cartpole-short-budget\"",
+        )
+        .replace("max_total_steps = 10000", "max_total_steps = 700");
+    assert!(task.contains("max_total_steps = 700"));
+    std::fs::write(tasks.path().join("short.toml"), task).unwrap();
+    let (code, out, err) = harness_run_args(
+        tmp.path(),
+        &[
+            "--task",
+            "cartpole-short-budget",
+            "--tasks-dir",
+            tasks.path().to_str().unwrap(),
+            "--policy",
+            "heuristic",
+        ],
+    );
+    assert_eq!(code, Some(4), "{out}{err}");
+    assert!(out.contains("budget exceeded"), "{out}");
+    assert!(
+        err.contains("the session's budget ran out before its rollouts were played (exit code 4)"),
+        "{err}"
+    );
 }

@@ -218,6 +218,7 @@ def test_a_hosted_sim_plays_an_official_interactive_run_that_verifies(hosted, tm
 
 def test_a_sim_fault_mid_rollout_is_the_sims_on_record_and_the_record_verifies(hosted, tmp_path):
     code, report, log, run_dir = harness_run(hosted, "fault-official", "hosted_agent.py", tmp_path)
+    assert code == 5, "a rollout lost to the sim: exit 5"
     assert "1 lost to the sim" in log, log
     outcomes = [e["outcome"] for e in report["episodes"]]
     assert outcomes == ["completed", "sim_fault", "completed"], outcomes
@@ -232,6 +233,7 @@ def test_a_sim_that_cannot_start_a_rollout_gives_it_up_on_record_and_the_session
     """A host that fails every reset does not hold the session: each rollout is tried a few
     times, then recorded as the sim's, and the record verifies."""
     code, report, log, run_dir = harness_run(hosted, "fault-reset-official", "hosted_agent.py", tmp_path)
+    assert code == 5, "rollouts lost to the sim: exit 5"
     assert [e["outcome"] for e in report["episodes"]] == ["sim_fault", "sim_fault"], log
     assert report["status"] == "completed", report["status_message"]
     assert "asked to fail" not in (run_dir / "trajectory.jsonl").read_text()

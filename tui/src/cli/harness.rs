@@ -796,14 +796,19 @@ impl<'a> KeySource<'a> {
         }
     }
 
-    /// The keys for a run unpacked from a bundle into the state dir `unpacked`: the flags'
-    /// when given, else those the bundle carries.
+    /// The keys for a run unpacked from a bundle into the state dir `unpacked`: the flags' or
+    /// `--state-dir`'s when given, else those the bundle carries.
     fn bundled(args: &'a VerifyArgs, unpacked: &Path) -> Self {
         KeySource {
             args,
-            state_dir: Some(unpacked.to_path_buf()),
-            bundled: true,
+            state_dir: Some(args.state_dir.clone().unwrap_or(unpacked.to_path_buf())),
+            bundled: args.state_dir.is_none(),
         }
+    }
+
+    /// Whether the key of `role` comes from the bundle being checked, not from the verifier.
+    fn unpinned(&self, role: KeyRole) -> bool {
+        self.bundled && self.flag(role).1.is_none()
     }
 
     fn flag(&self, role: KeyRole) -> (&'static str, Option<&String>) {
@@ -897,9 +902,36 @@ fn verify_path(args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    if unpacked.is_some() {
+        // A bundle stands for a whole run: finished, signed by both sides, reported.
+        let whole = verified.trajectory.signature.is_some()
+            && verified.harness_log.as_ref().is_some_and(|l| l.is_signed())
+            && verified.report.is_some();
+        if !whole {
+            println!(
+                "BROKEN  the bundle holds no whole run: its session is unfinished, a record is \
+                 unsigned, or its report is missing"
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     if !args.json {
         println!("Verified {}", path.display());
         print_table(&verification_rows(&verified, &evaluator_key, &source));
+    }
+    let unpinned: Vec<&str> = [KeyRole::Evaluator, KeyRole::Harness]
+        .into_iter()
+        .filter(|&role| source.unpinned(role))
+        .map(|role| source.flag(role).0)
+        .collect();
+    if !unpinned.is_empty() {
+        eprintln!(
+            "NOT PINNED: the records agree with the keys the bundle itself carries, which anyone \
+             can make; nothing ties them to an evaluator you trust. Pass {} (the keys you know \
+             the evaluator and its harness by), or --state-dir of that evaluator.",
+            unpinned.join(" and ")
+        );
+        return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -1130,7 +1162,10 @@ fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&board)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("Leaderboard of {} (verified runs only)", board.task);
+    println!(
+        "Leaderboard of {} (verified, sandboxed runs only; each agent on each seed set apart)",
+        board.task
+    );
     if board.standings.is_empty() {
         println!("  no verified run of {} yet", board.task);
     } else {
@@ -1143,7 +1178,10 @@ fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
                 };
                 [
                     s.rank.to_string(),
-                    s.agent.clone(),
+                    match &s.seed_set {
+                        Some(set) => format!("{} · seed set {set}", s.agent),
+                        None => s.agent.clone(),
+                    },
                     format!("{:.3}{}", s.score, ci(s.score_ci)),
                     format!("{:.3}{}", s.value, ci(s.value_ci)),
                     format!(
@@ -1175,7 +1213,10 @@ fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if !board.left_out.is_empty() {
-        println!("Left out ({} not verified):", board.left_out.len());
+        println!(
+            "Left out ({} not verified or unsandboxed):",
+            board.left_out.len()
+        );
         for l in &board.left_out {
             println!("  {}  {}  {}", l.run_id, l.agent, l.reason);
         }
@@ -1186,6 +1227,9 @@ fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
 fn write_bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
     let state_dir = args.state_dir.resolve();
     let dir = super::run_arg::resolve(&args.run, &state_dir)?;
+    // `.` or `runs/run-x/..`: the folder's own name is the run's id.
+    let dir =
+        std::fs::canonicalize(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
     anyhow::ensure!(
         dir.is_dir(),
         "{} is not a run folder (bundle a run id or a run's folder)",

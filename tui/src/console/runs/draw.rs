@@ -165,7 +165,11 @@ fn draw_leaderboard(frame: &mut Frame, board: &Leaderboard, theme: &Theme, area:
         ));
     }
     for s in &board.standings {
-        let agent: String = s.agent.chars().take(24).collect();
+        let agent = match &s.seed_set {
+            Some(set) => format!("{} · {set}", s.agent),
+            None => s.agent.clone(),
+        };
+        let agent: String = agent.chars().take(24).collect();
         lines.push(Line::from(vec![
             Span::raw(format!("{:>2}  {agent:<24} ", s.rank)),
             Span::styled(
@@ -188,7 +192,10 @@ fn draw_leaderboard(frame: &mut Frame, board: &Leaderboard, theme: &Theme, area:
     if !board.left_out.is_empty() {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
-            format!("left out, not verified ({}):", board.left_out.len()),
+            format!(
+                "left out, not verified or unsandboxed ({}):",
+                board.left_out.len()
+            ),
             Style::default().fg(theme.error),
         ));
         for l in &board.left_out {
