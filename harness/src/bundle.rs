@@ -103,7 +103,7 @@ impl Bundle {
         let mut public_keys = BTreeMap::new();
         for role in [KeyRole::Evaluator, KeyRole::Harness] {
             let file = role.public_key_file();
-            if let Ok(key) = ale_proto::keys::read_public_key(&state_dir.join(&file)) {
+            if let Ok(key) = ale_proto::keys::read_public_key(&state_dir.join(file)) {
                 public_keys.insert(file.to_string(), ale_proto::keys::encode_public_key(&key));
             }
         }
