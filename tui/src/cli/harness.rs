@@ -86,7 +86,7 @@ pub struct BundleArgs {
     /// The run: a run id, or a run folder.
     #[arg(value_name = "RUN")]
     pub run: PathBuf,
-    /// The file to write [default: <run id>.alebundle, or .alebundle.age when encrypted]
+    /// The file to write [default: RUN_ID.alebundle, or RUN_ID.alebundle.age when encrypted]
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Encrypt the bundle for this age X25519 recipient (age1…; repeatable: any of them can
@@ -351,7 +351,7 @@ pub struct RunsArgs {
 #[derive(clap::Subcommand, Debug)]
 pub enum RunsAction {
     /// Remove a run's folder (its records, report, plots and agent log), or with --archive
-    /// move it to <state>/archive/runs, out of the listings.
+    /// move it to STATE_DIR/archive/runs, out of the listings.
     Rm(RmArgs),
 }
 
@@ -360,7 +360,7 @@ pub struct RmArgs {
     /// Runs: a run id, or a run folder in the state dir.
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<PathBuf>,
-    /// Move the runs to <state>/archive/runs instead of deleting them.
+    /// Move the runs to STATE_DIR/archive/runs instead of deleting them.
     #[arg(long)]
     pub archive: bool,
     /// Also a run with no report and no finished session (it may still be running).

@@ -28,8 +28,8 @@ pub struct PlotArgs {
     /// exits 1.
     #[arg(long, num_args = 2, value_names = ["RUN", "RUN"])]
     pub compare: Option<Vec<PathBuf>>,
-    /// The image to write: .png or .svg [default: <run name or short id>.png, or
-    /// <a>-vs-<b>.png with --compare, in the current directory]
+    /// The image to write: .png or .svg [default: NAME.png, NAME the run's name or short id,
+    /// or LEFT-vs-RIGHT.png with --compare, in the current directory]
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// The image's width in pixels [default: 10 inches at --dpi: 960 at 96 dpi]
