@@ -458,9 +458,10 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         tasks_dir: args.tasks_dir.clone(),
     };
     let mut preflight = ale_harness::preflight::check(&options);
-    preflight
-        .checks
-        .insert(0, task_check(&args.task, args.tasks_dir.as_deref()));
+    preflight.checks.insert(
+        0,
+        task_check(&args.task, args.tasks_dir.as_deref(), &options.state_dir),
+    );
     if args.dry_run {
         println!(
             "Dry run of {} (nothing started, nothing recorded)",
@@ -529,8 +530,12 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
 
 /// Whether `task` is one the evaluator will have: a built-in task, or one in `tasks_dir`
 /// (which must load). An evaluator already serving the state dir has the tasks it was started
-/// with; the run itself finds out.
-fn task_check(task: &str, tasks_dir: Option<&Path>) -> ale_harness::preflight::Check {
+/// with: a task this binary does not know is left to it (the run itself finds out).
+fn task_check(
+    task: &str,
+    tasks_dir: Option<&Path>,
+    state_dir: &Path,
+) -> ale_harness::preflight::Check {
     use ale_harness::preflight::Check;
     let catalog = crate::sim_catalog();
     let (registry, source) = match tasks_dir {
@@ -547,6 +552,19 @@ fn task_check(task: &str, tasks_dir: Option<&Path>) -> ale_harness::preflight::C
         Err(e) => (Verdict::Failed, format!("cannot load {source}: {e:#}")),
         Ok(registry) if registry.get(task).is_some() => {
             (Verdict::Ok, format!("{task}, one of {source}"))
+        }
+        Ok(_)
+            if ale_harness::evaluator_process::socket_is_live(
+                &ale_proto::layout::harness_socket(state_dir),
+            ) =>
+        {
+            (
+                Verdict::Ok,
+                format!(
+                    "{task}: not one of {source}; the evaluator serving {} has its own tasks",
+                    state_dir.display()
+                ),
+            )
         }
         Ok(registry) => {
             let ids = registry.ids();
