@@ -57,8 +57,19 @@ impl Leaderboard {
         let mut verified = Vec::new();
         let mut left_out = Vec::new();
         for entry in runs::list(state_dir)? {
-            let RunSummary::Reported(report) = entry.summary else {
-                continue;
+            let report = match entry.summary {
+                RunSummary::Reported(report) => report,
+                // A run of the task with no report the harness can read is not ranked, and
+                // the board says so.
+                RunSummary::Unreported { task_id, status } if task_id == task => {
+                    left_out.push(LeftOut {
+                        run_id: entry.run_id,
+                        agent: "-".into(),
+                        reason: format!("no readable report ({status})"),
+                    });
+                    continue;
+                }
+                _ => continue,
             };
             if report.task.id != task {
                 continue;

@@ -964,8 +964,7 @@ fn runs_are_named_listed_filtered_ranked_and_removed() {
     assert_eq!(ranked["left_out"][0]["run_id"], random_best.as_str());
     let shown = text(&board(false));
     assert!(
-        shown.contains("Left out (1 not verified or unsandboxed)")
-            && shown.contains("NOT VERIFIED"),
+        shown.contains("Left out, not ranked (1)") && shown.contains("NOT VERIFIED"),
         "{shown}"
     );
 
@@ -1004,6 +1003,22 @@ fn runs_are_named_listed_filtered_ranked_and_removed() {
     )
     .unwrap();
     assert_eq!(left.as_array().unwrap().len(), 1);
+    // A run of the task whose report cannot be read is left off the board, and said so.
+    let last = left[0]["run_id"].as_str().unwrap().to_string();
+    std::fs::remove_file(state.join("runs").join(&last).join("report.json")).unwrap();
+    let ranked: serde_json::Value = serde_json::from_slice(&board(true).stdout).unwrap();
+    assert!(
+        ranked["standings"].as_array().unwrap().is_empty(),
+        "{ranked}"
+    );
+    assert_eq!(ranked["left_out"][0]["run_id"], last.as_str());
+    assert!(
+        ranked["left_out"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("no readable report"),
+        "{ranked}"
+    );
     let nothing = ale(&[
         "harness",
         "runs",

@@ -1231,10 +1231,7 @@ fn leaderboard(args: &LeaderboardArgs) -> anyhow::Result<ExitCode> {
         );
     }
     if !board.left_out.is_empty() {
-        println!(
-            "Left out ({} not verified or unsandboxed):",
-            board.left_out.len()
-        );
+        println!("Left out, not ranked ({}):", board.left_out.len());
         for l in &board.left_out {
             println!("  {}  {}  {}", l.run_id, l.agent, l.reason);
         }

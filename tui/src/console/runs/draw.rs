@@ -192,10 +192,7 @@ fn draw_leaderboard(frame: &mut Frame, board: &Leaderboard, theme: &Theme, area:
     if !board.left_out.is_empty() {
         lines.push(Line::raw(""));
         lines.push(Line::styled(
-            format!(
-                "left out, not verified or unsandboxed ({}):",
-                board.left_out.len()
-            ),
+            format!("left out, not ranked ({}):", board.left_out.len()),
             Style::default().fg(theme.error),
         ));
         for l in &board.left_out {
