@@ -740,10 +740,8 @@ async fn cancelling_a_run_stops_the_harness_and_its_agent() {
 /// (some of its progress lines and its report), recorded.
 const RECORDED_PROGRESS: &str = include_str!("testdata/cartpole-heuristic.progress.jsonl");
 
-/// The eval view follows a run from the harness's progress events alone: each recorded line
-/// goes through the parsing the harness child uses and the app's message path.
-#[test]
-fn the_eval_view_follows_recorded_progress_events() {
+/// An app with no evaluator behind it, told of cartpole-balance alone, in its eval view.
+fn eval_app_on_cartpole() -> App {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
@@ -759,6 +757,14 @@ fn the_eval_view_follows_recorded_progress_events() {
         .unwrap();
     app.update(Msg::Reply(Reply::Tasks(vec![cartpole])));
     app.update(key(KeyCode::Char('3')));
+    app
+}
+
+/// The eval view follows a run from the harness's progress events alone: each recorded line
+/// goes through the parsing the harness child uses and the app's message path.
+#[test]
+fn the_eval_view_follows_recorded_progress_events() {
+    let mut app = eval_app_on_cartpole();
     assert_eq!(app.view, View::Eval);
     let effects = app.update(key(KeyCode::Enter));
     assert_eq!(
@@ -1254,21 +1260,7 @@ fn typed(text: &str) -> Vec<KeyCode> {
 /// what the harness is started with.
 #[test]
 fn the_eval_view_takes_a_commands_workdir_and_exposed_folders() {
-    let mut app = App::new(
-        theme::load_all(None).unwrap(),
-        0,
-        super::keys::KeyMap::bundled(),
-        "embedded (test)".into(),
-        Seeds::new(1),
-    );
-    let cartpole = ale_server::TaskRegistry::builtin(crate::sim_catalog())
-        .unwrap()
-        .get("cartpole-balance")
-        .unwrap()
-        .spec()
-        .unwrap();
-    app.update(Msg::Reply(Reply::Tasks(vec![cartpole])));
-    app.update(key(KeyCode::Char('3')));
+    let mut app = eval_app_on_cartpole();
     // The command's folders show once a command is chosen.
     assert!(!render(&app, 80, 24).contains("workdir:"));
     app.update(key(KeyCode::Down));
