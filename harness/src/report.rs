@@ -127,19 +127,25 @@ pub enum RunEnding {
     /// The agent was gone before its rollouts were played: it exited, crashed, or was
     /// stopped by one of its limits (exit 3).
     AgentEndedEarly,
+    /// A batch run's submission could not be played: its file could not be read or loaded,
+    /// or its policy failed mid-run (exit 3, the agent's side as well).
+    SubmissionRefused,
     /// The session's step or time budget ran out first (exit 4).
     BudgetExceeded,
     /// A rollout ended because the sim failed, not the agent (exit 5).
     SimFault,
+    /// The evaluator ended the run itself: it shut down or failed (exit 6).
+    EvaluatorEnded,
 }
 
 impl RunEnding {
     pub fn exit_code(self) -> u8 {
         match self {
             RunEnding::Played => 0,
-            RunEnding::AgentEndedEarly => 3,
+            RunEnding::AgentEndedEarly | RunEnding::SubmissionRefused => 3,
             RunEnding::BudgetExceeded => 4,
             RunEnding::SimFault => 5,
+            RunEnding::EvaluatorEnded => 6,
         }
     }
 }
@@ -149,10 +155,16 @@ impl std::fmt::Display for RunEnding {
         f.write_str(match self {
             RunEnding::Played => "every planned rollout was played",
             RunEnding::AgentEndedEarly => "the agent ended before its rollouts were played",
+            RunEnding::SubmissionRefused => {
+                "the submission could not be played (the report's status says why)"
+            }
             RunEnding::BudgetExceeded => {
                 "the session's budget ran out before its rollouts were played"
             }
             RunEnding::SimFault => "a rollout ended because the sim failed",
+            RunEnding::EvaluatorEnded => {
+                "the evaluator ended the run: it shut down or failed (the report's status says why)"
+            }
         })
     }
 }
@@ -325,7 +337,9 @@ impl Report {
     /// How the run ended (its exit code's meaning).
     pub fn ending(&self) -> RunEnding {
         let played_all = self.episodes.iter().all(|e| e.outcome.is_played());
-        if self
+        if self.status == EvalStatus::EvaluatorEnded {
+            RunEnding::EvaluatorEnded
+        } else if self
             .episodes
             .iter()
             .any(|e| e.outcome == ale_proto::records::Outcome::SimFault)
@@ -335,6 +349,10 @@ impl Report {
             RunEnding::BudgetExceeded
         } else if self.status == EvalStatus::Completed && played_all {
             RunEnding::Played
+        } else if self.status == EvalStatus::EndedEarly && !self.agent.left_early {
+            // The harness ends a session only when its agent is gone (and says so); a session
+            // the agent's side ended otherwise is a batch run whose submission was refused.
+            RunEnding::SubmissionRefused
         } else {
             RunEnding::AgentEndedEarly
         }
@@ -510,5 +528,102 @@ pub(crate) mod tests {
         symlink(&target, other.path().join(REPORT_FILE)).unwrap();
         assert!(report.write(other.path()).is_err());
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep me");
+    }
+
+    /// Every ending has its own cause and exit code, read from the report alone.
+    #[test]
+    fn each_ending_is_told_by_the_report_and_has_its_exit_code() {
+        use ale_proto::records::{EpisodeRecord, Outcome};
+        let episode = |outcome| EpisodeRecord {
+            index: 0,
+            seed_commitment: String::new(),
+            outcome,
+            steps: 1,
+            episode_return: 1.0,
+            metric: 1.0,
+            safety: BTreeMap::new(),
+        };
+        let case = |status, outcome, left_early| {
+            let mut report = sample();
+            report.status = status;
+            report.episodes = vec![episode(outcome)];
+            report.agent.left_early = left_early;
+            report.ending()
+        };
+        let cases = [
+            (
+                EvalStatus::Completed,
+                Outcome::Completed,
+                false,
+                RunEnding::Played,
+                0,
+            ),
+            (
+                EvalStatus::Completed,
+                Outcome::Aborted,
+                false,
+                RunEnding::Played,
+                0,
+            ),
+            (
+                EvalStatus::EndedEarly,
+                Outcome::Aborted,
+                true,
+                RunEnding::AgentEndedEarly,
+                3,
+            ),
+            (
+                EvalStatus::EndedEarly,
+                Outcome::NotRun,
+                false,
+                RunEnding::SubmissionRefused,
+                3,
+            ),
+            (
+                EvalStatus::BudgetExceeded,
+                Outcome::BudgetExceeded,
+                false,
+                RunEnding::BudgetExceeded,
+                4,
+            ),
+            (
+                EvalStatus::EndedEarly,
+                Outcome::SimFault,
+                true,
+                RunEnding::SimFault,
+                5,
+            ),
+            (
+                EvalStatus::EvaluatorEnded,
+                Outcome::Aborted,
+                false,
+                RunEnding::EvaluatorEnded,
+                6,
+            ),
+            (
+                EvalStatus::EvaluatorEnded,
+                Outcome::SimFault,
+                false,
+                RunEnding::EvaluatorEnded,
+                6,
+            ),
+        ];
+        for (status, outcome, left_early, ending, code) in cases {
+            let got = case(status, outcome, left_early);
+            assert_eq!(
+                got, ending,
+                "{status:?} {outcome:?} left early {left_early}"
+            );
+            assert_eq!(got.exit_code(), code, "{got}");
+        }
+        let causes: std::collections::BTreeSet<String> = cases
+            .iter()
+            .map(|(_, _, _, ending, _)| ending.to_string())
+            .collect();
+        assert_eq!(
+            causes.len(),
+            6,
+            "each ending says its own cause: {causes:?}"
+        );
     }
 }

@@ -77,7 +77,11 @@ pub enum EvalStatus {
     Running,
     Completed,
     BudgetExceeded,
+    /// Ended before its rollouts were played, by the agent's side (see the wire's
+    /// `EVAL_STATUS_ENDED_EARLY`).
     EndedEarly,
+    /// Ended by the evaluator itself: its shutdown or a failure of its own.
+    EvaluatorEnded,
 }
 
 impl EvalStatus {
@@ -86,7 +90,8 @@ impl EvalStatus {
     }
 }
 
-/// In words, for people: `running`, `completed`, `budget exceeded`, `ended early`.
+/// In words, for people: `running`, `completed`, `budget exceeded`, `ended early`, `ended by
+/// the evaluator`.
 impl std::fmt::Display for EvalStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
@@ -94,6 +99,7 @@ impl std::fmt::Display for EvalStatus {
             EvalStatus::Completed => "completed",
             EvalStatus::BudgetExceeded => "budget exceeded",
             EvalStatus::EndedEarly => "ended early",
+            EvalStatus::EvaluatorEnded => "ended by the evaluator",
         })
     }
 }
@@ -309,6 +315,7 @@ impl From<EvalStatus> for pb::EvalStatus {
             EvalStatus::Completed => pb::EvalStatus::Completed,
             EvalStatus::BudgetExceeded => pb::EvalStatus::BudgetExceeded,
             EvalStatus::EndedEarly => pb::EvalStatus::EndedEarly,
+            EvalStatus::EvaluatorEnded => pb::EvalStatus::EvaluatorEnded,
         }
     }
 }
@@ -343,6 +350,7 @@ fn status_from_pb(raw: i32) -> Result<EvalStatus, UnknownEnum> {
         Ok(pb::EvalStatus::Completed) => Ok(EvalStatus::Completed),
         Ok(pb::EvalStatus::BudgetExceeded) => Ok(EvalStatus::BudgetExceeded),
         Ok(pb::EvalStatus::EndedEarly) => Ok(EvalStatus::EndedEarly),
+        Ok(pb::EvalStatus::EvaluatorEnded) => Ok(EvalStatus::EvaluatorEnded),
         _ => Err(UnknownEnum {
             field: "status",
             value: raw,

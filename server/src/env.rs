@@ -13,7 +13,7 @@ use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sim::{Counter, Holder, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
-use crate::batch::run::BatchRun;
+use crate::batch::run::{BatchRun, Stop};
 use crate::env_table::RunScope;
 use crate::error::Error;
 use crate::run_resources::RunResources;
@@ -411,7 +411,7 @@ impl Env {
                     "the run's time budget of {budget} s, counted from its creation, ran out and \
                      {never}: its harness is gone or never launched its agent"
                 );
-                let ended = self.end_session(&why, seeds, secret, now);
+                let ended = self.end_session(&why, EvalStatus::EndedEarly, seeds, secret, now);
                 self.last_used = last_used;
                 ended.map(|()| true)
             }
@@ -605,6 +605,7 @@ impl Env {
         if end_session {
             self.end_session(
                 "the harness ended the session before the agent finished it",
+                EvalStatus::EndedEarly,
                 seeds,
                 secret,
                 now,
@@ -627,10 +628,13 @@ impl Env {
         Ok(record)
     }
 
-    /// Ends the session if it is running (starting an empty one first if it never began).
+    /// Ends the session if it is running (starting an empty one first if it never began),
+    /// with `status`: `EndedEarly` when the agent's side ended it, `EvaluatorEnded` when the
+    /// evaluator did (its shutdown).
     pub fn end_session(
         &mut self,
         why: &str,
+        status: EvalStatus,
         seeds: &dyn SeedSource,
         secret: &[u8; SECRET_LEN],
         now: Instant,
@@ -640,7 +644,10 @@ impl Env {
         };
         if let Stage::Batch(run) = &official.stage {
             // The pipeline notices at its next step and closes the run itself.
-            run.cancel(why);
+            run.cancel(match status {
+                EvalStatus::EvaluatorEnded => Stop::Failed(why.into()),
+                _ => Stop::EndedEarly(why.into()),
+            });
             return Ok(());
         }
         if !official.is_started() {
@@ -652,7 +659,7 @@ impl Env {
         let session = official.session(&self.handle)?;
         session.finish(
             self.sim.counters(),
-            EvalStatus::EndedEarly,
+            status,
             Outcome::Aborted,
             why.to_string(),
         )
@@ -708,8 +715,14 @@ mod tests {
             "{again:?}"
         );
         // What shutdown does.
-        env.end_session("the evaluator shut down", &OsSeeds, &secret, now)
-            .unwrap();
+        env.end_session(
+            "the evaluator shut down",
+            EvalStatus::EvaluatorEnded,
+            &OsSeeds,
+            &secret,
+            now,
+        )
+        .unwrap();
 
         let text =
             std::fs::read_to_string(runs_dir.join(run_id.as_str()).join(TRAJECTORY_FILE)).unwrap();

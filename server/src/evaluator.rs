@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
 use ale_proto::keys::{SigningKey, encode_public_key};
-use ale_proto::records::{EvalResultRecord, SubmissionReceived};
+use ale_proto::records::{EvalResultRecord, EvalStatus, SubmissionReceived};
 use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
 use ale_sim::{Space, Tensor, Transition};
 
 use crate::batch::folder::Leftovers;
-use crate::batch::run::BatchRun;
+use crate::batch::run::{BatchRun, Stop};
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, OfficialRun, StepInfo};
 use crate::env_table::{
@@ -862,7 +862,7 @@ impl Evaluator {
                 .submit(run, contract.format.clone(), snapshot.bytes),
             Err(problem) => {
                 tracing::info!(batch = %batch_id, %problem, "batch submission refused");
-                run.fail_before_start(problem.to_string());
+                run.fail_before_start(Stop::EndedEarly(problem.to_string()));
             }
         }
         Ok(batch_id)
@@ -906,7 +906,7 @@ impl Evaluator {
     /// while the connections drain. Agents' sessions are left to the requests in flight.
     pub fn begin_shutdown(&self) {
         for run in self.batch_runs() {
-            run.cancel(SHUT_DOWN);
+            run.cancel(Stop::Failed(SHUT_DOWN.into()));
             self.batches.withdraw(&run);
             run.release_if_finished();
         }
@@ -922,9 +922,13 @@ impl Evaluator {
         let envs: Vec<Shared<Env>> = lock(&self.sessions).values().cloned().collect();
         for env in envs {
             let mut env = lock(&env);
-            if let Err(e) =
-                env.end_session(SHUT_DOWN, self.seeds.as_ref(), &self.secret, Instant::now())
-            {
+            if let Err(e) = env.end_session(
+                SHUT_DOWN,
+                EvalStatus::EvaluatorEnded,
+                self.seeds.as_ref(),
+                &self.secret,
+                Instant::now(),
+            ) {
                 tracing::error!(error = %e, "could not close an eval session at shutdown");
             }
         }

@@ -608,7 +608,7 @@ async fn shutdown_ends_running_sessions_in_the_trajectory() {
         ale_proto::trajectory::EventKind::SessionFinished
     );
     let r: EvalResultRecord = serde_json::from_value(last.event.data.clone()).unwrap();
-    assert_eq!(r.status, EvalStatus::EndedEarly);
+    assert_eq!(r.status, EvalStatus::EvaluatorEnded);
     assert!(r.status_message.contains("shut down"));
     drop(dir);
 }

@@ -335,6 +335,6 @@ async fn shutdown_drops_a_stalled_request_at_its_deadline_and_ends_the_session()
         ale_proto::trajectory::EventKind::SessionFinished
     );
     let r: EvalResultRecord = serde_json::from_value(last.event.data.clone()).unwrap();
-    assert_eq!(r.status, EvalStatus::EndedEarly);
+    assert_eq!(r.status, EvalStatus::EvaluatorEnded);
     drop(dir);
 }

@@ -51,6 +51,17 @@ impl SimConfig<'_> {
 
 type Build = dyn Fn(&SimConfig<'_>) -> Result<Box<dyn Sim>, SimError> + Send + Sync;
 type Draw = dyn Fn(&Tensor) -> Drawing + Send + Sync;
+type BuildMap = dyn Fn(u32) -> Box<dyn MapView> + Send + Sync;
+
+/// A sim that can draw its whole scene, not just what its observation shows: the operator's
+/// map of a practice env. The console keeps a replica of such a sim beside a practice env,
+/// resets it with the env's seed and steps it with the env's actions (a sim is a pure function
+/// of its seed and actions), and draws [`MapView::map`] for as long as the replica's
+/// observations equal the evaluator's. Never used for an official run, whose seeds are hidden.
+pub trait MapView: Sim {
+    /// The whole scene as the sim holds it now.
+    fn map(&self) -> Drawing;
+}
 type BuildBlock =
     dyn Fn(&SimConfig<'_>, usize) -> Result<Box<dyn SimBlock>, SimError> + Send + Sync;
 
@@ -65,6 +76,7 @@ pub struct SimEntry {
     build: Box<Build>,
     build_block: Option<Box<BuildBlock>>,
     draw: Option<Box<Draw>>,
+    map: Option<Box<BuildMap>>,
     spaces: Option<DeclaredSpaces>,
 }
 
@@ -105,6 +117,7 @@ impl SimEntry {
             build: Box::new(build),
             build_block: None,
             draw: None,
+            map: None,
             spaces: None,
         }
     }
@@ -188,6 +201,16 @@ impl SimEntry {
         self
     }
 
+    /// How the console builds a replica of the sim, truncated after a given number of steps,
+    /// to draw a practice env's whole scene (see [`MapView`]).
+    pub fn map_with(
+        mut self,
+        build: impl Fn(u32) -> Box<dyn MapView> + Send + Sync + 'static,
+    ) -> SimEntry {
+        self.map = Some(Box::new(build));
+        self
+    }
+
     pub fn id(&self) -> &'static str {
         self.id
     }
@@ -232,6 +255,11 @@ impl SimEntry {
     /// A picture of the scene as far as `observation` shows it, if the sim draws one.
     pub fn draw(&self, observation: &Tensor) -> Option<Drawing> {
         self.draw.as_ref().map(|draw| draw(observation))
+    }
+
+    /// A fresh replica that draws the whole scene, if the sim offers one ([`MapView`]).
+    pub fn map_replica(&self, max_steps: u32) -> Option<Box<dyn MapView>> {
+        self.map.as_ref().map(|build| build(max_steps))
     }
 }
 

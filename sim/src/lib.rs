@@ -24,7 +24,7 @@ pub mod space;
 pub mod tensor;
 
 pub use block::{SimBlock, SimsBlock};
-pub use catalog::{DeclaredSpaces, DuplicateSim, Holder, SimCatalog, SimConfig, SimEntry};
+pub use catalog::{DeclaredSpaces, DuplicateSim, Holder, MapView, SimCatalog, SimConfig, SimEntry};
 pub use draw::{Drawing, Role, Shape, Viewport};
 pub use echo::{ECHO_LIMIT, Echo};
 pub use rng::Rng;

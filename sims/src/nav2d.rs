@@ -20,6 +20,7 @@ use crate::rng::Rng;
 use crate::sim::{Counter, EpisodeClock, Sim, SimError, Transition, state_array};
 use crate::space::{BoxSpace, Space};
 use crate::tensor::{DType, Tensor};
+use ale_sim::MapView;
 
 pub const ID: &str = "nav2d";
 pub const MAX_EPISODE_STEPS: u32 = 500;
@@ -60,6 +61,8 @@ fn wrap_angle(a: f32) -> f32 {
 
 /// The static world of one episode: walls and obstacles in a BVH.
 struct World {
+    /// The obstacles as drawn, for the operator's map ([`MapView`]).
+    obstacles: Vec<Obstacle>,
     colliders: ColliderSet,
     bodies: RigidBodySet,
     broad_phase: BroadPhaseBvh,
@@ -93,6 +96,7 @@ impl World {
             broad_phase.set_aabb(&params, handle, collider.compute_aabb());
         }
         World {
+            obstacles: obstacles.to_vec(),
             colliders,
             bodies: RigidBodySet::new(),
             broad_phase,
@@ -423,6 +427,68 @@ pub fn draw(observation: &Tensor) -> Drawing {
     d
 }
 
+/// The operator's map of a practice env: the whole arena from above, with the obstacle field
+/// the observation hides, the goal, where the lidar's beams hit, and the robot at its pose.
+impl MapView for Nav2d {
+    fn map(&self) -> Drawing {
+        let margin = 0.3;
+        let mut d = Drawing::new(Viewport {
+            x_min: -margin,
+            x_max: f64::from(ARENA) + margin,
+            y_min: -margin,
+            y_max: f64::from(ARENA) + margin,
+        });
+        let a = f64::from(ARENA);
+        d.polygon(vec![(0.0, 0.0), (a, 0.0), (a, a), (0.0, a)], Role::Ground);
+        for o in &self.world.obstacles {
+            let center = (f64::from(o.x), f64::from(o.y));
+            match o.shape {
+                ObstacleShape::Circle(r) => d.circle(center, f64::from(r), Role::Hazard),
+                ObstacleShape::Box(hx, hy) => {
+                    let (s, c) = f64::from(o.angle).sin_cos();
+                    let corner =
+                        |u: f64, v: f64| (center.0 + u * c - v * s, center.1 + u * s + v * c);
+                    let (hx, hy) = (f64::from(hx), f64::from(hy));
+                    d.polygon(
+                        vec![
+                            corner(-hx, -hy),
+                            corner(hx, -hy),
+                            corner(hx, hy),
+                            corner(-hx, hy),
+                        ],
+                        Role::Hazard,
+                    );
+                }
+            }
+        }
+        d.circle(
+            (f64::from(GOAL.0), f64::from(GOAL.1)),
+            f64::from(GOAL_RADIUS),
+            Role::Goal,
+        );
+        let robot = (f64::from(self.x), f64::from(self.y));
+        let theta = f64::from(self.theta);
+        if let Some(ranges) = self.observation.as_f32() {
+            for (i, range) in ranges.iter().take(BEAMS).enumerate() {
+                if *range >= LIDAR_RANGE {
+                    continue;
+                }
+                let (s, c) = (theta + f64::from(beam_angle(i))).sin_cos();
+                let r = f64::from(*range);
+                d.circle((robot.0 + c * r, robot.1 + s * r), 0.05, Role::Sensor);
+            }
+        }
+        d.circle(robot, f64::from(ROBOT_RADIUS), Role::Body);
+        let nose = f64::from(ROBOT_RADIUS) * 1.8;
+        d.line(
+            robot,
+            (robot.0 + theta.cos() * nose, robot.1 + theta.sin() * nose),
+            Role::Limb,
+        );
+        d
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,6 +505,82 @@ mod tests {
         assert_eq!(a.observation(), b.observation());
         b.reset(12).unwrap();
         assert_ne!(a.observation(), b.observation());
+    }
+
+    /// The operator's map shows the seed's whole field (which the observation hides), the
+    /// goal, and the robot where it is, facing where it faces.
+    #[test]
+    fn the_map_draws_the_hidden_field_and_the_robot_at_its_pose() {
+        use crate::draw::Shape;
+        let mut sim = Nav2d::new(MAX_EPISODE_STEPS);
+        sim.reset(11).unwrap();
+        let hazards = |d: &Drawing| {
+            d.shapes
+                .iter()
+                .filter(|s| {
+                    matches!(
+                        s,
+                        Shape::Circle {
+                            role: Role::Hazard,
+                            ..
+                        } | Shape::Polygon {
+                            role: Role::Hazard,
+                            ..
+                        }
+                    )
+                })
+                .count()
+        };
+        let body = |d: &Drawing| {
+            d.shapes.iter().find_map(|s| match s {
+                Shape::Circle {
+                    center,
+                    role: Role::Body,
+                    ..
+                } => Some(*center),
+                _ => None,
+            })
+        };
+        let map = sim.map();
+        assert_eq!(hazards(&map), sim.world.obstacles.len());
+        assert!(hazards(&map) >= 8, "every field has at least 8 obstacles");
+        assert_eq!(body(&map), Some((f64::from(START.0), f64::from(START.1))));
+        assert!(map.shapes.iter().any(|s| matches!(
+            s,
+            Shape::Circle {
+                role: Role::Goal,
+                ..
+            }
+        )));
+        let hits = map
+            .shapes
+            .iter()
+            .filter(|s| {
+                matches!(
+                    s,
+                    Shape::Circle {
+                        role: Role::Sensor,
+                        ..
+                    }
+                )
+            })
+            .count();
+        let ranges = sim.observation().as_f32().unwrap()[..BEAMS].to_vec();
+        assert_eq!(hits, ranges.iter().filter(|r| **r < LIDAR_RANGE).count());
+        assert!(hits > 0, "the walls are in range of some beams: {ranges:?}");
+
+        // Driving forward (north) moves the robot on the map, not the field.
+        sim.step(&forward()).unwrap();
+        let moved = sim.map();
+        let (x, y) = body(&moved).unwrap();
+        assert!((x - f64::from(START.0)).abs() < 1e-6, "{x}");
+        assert!(y > f64::from(START.1), "{y}");
+        assert_eq!(hazards(&moved), hazards(&map));
+
+        // Another seed, another field.
+        let mut other = Nav2d::new(MAX_EPISODE_STEPS);
+        other.reset(12).unwrap();
+        assert_ne!(other.map().shapes, map.shapes);
     }
 
     #[test]

@@ -59,7 +59,8 @@ pub fn add_to(catalog: &mut SimCatalog) -> Result<(), ale_sim::DuplicateSim> {
         .draw_with(acrobot::draw),
         entry(nav2d::ID, nav2d::MAX_EPISODE_STEPS, nav2d::Nav2d::new)
             .counters(nav2d::COUNTERS)
-            .draw_with(nav2d::draw),
+            .draw_with(nav2d::draw)
+            .map_with(|max_steps| Box::new(nav2d::Nav2d::new(max_steps))),
         entry(
             reacher2d::ID,
             reacher2d::MAX_EPISODE_STEPS,

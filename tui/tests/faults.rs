@@ -411,7 +411,7 @@ fn sigterm_mid_session_ends_it_signed_and_verifiable() {
     .unwrap();
     let result = verified.trajectory.result.expect("the session was ended");
     assert!(verified.trajectory.signature.is_some());
-    assert_eq!(result.status, EvalStatus::EndedEarly);
+    assert_eq!(result.status, EvalStatus::EvaluatorEnded);
     assert_eq!(
         result.status_message,
         "the evaluator shut down during the session"
@@ -506,7 +506,7 @@ fn sigterm_mid_batch_run_ends_it_signed_and_verifiable() {
     let result = trajectory.result.expect("the run was ended");
     assert_eq!(
         result.status,
-        EvalStatus::EndedEarly,
+        EvalStatus::EvaluatorEnded,
         "{}",
         result.status_message
     );

@@ -581,6 +581,31 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
         let copied = std::fs::read(state.join("submission").join("policy.safetensors"));
         assert_ne!(copied.ok(), Some(key.clone()), "{how}: the key was copied");
     }
+
+    // A file the evaluator cannot load is the submission's fault, not the agent's exit nor the
+    // evaluator's: the report says so, and the run exits 3.
+    std::fs::remove_file(&entry).unwrap();
+    std::fs::write(&entry, b"not a safetensors file").unwrap();
+    let out = ale(&[
+        "harness",
+        "run",
+        "--task",
+        "nav2d-barn",
+        "--submission",
+        submission.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(
+        said.contains("the submission could not be played"),
+        "{said}"
+    );
+    assert!(
+        said.contains("the submitted policy cannot be used"),
+        "{said}"
+    );
 }
 
 /// `ale plot --compare`: two runs of one task (given by id, by folder or by trajectory) in one

@@ -414,7 +414,10 @@ async fn sigterm_ends_a_stalled_request_at_the_deadline_and_the_session_verifies
         .trajectory
         .result
         .expect("the session was finished");
-    assert_eq!(result.status, ale_proto::records::EvalStatus::EndedEarly);
+    assert_eq!(
+        result.status,
+        ale_proto::records::EvalStatus::EvaluatorEnded
+    );
     assert!(
         result.status_message.contains("shut down"),
         "{}",

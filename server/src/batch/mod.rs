@@ -33,7 +33,7 @@ use crate::evaluator::Channel;
 use policy::Loader;
 use pool::Pool;
 use rollout::Block;
-use run::BatchRun;
+use run::{BatchRun, Stop};
 
 /// The most blocks a batch run of a sim hosted in a process of its own plays at once (each
 /// holds one host): with the default `--max-batch-runs` 4, the default 32 official hosts.
@@ -293,7 +293,7 @@ impl Starter {
                 let task = run.task().clone();
                 let (obs, act) = match crate::env::build_sim(&task, ale_sim::Holder::Official) {
                     Ok(sim) => (sim.observation_space().clone(), sim.action_space().clone()),
-                    Err(e) => return run.fail_before_start(e.to_string()),
+                    Err(e) => return run.fail_before_start(Stop::Failed(e.to_string())),
                 };
                 let planned = run.planned() as usize;
                 // A hosted sim's block holds a host of the evaluator's official pool: a run
@@ -318,9 +318,9 @@ impl Starter {
                     match loader(&format, &bytes, &obs, &act) {
                         Ok(policy) => policies.push(policy),
                         Err(e) => {
-                            return run.fail_before_start(format!(
+                            return run.fail_before_start(Stop::EndedEarly(format!(
                                 "the submitted policy cannot be used: {e}"
-                            ));
+                            )));
                         }
                     }
                 }
@@ -328,7 +328,7 @@ impl Starter {
                 for policy in policies {
                     match Block::new(run.clone(), policy, slots) {
                         Ok(block) => queued.push(block),
-                        Err(why) => return run.fail_before_start(why),
+                        Err(why) => return run.fail_before_start(Stop::Failed(why)),
                     }
                 }
                 drop(bytes);
@@ -338,9 +338,9 @@ impl Starter {
                 }
             },
             move || {
-                abandoned.fail_before_start(
+                abandoned.fail_before_start(Stop::Failed(
                     "the evaluator failed while loading the policy (it panicked)".into(),
-                )
+                ))
             },
         );
         None

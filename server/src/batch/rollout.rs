@@ -215,7 +215,8 @@ impl Slice for Block {
                 return true;
             }
             if let Err(why) = self.step() {
-                self.run.stop(Stop::Failed(why));
+                // The submission's failure, not the evaluator's.
+                self.run.stop(Stop::EndedEarly(why));
             }
             if started.elapsed() >= TIME_SLICE {
                 return false;

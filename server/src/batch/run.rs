@@ -58,7 +58,12 @@ pub struct BatchStatus {
 pub enum Stop {
     TimeBudget,
     StepBudget,
-    /// The policy or the pipeline failed, or the run was cancelled; the message says which.
+    /// The agent's side ended it: the submission could not be played (the policy failed, its
+    /// action was refused, its file cannot be used) or the harness ended the run. The record
+    /// says `ENDED_EARLY`; the message says why.
+    EndedEarly(String),
+    /// The evaluator ended it: it shut down, or the pipeline failed. The record says
+    /// `EVALUATOR_ENDED`; the message says why.
     Failed(String),
 }
 
@@ -67,7 +72,7 @@ impl Stop {
     pub fn in_flight_outcome(&self) -> Outcome {
         match self {
             Stop::TimeBudget | Stop::StepBudget => Outcome::BudgetExceeded,
-            Stop::Failed(_) => Outcome::Aborted,
+            Stop::EndedEarly(_) | Stop::Failed(_) => Outcome::Aborted,
         }
     }
 }
@@ -204,11 +209,12 @@ impl BatchRun {
         }
     }
 
-    /// Cancels the run: rollouts in play are aborted, the rest not run; the run ends FAILED.
-    /// A run still waiting for its place ends at once (its folder and channel are released by
+    /// Cancels the run for `stop` (the harness ending it, or the evaluator shutting down):
+    /// rollouts in play are aborted, the rest not run; the run ends FAILED. A run still waiting
+    /// for its place ends at once (its folder and channel are released by
     /// [`BatchRun::release_if_finished`], which the caller calls once it holds no lock).
-    pub fn cancel(&self, why: &str) {
-        self.stop(Stop::Failed(why.to_string()));
+    pub fn cancel(&self, stop: Stop) {
+        self.stop(stop);
         let mut inner = lock(&self.inner);
         if matches!(inner.phase, Phase::Queued) && inner.admission.is_none() {
             let admission = self.finish(&mut inner);
@@ -317,9 +323,10 @@ impl BatchRun {
         self.release_if_finished();
     }
 
-    /// Finishes a run that cannot start (its submission or policy is refused) with `message`.
-    pub fn fail_before_start(&self, message: String) {
-        self.stop(Stop::Failed(message));
+    /// Finishes a run that cannot start, for `stop`: its submission or policy is refused
+    /// ([`Stop::EndedEarly`]), or the evaluator failed to set it up ([`Stop::Failed`]).
+    pub fn fail_before_start(&self, stop: Stop) {
+        self.stop(stop);
         self.end_before_start();
     }
 
@@ -362,8 +369,13 @@ impl BatchRun {
                 ),
                 BatchState::Succeeded,
             ),
-            Some(Stop::Failed(why)) => (
+            Some(Stop::EndedEarly(why)) => (
                 EvalStatus::EndedEarly,
+                why.clone(),
+                BatchState::Failed(why.clone()),
+            ),
+            Some(Stop::Failed(why)) => (
+                EvalStatus::EvaluatorEnded,
                 why.clone(),
                 BatchState::Failed(why.clone()),
             ),

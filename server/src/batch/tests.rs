@@ -38,6 +38,8 @@ enum Behaviour {
     Failing,
     /// Sleeps at each call.
     Slow,
+    /// Panics inside a step: the evaluator's own failure (a broken pipeline), not the policy's.
+    Panicking,
 }
 
 struct TestPolicy(Behaviour);
@@ -59,6 +61,9 @@ impl Policy for TestPolicy {
         }
         if let Behaviour::Slow = self.0 {
             std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Behaviour::Panicking = self.0 {
+            panic!("a bug in the evaluator's pipeline");
         }
         for (row, action) in obs.chunks(4).take(n).zip(actions) {
             *action = match self.0 {
@@ -82,6 +87,7 @@ fn test_loader(
         b"left" => Behaviour::Left,
         b"failing" => Behaviour::Failing,
         b"slow" => Behaviour::Slow,
+        b"panicking" => Behaviour::Panicking,
         other => return Err(format!("not a test policy: {} bytes", other.len())),
     };
     Ok(Box::new(TestPolicy(behaviour)))
@@ -262,6 +268,28 @@ fn a_worse_policy_scores_lower_and_a_failing_one_fails_the_run() {
         status.message,
         "the submitted policy cannot be used: not a test policy: 14 bytes"
     );
+    // Both are the submission's doing: the session ended early, not by the evaluator.
+    assert_eq!(status.result.unwrap().status, EvalStatus::EndedEarly);
+}
+
+/// A run the evaluator's own pipeline broke says so: its session ends `EvaluatorEnded`, not
+/// `EndedEarly` (which would put it on the agent), and its record still verifies.
+#[test]
+fn a_broken_pipeline_is_the_evaluators_failure_on_record() {
+    let setup = evaluator(&batch_cartpole(&[]), options(), 11);
+    let (batch, run) = setup.submit(b"panicking");
+    let status = setup.wait(&batch);
+    assert!(
+        matches!(&status.state, BatchState::Failed(why) if why.contains("the evaluator failed")),
+        "{status:?}"
+    );
+    let result = status.result.unwrap();
+    assert_eq!(result.status, EvalStatus::EvaluatorEnded, "{result:?}");
+    assert!(result.episodes.iter().all(|e| e.outcome.is_failure()));
+    ale_harness::verify::verify_trajectory(&setup.trajectory(&run)).unwrap();
+    // The evaluator goes on: the next run plays.
+    let (batch, _) = setup.submit(b"heuristic");
+    assert_eq!(setup.wait(&batch).state, BatchState::Succeeded);
 }
 
 #[test]

@@ -453,6 +453,88 @@ async fn practice_plays_the_swarm_manually_and_with_its_heuristic() {
     }
 }
 
+/// nav2d's practice view draws the operator's map beside the robot's own view: a replica kept
+/// here follows the env through a reset and the heuristic's steps, and shows the seed's whole
+/// field. A replica that parts from the evaluator's env says so instead of drawing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nav2d_practice_draws_the_whole_arena_from_a_replica_that_follows_the_env() {
+    let mut f = fixture().await;
+    select_task(&mut f, "nav2d-barn");
+    f.press(&[KeyCode::Enter]).await;
+    f.press(&[KeyCode::Char('s'), KeyCode::Char('4'), KeyCode::Enter])
+        .await;
+    // Heuristic (manual → random → heuristic), three steps.
+    f.press(&[KeyCode::Char('p'), KeyCode::Char('p')]).await;
+    for n in 1..=3 {
+        f.press(&[KeyCode::Char(' ')]).await;
+        let stepped = f
+            .console
+            .settle(Duration::from_secs(10), |a| {
+                a.practice.step == n && !a.practice.busy
+            })
+            .await;
+        assert!(stepped, "step {n}: {:?}", f.console.app.note);
+    }
+    let p = &f.console.app.practice;
+    let map = p.map.as_ref().expect("nav2d has a map");
+    let drawing = map.map().expect("the replica follows the env");
+    // The map is the seed's field as a sim of this build holds it after the same actions.
+    let entry = crate::sim_catalog().find("nav2d").unwrap();
+    let mut sim = entry.map_replica(u32::MAX).unwrap();
+    sim.reset(4).unwrap();
+    let client = Client::connect(&f.endpoint).await.unwrap();
+    let mut env = client.create("nav2d-barn").await.unwrap();
+    let mut observation = env.reset(Some(4)).await.unwrap().observation;
+    let spec = f.console.app.practice.spec.clone().unwrap();
+    let mut heuristic = ale_client::policy::build(PolicyKind::Heuristic, &spec, 0).unwrap();
+    for _ in 0..3 {
+        let action = heuristic.act(&observation);
+        sim.step(&action).unwrap();
+        observation = env.step(&action).await.unwrap().observation;
+    }
+    assert_eq!(sim.observation(), &observation);
+    assert_eq!(drawing, sim.map());
+    let screen = f.screen(160, 48);
+    assert!(screen.contains("map · whole arena"), "{screen}");
+    // Too narrow for two panes: the robot's view alone.
+    assert!(!f.screen(60, 24).contains("map ·"));
+
+    // An observation that is not the replica's (as from an evaluator of another version):
+    // the map says so, and a reset follows the env again.
+    let p = &mut f.console.app.practice;
+    let mut forged = p.observation.clone().unwrap();
+    if let Some(values) = forged.as_f32_mut() {
+        values[0] += 1.0;
+    }
+    let action = p.last_action.clone().unwrap();
+    p.on_reply(
+        Reply::Stepped {
+            action,
+            observation: forged,
+            reward: 0.0,
+            terminated: false,
+            truncated: false,
+            info: Default::default(),
+        },
+        &mut Seeds::new(1),
+    );
+    let why = p.map.as_ref().unwrap().map().unwrap_err().to_string();
+    assert!(why.contains("parted"), "{why}");
+    assert!(
+        f.screen(160, 48)
+            .contains("no map: the replica here parted")
+    );
+    f.press(&[KeyCode::Char('r')]).await;
+    let reset = f
+        .console
+        .settle(Duration::from_secs(10), |a| {
+            a.practice.step == 0 && !a.practice.busy
+        })
+        .await;
+    assert!(reset, "{:?}", f.console.app.note);
+    assert!(f.console.app.practice.map.as_ref().unwrap().map().is_ok());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_official_run_from_the_eval_view_shows_the_harness_report() {
     let mut f = fixture().await;

@@ -18,6 +18,9 @@ use crate::console::widgets::{block, bounds, downsample, draw_scene, themed_char
 const HISTORY_COLUMN_WIDTH: u16 = 140;
 /// The most of a Box action's values shown at once.
 const ACTION_ROWS: usize = 4;
+/// From this width of the scene panel a sim with a map ([`super::MapReplica`]) gets it drawn
+/// beside its own view.
+const MAP_MIN_WIDTH: u16 = 50;
 
 /// Draws `p`; `typing_seed` while a seed is typed.
 pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, area: Rect) {
@@ -43,6 +46,15 @@ pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, a
     let side_width = (area.width * 2 / 5).clamp(30, 48);
     let [scene, side] =
         Layout::horizontal([Constraint::Min(20), Constraint::Length(side_width)]).areas(top);
+    let (scene, map_area) = match &p.map {
+        Some(_) if scene.width >= MAP_MIN_WIDTH => {
+            let [scene, map] =
+                Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                    .areas(scene);
+            (scene, Some(map))
+        }
+        _ => (scene, None),
+    };
 
     let seed = p.seed.map_or("-".into(), |s| s.to_string());
     // The longest title that fits: drop "practice", then the episode number.
@@ -81,6 +93,23 @@ pub fn draw(frame: &mut Frame, p: &Practice, typing_seed: bool, theme: &Theme, a
                 .block(block(title, theme, false)),
             scene,
         ),
+    }
+    if let (Some(map), Some(area)) = (&p.map, map_area) {
+        let title = Line::styled(" map · whole arena (replayed here) ", theme.muted());
+        match map.map() {
+            Ok(drawing) if p.observation.is_some() => {
+                draw_scene(frame, &drawing, theme, area, title)
+            }
+            Ok(_) => {
+                frame.render_widget(Paragraph::new("").block(block(title, theme, false)), area)
+            }
+            Err(why) => frame.render_widget(
+                Paragraph::new(Line::styled(format!("no map: {why}"), theme.muted()))
+                    .wrap(ratatui::widgets::Wrap { trim: false })
+                    .block(block(title, theme, false)),
+                area,
+            ),
+        }
     }
     let history_column = bottom.width >= HISTORY_COLUMN_WIDTH;
     frame.render_widget(

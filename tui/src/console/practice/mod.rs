@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ale_client::policy::PolicyKind;
 use ale_client::{EnvSpec, Info, Space};
-use ale_sim::{Tensor, TensorData};
+use ale_sim::{Drawing, MapView, Tensor, TensorData};
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::app::{InputMode, Outcome, View};
@@ -38,6 +38,73 @@ impl Player {
         match self {
             Player::Manual => "manual",
             Player::Policy(k) => k.name(),
+        }
+    }
+}
+
+/// The operator's map of a practice env: a replica of its sim here, reset with the env's seed
+/// and stepped with its actions, drawn whole for as long as its observations are the
+/// evaluator's (see [`ale_sim::MapView`]). Practice only: an official run's seeds are hidden.
+pub struct MapReplica {
+    sim: Box<dyn MapView>,
+    /// Why the replica stopped following the env, once it has.
+    parted: Option<String>,
+}
+
+impl std::fmt::Debug for MapReplica {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MapReplica")
+            .field("sim", &self.sim.id())
+            .field("parted", &self.parted)
+            .finish()
+    }
+}
+
+impl MapReplica {
+    /// A replica of `sim`'s entry, if it draws a map.
+    fn of(sim: &str) -> Option<MapReplica> {
+        let entry = crate::sim_catalog().find(sim)?;
+        // Never truncated here: the env's own limit ends its episodes, and a reset follows.
+        let sim = entry.map_replica(u32::MAX)?;
+        Some(MapReplica { sim, parted: None })
+    }
+
+    /// The whole scene, while the replica follows the env; else why it does not.
+    pub fn map(&self) -> Result<Drawing, &str> {
+        match &self.parted {
+            None => Ok(self.sim.map()),
+            Some(why) => Err(why),
+        }
+    }
+
+    fn reset(&mut self, seed: Option<u64>, observation: &Tensor) {
+        let Some(seed) = seed else {
+            self.parted = Some("the episode's seed is not known here".into());
+            return;
+        };
+        // A reset starts following again: the env's new episode depends on its seed alone.
+        self.parted = match self.sim.reset(seed) {
+            Ok(()) => None,
+            Err(e) => Some(format!("the replica could not reset: {e}")),
+        };
+        self.check(observation);
+    }
+
+    fn step(&mut self, action: &Tensor, observation: &Tensor) {
+        if self.parted.is_some() {
+            return;
+        }
+        if let Err(e) = self.sim.step(action) {
+            self.parted = Some(format!("the replica could not step: {e}"));
+            return;
+        }
+        self.check(observation);
+    }
+
+    fn check(&mut self, observation: &Tensor) {
+        if self.parted.is_none() && self.sim.observation() != observation {
+            self.parted =
+                Some("the replica here parted from the evaluator's sim (another version?)".into());
         }
     }
 }
@@ -74,6 +141,8 @@ pub struct Practice {
     /// Every step's reward since the env was created.
     pub rewards: Vec<f64>,
     pub history: Vec<EpisodeEntry>,
+    /// The operator's map, for a sim that draws one.
+    pub map: Option<MapReplica>,
     pub player: Player,
     pub playing: bool,
     /// Auto-play speed, steps per second.
@@ -107,6 +176,7 @@ impl Default for Practice {
             episode_return: 0.0,
             rewards: Vec::new(),
             history: Vec::new(),
+            map: None,
             player: Player::Manual,
             playing: false,
             speed: DEFAULT_SPEED,
@@ -371,6 +441,7 @@ impl Practice {
                         .collect(),
                     _ => Vec::new(),
                 };
+                self.map = MapReplica::of(&spec.task.sim);
                 self.spec = Some(*spec);
                 let seed = self
                     .restore_seed
@@ -379,6 +450,9 @@ impl Practice {
                 return self.reset(seed);
             }
             Reply::Reset { observation, info } => {
+                if let Some(map) = &mut self.map {
+                    map.reset(self.seed, &observation);
+                }
                 self.busy = false;
                 self.observation = Some(observation);
                 self.info = info;
@@ -398,6 +472,9 @@ impl Practice {
                 truncated,
                 info,
             } => {
+                if let Some(map) = &mut self.map {
+                    map.step(&action, &observation);
+                }
                 self.last_action = Some(action);
                 self.observation = Some(observation);
                 self.info = info;

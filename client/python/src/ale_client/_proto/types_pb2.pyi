@@ -42,6 +42,7 @@ class EvalStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     EVAL_STATUS_COMPLETED: _ClassVar[EvalStatus]
     EVAL_STATUS_BUDGET_EXCEEDED: _ClassVar[EvalStatus]
     EVAL_STATUS_ENDED_EARLY: _ClassVar[EvalStatus]
+    EVAL_STATUS_EVALUATOR_ENDED: _ClassVar[EvalStatus]
 
 class Outcome(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -73,6 +74,7 @@ EVAL_STATUS_RUNNING: EvalStatus
 EVAL_STATUS_COMPLETED: EvalStatus
 EVAL_STATUS_BUDGET_EXCEEDED: EvalStatus
 EVAL_STATUS_ENDED_EARLY: EvalStatus
+EVAL_STATUS_EVALUATOR_ENDED: EvalStatus
 OUTCOME_UNSPECIFIED: Outcome
 OUTCOME_COMPLETED: Outcome
 OUTCOME_ABORTED: Outcome
