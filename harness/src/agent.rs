@@ -12,9 +12,9 @@ use ale_proto::{EnvHandle, RunId};
 use tokio::process::{Child, Command};
 
 use crate::error::HarnessError;
-use crate::sandbox::cgroup::{HostCgroupFs, RunCgroup};
-use crate::sandbox::{
-    self, AgentLimits, Enforcement, LaunchSpec, LimitHit, PinnedPath, SandboxMode, SandboxOptions,
+use ale_sandbox::cgroup::{HostCgroupFs, RunCgroup};
+use ale_sandbox::{
+    AgentLimits, Enforcement, LaunchSpec, LimitHit, PinnedPath, SandboxMode, SandboxOptions,
     UserIds,
 };
 
@@ -156,7 +156,7 @@ pub struct CheckedCommand {
     /// The folders the sandbox masks (the homes).
     pub masked: Vec<PathBuf>,
     /// Path arguments the agent will not find as they are (warnings: the run goes on).
-    pub hidden_arguments: Vec<sandbox::HiddenArgument>,
+    pub hidden_arguments: Vec<ale_sandbox::HiddenArgument>,
 }
 
 /// Checks a sandboxed agent's `command` under `options` before anything is launched: the
@@ -172,32 +172,32 @@ pub fn check_command(
     let workdir = options
         .workdir
         .as_deref()
-        .map(|dir| sandbox::resolve_workdir(dir, hidden))
+        .map(|dir| ale_sandbox::resolve_workdir(dir, hidden))
         .transpose()?;
     let mut exposed = Vec::with_capacity(options.expose.len());
     for dir in &options.expose {
         let workdir = workdir.as_ref().map(|w| w.path.as_path());
-        let dir = sandbox::resolve_exposed(dir, hidden, workdir)?;
+        let dir = ale_sandbox::resolve_exposed(dir, hidden, workdir)?;
         if !exposed.iter().any(|e: &PinnedPath| e.path == dir.path) {
             exposed.push(dir);
         }
     }
-    let masked = sandbox::default_hidden_folders();
+    let masked = ale_sandbox::default_hidden_folders();
     let bound: Vec<PathBuf> = exposed
         .iter()
         .chain(&workdir)
         .map(|dir| dir.path.clone())
         .collect();
-    let view = sandbox::SandboxView {
+    let view = ale_sandbox::SandboxView {
         masked: &masked,
         bound: &bound,
     };
-    let (program, program_file) = match sandbox::resolve_program(program)? {
-        sandbox::AgentProgram::OnPath(name) => (name, None),
-        sandbox::AgentProgram::File(file) => {
-            let program_file = sandbox::program_binding(&file, hidden, &view)?
+    let (program, program_file) = match ale_sandbox::resolve_program(program)? {
+        ale_sandbox::AgentProgram::OnPath(name) => (name, None),
+        ale_sandbox::AgentProgram::File(file) => {
+            let program_file = ale_sandbox::program_binding(&file, hidden, &view)?
                 .map(|canonical| {
-                    PinnedPath::of(&canonical).map_err(|e| sandbox::SandboxError::Program {
+                    PinnedPath::of(&canonical).map_err(|e| ale_sandbox::SandboxError::Program {
                         path: file.invoked.clone(),
                         problem: e.to_string(),
                     })
@@ -207,7 +207,7 @@ pub fn check_command(
         }
     };
     let hidden_arguments = match std::env::current_dir() {
-        Ok(cwd) => sandbox::check_arguments(
+        Ok(cwd) => ale_sandbox::check_arguments(
             command,
             &cwd,
             workdir.as_ref().map(|w| w.path.as_path()),
@@ -232,8 +232,8 @@ pub fn check_command(
 pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError> {
     let options = launch.sandbox;
     let agent_user = launch.agent_user;
-    if sandbox::running_as_root() && agent_user.is_none_or(|u| u.uid == 0) {
-        return Err(sandbox::SandboxError::Unavailable(
+    if ale_sandbox::running_as_root() && agent_user.is_none_or(|u| u.uid == 0) {
+        return Err(ale_sandbox::SandboxError::Unavailable(
             "the harness runs as root and has no other user for the agent (an agent may not \
              run as root)"
                 .into(),
@@ -248,7 +248,7 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         masked,
         ..
     } = check_command(launch.command, options, launch.hidden)?;
-    let endpoint = format!("unix://{}", sandbox::SANDBOX_AGENT_SOCKET);
+    let endpoint = format!("unix://{}", ale_sandbox::SANDBOX_AGENT_SOCKET);
     let agent_socket = std::fs::canonicalize(launch.agent_socket)
         .and_then(|socket| PinnedPath::of(&socket))
         .map_err(|cause| HarnessError::AgentSocket {
@@ -280,13 +280,13 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         program,
         program_file,
         args,
-        env: sandbox::agent_environment(
+        env: ale_sandbox::agent_environment(
             &endpoint,
             launch.handle.as_str(),
             submission_dir
                 .as_ref()
-                .map(|_| sandbox::SANDBOX_SUBMISSION_DIR),
-            Some(sandbox::SANDBOX_HOME),
+                .map(|_| ale_sandbox::SANDBOX_SUBMISSION_DIR),
+            Some(ale_sandbox::SANDBOX_HOME),
             &options.extra_env,
         ),
         workdir,
@@ -297,7 +297,7 @@ pub fn launch_spec(launch: &AgentLaunch<'_>) -> Result<LaunchSpec, HarnessError>
         parent_pid: std::process::id(),
         agent_user,
         network: options.network,
-        tmp_bytes: sandbox::DEFAULT_TMP_BYTES,
+        tmp_bytes: ale_sandbox::DEFAULT_TMP_BYTES,
         limits: launch.limits,
         report_pipe: false,
         probe: false,
@@ -463,7 +463,7 @@ impl Agent {
             _ => None,
         };
         let mut command = if sandboxed {
-            let mut command = sandbox::launcher_command(start.ale_exe);
+            let mut command = ale_sandbox::launcher_command(start.ale_exe);
             if let Some(w) = &report_w {
                 use std::os::fd::AsRawFd;
                 let fd = w.as_raw_fd();
@@ -472,10 +472,10 @@ impl Agent {
                     command.pre_exec(move || {
                         // The pipe may be descriptor 3 already: then only its close-on-exec
                         // flag goes.
-                        let done = if fd == sandbox::LIMIT_REPORT_FD {
+                        let done = if fd == ale_sandbox::LIMIT_REPORT_FD {
                             libc::fcntl(fd, libc::F_SETFD, 0)
                         } else {
-                            libc::dup2(fd, sandbox::LIMIT_REPORT_FD)
+                            libc::dup2(fd, ale_sandbox::LIMIT_REPORT_FD)
                         };
                         if done < 0 {
                             return Err(std::io::Error::last_os_error());
@@ -490,7 +490,7 @@ impl Agent {
             command
                 .args(args)
                 .env_clear()
-                .envs(sandbox::agent_environment(
+                .envs(ale_sandbox::agent_environment(
                     start.unsandboxed_endpoint,
                     launch.handle.as_str(),
                     launch.submission_dir.and_then(Path::to_str),
@@ -523,7 +523,7 @@ impl Agent {
             cgroup.add(pid).map_err(launch_err)?;
         }
         if let Some(spec) = &spec {
-            sandbox::send_spec(&mut child, spec)
+            ale_sandbox::send_spec(&mut child, spec)
                 .await
                 .map_err(launch_err)?;
         }

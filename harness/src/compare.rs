@@ -26,12 +26,12 @@ use ale_proto::trajectory::TRAJECTORY_FILE;
 
 use crate::plot::{PlotData, PlotError};
 use crate::report::Report;
-use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
 use crate::stats::{Difference, seed_for};
 use crate::verify::{
     RecordKeys, RunVerdict, verify_run_dir, verify_trajectory, verify_trajectory_file,
 };
+use ale_sandbox::SandboxRecord;
 
 /// Two runs of different tasks: their metrics, targets and scores do not compare.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

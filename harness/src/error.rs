@@ -106,7 +106,7 @@ pub enum HarnessError {
     #[error("the run's trajectory does not verify: {0}")]
     Unverified(#[from] Unverified),
     #[error(transparent)]
-    Sandbox(#[from] crate::sandbox::SandboxError),
+    Sandbox(#[from] ale_sandbox::SandboxError),
     #[error("refusing to write the run's records: {0}")]
     NotPrivate(ale_proto::private_files::PrivateFileError),
     #[error(transparent)]

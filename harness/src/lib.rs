@@ -26,7 +26,6 @@ pub mod progress;
 pub mod report;
 pub mod run;
 pub mod runs;
-pub mod sandbox;
 pub mod score_file;
 pub mod scoring;
 pub mod stats;

@@ -7,7 +7,7 @@ use ale_proto::records::EvalStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::report::TaskSummary;
-use crate::sandbox::SandboxRecord;
+use ale_sandbox::SandboxRecord;
 
 /// Data of `harness_started`: the run, the task as the evaluator described it, and the agent
 /// and how it is confined.

@@ -128,7 +128,7 @@ pub fn check(options: &RunOptions) -> Preflight {
     out.push("agent", Verdict::Ok, options.agent_command.join(" "));
     if !options.sandbox.mode.is_sandboxed() {
         let program = &options.agent_command[0];
-        match crate::sandbox::resolve_program(program) {
+        match ale_sandbox::resolve_program(program) {
             Ok(_) => out.push(
                 "sandbox",
                 Verdict::Ok,

@@ -13,10 +13,10 @@ use ale_proto::keys::encode_public_key;
 use ale_proto::layout::AGENT_LOG_FILE;
 use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 
-use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
 use crate::stats::{Interval, Summary, seed_for};
 use crate::verify::{RecordKeys, VerifiedHarnessLog, VerifiedTrajectory};
+use ale_sandbox::SandboxRecord;
 
 /// Why `report.json` cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -474,9 +474,9 @@ pub(crate) mod tests {
                 left_early: false,
                 log: "agent.log".into(),
             },
-            sandbox: crate::sandbox::SandboxRecord {
-                mode: crate::sandbox::SandboxMode::Namespaces,
-                network: crate::sandbox::Network::None,
+            sandbox: ale_sandbox::SandboxRecord {
+                mode: ale_sandbox::SandboxMode::Namespaces,
+                network: ale_sandbox::Network::None,
                 agent_uid: Some(65534),
                 limits: None,
             },

@@ -23,10 +23,10 @@ use crate::error::{HarnessError, Unverified};
 use crate::evaluator_process::{EvaluatorHandle, attach_or_start};
 use crate::log::{HarnessStarted, ResultRead};
 use crate::report::{Report, TaskSummary, Timings};
-use crate::sandbox::{self, SandboxOptions, SandboxRecord};
 use crate::scoring::{Faithfulness, score};
 use crate::verify::{RecordKeys, verify_harness_log, verify_trajectory};
 use ale_proto::keys::{KeyRole, load_or_create_signing_key, read_public_key};
+use ale_sandbox::{SandboxOptions, SandboxRecord};
 
 /// How long an agent may run past the session's time budget before the harness ends the
 /// session itself; covers start-up and the last RPCs in flight.
@@ -149,7 +149,7 @@ fn describe_exit(status: Option<ExitStatus>, sandboxed: bool) -> String {
     match status {
         None => "killed by the harness".into(),
         Some(s) => match (s.code(), s.signal()) {
-            (Some(sandbox::SETUP_FAILED), _) if sandboxed => {
+            (Some(ale_sandbox::SETUP_FAILED), _) if sandboxed => {
                 "never started: the sandbox could not be set up (see agent.log)".into()
             }
             (Some(code), _) => format!("exited with status {code}"),
@@ -501,11 +501,11 @@ async fn run_with(
         ];
     let sandboxed = options.sandbox.mode.is_sandboxed();
     // As root: the run's own uid (held until the run is over), or the operator's --agent-user.
-    let agent_user = sandbox::agent_user_for_run(&options.sandbox)?;
+    let agent_user = ale_sandbox::agent_user_for_run(&options.sandbox)?;
     let (enforcement, cgroup_parent) = if sandboxed {
-        sandbox::choose_enforcement(&options.sandbox)?
+        ale_sandbox::choose_enforcement(&options.sandbox)?
     } else {
-        (sandbox::Enforcement::Rlimits, None)
+        (ale_sandbox::Enforcement::Rlimits, None)
     };
     let confinement = Confinement {
         hidden,
@@ -523,9 +523,9 @@ async fn run_with(
             &probe_handle,
             &evaluator.agent_socket,
             None,
-            sandbox::agent_limits(&options.sandbox, enforcement, None, None),
+            ale_sandbox::agent_limits(&options.sandbox, enforcement, None, None),
         ))?;
-        sandbox::probe(&options.ale_exe, &spec).await?;
+        ale_sandbox::probe(&options.ale_exe, &spec).await?;
     }
     let env = prologue
         .channel
@@ -541,8 +541,8 @@ struct Confinement {
     /// Folders the agent must not see: the state dir.
     hidden: Vec<PathBuf>,
     /// As root, the agent's user, held until the run is over.
-    agent_user: Option<sandbox::AgentUser>,
-    enforcement: sandbox::Enforcement,
+    agent_user: Option<ale_sandbox::AgentUser>,
+    enforcement: ale_sandbox::Enforcement,
     cgroup_parent: Option<PathBuf>,
 }
 
@@ -553,7 +553,7 @@ impl Confinement {
         handle: &'a EnvHandle,
         agent_socket: &'a Path,
         submission_dir: Option<&'a Path>,
-        limits: sandbox::AgentLimits,
+        limits: ale_sandbox::AgentLimits,
     ) -> AgentLaunch<'a> {
         AgentLaunch {
             command: &options.agent_command,
@@ -610,7 +610,7 @@ async fn run_official_env(
     let submission_dir = batch
         .then(|| run_submission_dir(&options.state_dir, &run_id))
         .transpose()?;
-    let limits = sandbox::agent_limits(
+    let limits = ale_sandbox::agent_limits(
         &options.sandbox,
         confinement.enforcement,
         task.budgets.time_budget_seconds,
@@ -627,7 +627,7 @@ async fn run_official_env(
     } else {
         SandboxRecord {
             mode: options.sandbox.mode,
-            network: sandbox::Network::Host,
+            network: ale_sandbox::Network::Host,
             agent_uid: None,
             limits: None,
         }
@@ -645,7 +645,7 @@ async fn run_official_env(
             task: summary.clone(),
             agent_command: options.agent_command.clone(),
             agent_endpoint: Some(if sandbox_record.mode.is_sandboxed() {
-                format!("{UNIX_SCHEME}{}", sandbox::SANDBOX_AGENT_SOCKET)
+                format!("{UNIX_SCHEME}{}", ale_sandbox::SANDBOX_AGENT_SOCKET)
             } else {
                 unsandboxed_endpoint.clone()
             }),
@@ -840,7 +840,7 @@ fn copy_submission(
 /// The largest submission the harness copies: the largest policy file any loader reads
 /// (`ale_policy::MAX_FILE_BYTES`); an evaluator refuses files over its own, smaller, cap
 /// (`ale serve --max-submission-bytes`, 64 MiB by default) when it reads the copy.
-const MAX_SUBMISSION_BYTES: u64 = sandbox::limits::MAX_SUBMISSION_BYTES;
+const MAX_SUBMISSION_BYTES: u64 = ale_sandbox::limits::MAX_SUBMISSION_BYTES;
 
 fn too_large() -> std::io::Error {
     std::io::Error::new(
@@ -943,8 +943,8 @@ async fn run_batch_env(
             agent_endpoint: None,
             // No agent runs: the harness itself hands the submission over.
             sandbox: SandboxRecord {
-                mode: sandbox::SandboxMode::NoAgent,
-                network: sandbox::Network::None,
+                mode: ale_sandbox::SandboxMode::NoAgent,
+                network: ale_sandbox::Network::None,
                 agent_uid: None,
                 limits: None,
             },

@@ -27,8 +27,8 @@ use serde::de::DeserializeOwned;
 
 use crate::log::{HarnessStarted, ResultRead};
 use crate::report::Report;
-use crate::sandbox::SandboxRecord;
 use crate::scoring::{Breakdown, ScoringRules};
+use ale_sandbox::SandboxRecord;
 
 /// The first place a record breaks, 1-based line, and how.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

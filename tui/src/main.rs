@@ -45,7 +45,7 @@ enum Command {
     /// Load an evaluator with many clients stepping practice envs; report steps/s, latency, errors.
     Load(cli::load::LoadArgs),
     /// The agent sandbox's launcher, run by the harness (not for direct use).
-    #[command(name = ale_harness::sandbox::LAUNCHER_SUBCOMMAND, hide = true)]
+    #[command(name = ale_sandbox::LAUNCHER_SUBCOMMAND, hide = true)]
     SandboxExec,
 }
 
@@ -53,7 +53,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     if let Some(Command::SandboxExec) = &cli.command {
         // Before any thread exists: the launcher creates user namespaces.
-        ale_harness::sandbox::launcher_main();
+        ale_sandbox::launcher_main();
     }
     let Some(command) = cli.command else {
         cli::init_logging("off");

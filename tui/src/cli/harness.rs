@@ -13,8 +13,6 @@ use ale_harness::progress::{ProgressEvent, RunProgress};
 use ale_harness::report::{Report, RunEnding};
 use ale_harness::run::RunLabels;
 use ale_harness::runs::{self, RunFilter, RunRow};
-use ale_harness::sandbox::limits::ByteSize;
-use ale_harness::sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
 use ale_harness::scoring::{Faithfulness, score};
 use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
@@ -22,6 +20,8 @@ use ale_harness::verify::{
 use ale_harness::{Progress, RunOptions, run_batch, run_interactive};
 use ale_proto::keys::{KeyRole, encode_public_key};
 use ale_proto::records::Outcome;
+use ale_sandbox::limits::ByteSize;
+use ale_sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
 use anyhow::{Context, bail};
 
 use crate::StateDirArg;
@@ -197,20 +197,20 @@ pub struct SandboxArgs {
     #[arg(
         long,
         value_name = "START-END",
-        default_value = ale_harness::sandbox::uids::DEFAULT_AGENT_UIDS,
+        default_value = ale_sandbox::uids::DEFAULT_AGENT_UIDS,
         value_parser = parse_uid_range
     )]
-    pub agent_uids: ale_harness::sandbox::uids::UidRange,
+    pub agent_uids: ale_sandbox::uids::UidRange,
     /// When the harness is root: one user (name or uid) for every agent, in place of a uid of
     /// its own per run from --agent-uids. Runs' agents then share that uid, and can signal and
     /// read each other's files.
     #[arg(long, value_name = "USER")]
     pub agent_user: Option<String>,
     /// The memory of the agent's whole sandbox (K, M, G, T: powers of 1024).
-    #[arg(long, value_name = "SIZE", default_value_t = ByteSize(ale_harness::sandbox::limits::DEFAULT_MEMORY_BYTES))]
+    #[arg(long, value_name = "SIZE", default_value_t = ByteSize(ale_sandbox::limits::DEFAULT_MEMORY_BYTES))]
     pub agent_memory: ByteSize,
     /// The tasks (processes and threads) of the agent's whole sandbox.
-    #[arg(long, value_name = "N", default_value_t = ale_harness::sandbox::limits::DEFAULT_TASKS, value_parser = ale_harness::sandbox::limits::parse_tasks)]
+    #[arg(long, value_name = "N", default_value_t = ale_sandbox::limits::DEFAULT_TASKS, value_parser = ale_sandbox::limits::parse_tasks)]
     pub agent_pids: u64,
     /// The CPU time of the agent's whole sandbox, or `none` [default: the task's time budget,
     /// one core's worth; 3600 for a task without one]
@@ -229,20 +229,18 @@ pub struct SandboxArgs {
 }
 
 fn parse_cpu_limit(text: &str) -> Result<CpuLimit, String> {
-    Ok(
-        match ale_harness::sandbox::limits::parse_cpu_seconds(text)? {
-            Some(seconds) => CpuLimit::Seconds(seconds),
-            None => CpuLimit::Unbounded,
-        },
-    )
+    Ok(match ale_sandbox::limits::parse_cpu_seconds(text)? {
+        Some(seconds) => CpuLimit::Seconds(seconds),
+        None => CpuLimit::Unbounded,
+    })
 }
 
-fn parse_uid_range(text: &str) -> Result<ale_harness::sandbox::uids::UidRange, String> {
+fn parse_uid_range(text: &str) -> Result<ale_sandbox::uids::UidRange, String> {
     text.parse()
 }
 
 fn parse_env_arg(pair: &str) -> Result<(String, String), String> {
-    ale_harness::sandbox::parse_env_pair(pair).map_err(|e| e.to_string())
+    ale_sandbox::parse_env_pair(pair).map_err(|e| e.to_string())
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,7 +17,6 @@ fn median_p90_ms(mut samples: Vec<Duration>) -> (f64, f64) {
 }
 
 pub(super) fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
-    use ale_harness::sandbox;
     let exe = std::env::current_exe().context("cannot find the ale executable")?;
     let tmp = tempfile_dir()?;
     let state = tmp.join("state");
@@ -28,12 +27,12 @@ pub(super) fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
     let command = vec!["true".to_string()];
     let handle = ale_proto::EnvHandle::from_wire("env-bench");
     let hidden = vec![std::fs::canonicalize(&state)?];
-    let options = sandbox::SandboxOptions::default();
+    let options = ale_sandbox::SandboxOptions::default();
     // What a run adds before its agent starts: a uid of its own (as root) and the choice of
     // how its limits are enforced; both are held or made once per run, as here.
     let start = Instant::now();
-    let agent_user = sandbox::agent_user_for_run(&options)?;
-    let (enforcement, _) = sandbox::choose_enforcement(&options)?;
+    let agent_user = ale_sandbox::agent_user_for_run(&options)?;
+    let (enforcement, _) = ale_sandbox::choose_enforcement(&options)?;
     let per_run = start.elapsed();
     let spec = ale_harness::agent::launch_spec(&ale_harness::agent::AgentLaunch {
         command: &command,
@@ -43,7 +42,7 @@ pub(super) fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
         submission_dir: None,
         hidden: &hidden,
         agent_user: agent_user.as_ref().map(|u| u.ids),
-        limits: sandbox::agent_limits(&options, enforcement, Some(600), None),
+        limits: ale_sandbox::agent_limits(&options, enforcement, Some(600), None),
     })?;
     let rt = crate::cli::runtime(1)?;
     let (plain, sandboxed, probe) = rt.block_on(async {
@@ -60,14 +59,14 @@ pub(super) fn bench_sandbox(runs: usize) -> anyhow::Result<ExitCode> {
             plain.push(start.elapsed());
 
             let start = Instant::now();
-            let mut child = sandbox::launcher_command(&exe).spawn()?;
-            sandbox::send_spec(&mut child, &spec).await?;
+            let mut child = ale_sandbox::launcher_command(&exe).spawn()?;
+            ale_sandbox::send_spec(&mut child, &spec).await?;
             let status = child.wait().await?;
             anyhow::ensure!(status.success(), "the sandboxed agent failed: {status}");
             sandboxed.push(start.elapsed());
 
             let start = Instant::now();
-            sandbox::probe(&exe, &spec).await?;
+            ale_sandbox::probe(&exe, &spec).await?;
             probe.push(start.elapsed());
         }
         Ok::<_, anyhow::Error>((plain, sandboxed, probe))

@@ -11,21 +11,33 @@
 //! single-threaded caller, which an async harness is not. The launcher's child is PID 1 of the
 //! sandbox; it starts the agent, reaps orphans, and exits with the agent's status, at which
 //! point the kernel kills whatever is left in the namespace.
+//!
+//! The harness's side is this file (the launch spec, the options, the record, the agent's
+//! environment and user, [`probe`]) and the checks it makes before a launch (`program.rs`,
+//! `folders.rs`, `arguments.rs`), with the agent's uid (`uids.rs`) and limits (`limits.rs`,
+//! `cgroup.rs`). The launcher's side is `process/` (its processes, from fork to exit),
+//! `namespaces.rs` (unshare, the uid and gid maps), `rootfs/` (the agent's filesystem, a short
+//! sequence of steps) and `seccomp.rs`. The binary `ale-sandbox-test` runs the launcher alone,
+//! for the tests in `tests/`.
 
 mod arguments;
-#[cfg(target_os = "linux")]
-mod binds;
 pub mod cgroup;
 mod folders;
-#[cfg(target_os = "linux")]
-mod launcher;
 pub mod limits;
 #[cfg(target_os = "linux")]
 mod mounts;
+#[cfg(target_os = "linux")]
+mod namespaces;
 mod pinned;
+#[cfg(target_os = "linux")]
+mod process;
 mod program;
 #[cfg(target_os = "linux")]
+mod rootfs;
+#[cfg(target_os = "linux")]
 mod seccomp;
+#[cfg(target_os = "linux")]
+mod setup;
 pub mod uids;
 
 use std::path::{Path, PathBuf};
@@ -566,7 +578,7 @@ pub fn launcher_main() -> ! {
     }
     #[cfg(target_os = "linux")]
     {
-        launcher::run(&spec)
+        process::run(&spec)
     }
     #[cfg(not(target_os = "linux"))]
     {

@@ -2,18 +2,19 @@
 //! exposed folder (or working directory, socket, program) sits in (a concurrent agent whose
 //! working directory it is) can swap its path between the harness's check and the launcher's
 //! bind: for another folder, or for a link to the state dir. These tests start the real
-//! launcher (`ale sandbox-exec`) with launch specs made as the harness makes them, swap a
-//! pinned path after the spec was made (once, and by a racer thread while launching again and
-//! again), and check the agent never sees what was swapped in. The state dir is left readable
-//! by anyone, as it would be to an agent of the harness's own user: only the masks and the
-//! binds stand in the way.
+//! launcher (`ale-sandbox-test sandbox-exec`, which is `ale sandbox-exec`) with launch specs
+//! made as the harness makes them, swap a pinned path after the spec was made (once, and by a
+//! racer thread while launching again and again), and check the agent never sees what was
+//! swapped in. The state dir is left readable by anyone, as it would be to an agent of the
+//! harness's own user: only the masks and the binds stand in the way.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use ale_harness::sandbox::{self, LaunchSpec, Network, PinnedPath};
+use ale_sandbox::{LaunchSpec, Network, PinnedPath};
 
-const ALE: &str = env!("CARGO_BIN_EXE_ale");
+/// The launcher, as `ale sandbox-exec` runs it.
+const LAUNCHER: &str = env!("CARGO_BIN_EXE_ale-sandbox-test");
 
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
@@ -76,7 +77,8 @@ fn scene(name: &str) -> Scene {
 
 /// A launch spec as the harness makes it, for an agent running `script` in `sh`.
 fn spec(scene: &Scene, script: &str) -> LaunchSpec {
-    let agent_user = sandbox::running_as_root().then(|| sandbox::resolve_user("nobody").unwrap());
+    let agent_user =
+        ale_sandbox::running_as_root().then(|| ale_sandbox::resolve_user("nobody").unwrap());
     LaunchSpec {
         program: PathBuf::from("/bin/sh"),
         program_file: None,
@@ -91,9 +93,9 @@ fn spec(scene: &Scene, script: &str) -> LaunchSpec {
         agent_user,
         network: Network::None,
         tmp_bytes: 16 << 20,
-        limits: sandbox::agent_limits(
-            &sandbox::SandboxOptions::default(),
-            sandbox::Enforcement::Rlimits,
+        limits: ale_sandbox::agent_limits(
+            &ale_sandbox::SandboxOptions::default(),
+            ale_sandbox::Enforcement::Rlimits,
             Some(60),
             None,
         ),
@@ -111,19 +113,19 @@ fn launch(spec: &LaunchSpec) -> Output {
 fn launch_as(spec: &LaunchSpec, uid: Option<u32>) -> Output {
     use std::io::Write;
     use std::os::unix::process::CommandExt;
-    let mut command = Command::new(ALE);
+    let mut command = Command::new(LAUNCHER);
     if let Some(uid) = uid {
         command.uid(uid).gid(uid);
     }
     let mut child = command
-        .arg(sandbox::LAUNCHER_SUBCOMMAND)
+        .arg(ale_sandbox::LAUNCHER_SUBCOMMAND)
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let bytes = sandbox::spec_bytes(spec).unwrap();
+    let bytes = ale_sandbox::spec_bytes(spec).unwrap();
     child.stdin.take().unwrap().write_all(&bytes).unwrap();
     child.wait_with_output().unwrap()
 }
@@ -173,7 +175,7 @@ fn refused(output: &Output, scene: &Scene, why: &str) -> String {
     );
     assert_eq!(
         output.status.code(),
-        Some(sandbox::SETUP_FAILED),
+        Some(ale_sandbox::SETUP_FAILED),
         "not refused:\n{out}\n{err}"
     );
     assert!(err.contains(why), "{err}");
@@ -293,7 +295,7 @@ fn every_bound_host_path_swapped_for_a_link_is_refused() {
 /// same.
 #[test]
 fn an_unprivileged_launcher_refuses_the_swap_too() {
-    if !sandbox::running_as_root() {
+    if !ale_sandbox::running_as_root() {
         eprintln!("skipped: unprivileged already, the other tests run this path");
         return;
     }
@@ -301,7 +303,7 @@ fn an_unprivileged_launcher_refuses_the_swap_too() {
     let mut spec = spec(&scene, &peek(&scene));
     spec.agent_user = None;
     spec.exposed = vec![PinnedPath::of(&scene.py).unwrap()];
-    let nobody = sandbox::resolve_user("nobody").unwrap().uid;
+    let nobody = ale_sandbox::resolve_user("nobody").unwrap().uid;
     let output = launch_as(&spec, Some(nobody));
     assert!(output.status.success(), "{}", text(&output.stderr));
     assert_eq!(text(&output.stdout), "checked\n");
@@ -342,7 +344,11 @@ fn a_racer_swapping_the_exposed_folder_never_shows_the_state_dir() {
             assert!(out == "checked\n" || out.is_empty(), "{out}\n{err}");
             shown += usize::from(!out.is_empty());
         } else {
-            assert_eq!(output.status.code(), Some(sandbox::SETUP_FAILED), "{err}");
+            assert_eq!(
+                output.status.code(),
+                Some(ale_sandbox::SETUP_FAILED),
+                "{err}"
+            );
             assert!(
                 err.contains("is a link") || err.contains("replaced after the check"),
                 "{err}"

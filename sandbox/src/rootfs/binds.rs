@@ -16,11 +16,11 @@ use nix::errno::Errno;
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 use nix::sys::stat::Mode;
 
-use super::pinned::{FileId, PinnedPath};
+use crate::pinned::{FileId, PinnedPath};
 
-pub(super) const MOUNT_ATTR_RDONLY: u64 = 0x1;
-pub(super) const MOUNT_ATTR_NOSUID: u64 = 0x2;
-pub(super) const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub(crate) const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub(crate) const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub(crate) const MOUNT_ATTR_NODEV: u64 = 0x4;
 const AT_RECURSIVE: libc::c_uint = 0x8000;
 const OPEN_TREE_CLONE: libc::c_uint = 0x1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 0x4;
@@ -28,7 +28,7 @@ const MOVE_MOUNT_T_EMPTY_PATH: libc::c_uint = 0x40;
 
 /// What a bind mounts: a folder, or a single file (a socket, a program).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     Folder,
     File,
 }
@@ -306,7 +306,7 @@ pub(super) fn set_attributes(
 }
 
 /// One host file or folder to bind into the sandbox.
-pub(super) struct Binding<'a> {
+pub(crate) struct Binding<'a> {
     /// What it is, for messages ("the exposed folder").
     pub what: &'a str,
     /// The host file, as the harness checked it.
