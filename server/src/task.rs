@@ -188,7 +188,7 @@ pub fn check_entrypoint(name: &str) -> Result<(), String> {
 }
 
 /// A task file as it states the task; [`Task::from_toml`] validates it and makes it a [`Task`].
-/// (Named `Task` to serde, so its messages read as before.)
+/// serde's messages call it `Task`, as the file's readers do.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename = "Task")]
 struct TaskFile {
