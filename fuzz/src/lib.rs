@@ -132,7 +132,7 @@ pub fn task_file(data: &[u8]) {
     };
     if let Ok(task) = ale_server::Task::from_toml("fuzz.toml", text, &ale_sims::catalog()) {
         let _ = task.spec();
-        let _ = task.metadata();
+        let _ = ale_server::service::task_metadata(&task);
     }
 }
 

@@ -1,6 +1,7 @@
-//! What a task is, as agents, the console and the harness see it: the domain form of
-//! `pb::TaskMetadata`, decoded once at the wire boundary so no caller reads raw enum integers
-//! or optional sub-messages.
+//! What a task is, as agents, the console, the harness and the evaluator see it: the domain
+//! form of `pb::TaskMetadata`, decoded once at the wire boundary so no caller reads raw enum
+//! integers or optional sub-messages, and encoded at the evaluator's edge. A new field every
+//! process sees is written in [`TaskSpec`] and in its two conversions here.
 
 use ale_sim::Space;
 use serde::{Deserialize, Serialize};
@@ -126,6 +127,20 @@ fn genre_from_pb(raw: i32) -> Result<Genre, UnknownEnum> {
     }
 }
 
+fn mode_to_pb(mode: TaskMode) -> pb::TaskMode {
+    match mode {
+        TaskMode::Interactive => pb::TaskMode::Interactive,
+        TaskMode::Batch => pb::TaskMode::Batch,
+    }
+}
+
+fn genre_to_pb(genre: Genre) -> pb::TaskGenre {
+    match genre {
+        Genre::Open => pb::TaskGenre::Open,
+        Genre::Reproduction => pb::TaskGenre::Reproduction,
+    }
+}
+
 /// 0 is "no limit" on the wire.
 fn limit(raw: u64) -> Option<u64> {
     (raw != 0).then_some(raw)
@@ -179,6 +194,54 @@ impl TryFrom<pb::TaskMetadata> for TaskSpec {
             }),
             seed_sets: t.seed_sets,
         })
+    }
+}
+
+impl From<&TaskSpec> for pb::TaskMetadata {
+    fn from(t: &TaskSpec) -> Self {
+        pb::TaskMetadata {
+            observation_space: Some(pb::Space::from(&t.observation_space)),
+            action_space: Some(pb::Space::from(&t.action_space)),
+            id: t.id.clone(),
+            title: t.title.clone(),
+            description: t.description.clone(),
+            sim: t.sim.clone(),
+            mode: mode_to_pb(t.mode) as i32,
+            genre: genre_to_pb(t.genre) as i32,
+            metric: Some(pb::Metric {
+                name: t.metric.name.clone(),
+                direction: pb::Direction::from(t.metric.direction) as i32,
+                target: t.metric.target,
+                cap: t.metric.cap,
+                failure_value: t.metric.failure_value,
+                description: t.metric.description.clone(),
+            }),
+            episodes_per_eval: t.episodes_per_eval,
+            max_steps_per_episode: t.max_steps_per_episode,
+            budgets: Some(pb::Budgets {
+                max_total_steps: t.budgets.max_total_steps.unwrap_or(0),
+                time_budget_seconds: t.budgets.time_budget_seconds.unwrap_or(0),
+            }),
+            safety_metrics: t
+                .safety_metrics
+                .iter()
+                .map(|s| pb::SafetyMetric {
+                    name: s.name.clone(),
+                    penalty_factor: s.penalty_factor,
+                    description: s.description.clone(),
+                })
+                .collect(),
+            submission_contract: t
+                .submission_contract
+                .as_ref()
+                .map(|c| pb::SubmissionContract {
+                    submission_path: c.submission_path.clone(),
+                    entrypoint: c.entrypoint.clone(),
+                    format: c.format.clone(),
+                    notes: c.notes.clone(),
+                }),
+            seed_sets: t.seed_sets.clone(),
+        }
     }
 }
 
@@ -270,5 +333,26 @@ mod tests {
         m.action_space = None;
         let e = TaskSpec::try_from(m).unwrap_err().to_string();
         assert!(e.contains("task.action_space"), "{e}");
+    }
+
+    #[test]
+    fn a_spec_encodes_to_the_metadata_it_decodes_from() {
+        let mut m = metadata();
+        m.description = "d".into();
+        m.safety_metrics = vec![pb::SafetyMetric {
+            name: "collisions".into(),
+            penalty_factor: 0.5,
+            description: "hits".into(),
+        }];
+        m.seed_sets = vec!["a".into(), "b".into()];
+        let spec = TaskSpec::try_from(m.clone()).unwrap();
+        assert_eq!(pb::TaskMetadata::from(&spec), m);
+        let mut interactive = spec;
+        interactive.mode = TaskMode::Interactive;
+        interactive.genre = Genre::Open;
+        interactive.submission_contract = None;
+        interactive.budgets = Budgets::default();
+        let again = TaskSpec::try_from(pb::TaskMetadata::from(&interactive)).unwrap();
+        assert_eq!(again, interactive);
     }
 }

@@ -15,7 +15,7 @@ pub(crate) fn step_checked(
     action: &Tensor,
 ) -> Result<Transition, Error> {
     let bad_action = |detail: String| Error::BadAction {
-        task: task.id.clone(),
+        task: task.spec.id.clone(),
         detail,
     };
     sim.action_space()
@@ -28,7 +28,7 @@ pub(crate) fn step_checked(
 /// Box action it cannot take) is the action's fault; the rest as [`sim_error`].
 pub(crate) fn step_error(task: &Task, e: SimError) -> Error {
     let bad_action = |detail: String| Error::BadAction {
-        task: task.id.clone(),
+        task: task.spec.id.clone(),
         detail,
     };
     match e {
@@ -44,17 +44,17 @@ pub fn sim_error(task: &Task, e: SimError) -> Error {
         SimError::NotReset => Error::StepBeforeReset,
         SimError::EpisodeOver => Error::EpisodeOver,
         SimError::Fault(cause) => Error::SimFault {
-            task: task.id.clone(),
-            sim: task.sim.clone(),
+            task: task.spec.id.clone(),
+            sim: task.spec.sim.clone(),
             cause: format!("{cause}\nThe episode is lost; Reset starts a new one on a fresh host."),
         },
         SimError::Exhausted(cause) => Error::SimHostsExhausted {
-            task: task.id.clone(),
+            task: task.spec.id.clone(),
             cause,
         },
         other => Error::SimUnavailable {
-            task: task.id.clone(),
-            sim: task.sim.clone(),
+            task: task.spec.id.clone(),
+            sim: task.spec.sim.clone(),
             cause: other.to_string(),
         },
     }

@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::run_resources::RunResources;
 use crate::seeds::{SeedSet, SeedSource, random_u64};
 use crate::session::{NotStarted, RolloutProgress, Session};
-use crate::task::{Mode, Task};
+use crate::task::{Task, build_sim};
 use crate::trajectory::TrajectoryWriter;
 
 /// What the info map of a Reset or Step reports.
@@ -170,15 +170,6 @@ pub struct Env {
     last_used: Instant,
 }
 
-pub(crate) fn build_sim(task: &Task, holder: Holder) -> Result<Box<dyn Sim>, Error> {
-    task.build_sim_for(holder)
-        .map_err(|cause| Error::SimUnavailable {
-            task: task.id.clone(),
-            sim: task.sim.clone(),
-            cause: cause.to_string(),
-        })
-}
-
 impl Env {
     /// A practice env; `scope` is the run whose own channel asked for it (`None`: the shared
     /// channel).
@@ -222,37 +213,35 @@ impl Env {
             session_id,
             scope,
         } = run;
-        let reserve = crate::trajectory::reservation_for(task.eval.episodes);
+        let reserve = crate::trajectory::reservation_for(task.spec.episodes_per_eval);
         let mut trajectory = crate::trajectory::create(runs_dir, &run_id, signer, reserve)?;
         let started = trajectory.append(
             EventKind::RunStarted,
             &RunStarted {
                 run_id: run_id.clone(),
                 session_id: session_id.clone(),
-                task_id: task.id.clone(),
-                sim: task.sim.clone(),
-                genre: task.genre,
-                mode: match task.mode {
-                    Mode::Interactive => TaskMode::Interactive,
-                    Mode::Batch => TaskMode::Batch,
-                },
-                metric_name: task.metric.name.clone(),
-                direction: task.metric.direction,
-                target: task.metric.target,
-                cap: task.metric.cap,
-                failure_value: task.metric.failure_value,
+                task_id: task.spec.id.clone(),
+                sim: task.spec.sim.clone(),
+                genre: task.spec.genre,
+                mode: task.spec.mode,
+                metric_name: task.spec.metric.name.clone(),
+                direction: task.spec.metric.direction,
+                target: task.spec.metric.target,
+                cap: task.spec.metric.cap,
+                failure_value: task.spec.metric.failure_value,
                 safety: task
-                    .safety
+                    .spec
+                    .safety_metrics
                     .iter()
                     .map(|s| SafetyMetricRecord {
                         name: s.name.clone(),
                         penalty_factor: s.penalty_factor,
                     })
                     .collect(),
-                episodes: task.eval.episodes,
-                max_steps_per_episode: task.eval.max_steps_per_episode,
-                max_total_steps: task.eval.max_total_steps,
-                time_budget_seconds: task.eval.time_budget_seconds,
+                episodes: task.spec.episodes_per_eval,
+                max_steps_per_episode: task.spec.max_steps_per_episode,
+                max_total_steps: task.max_total_steps(),
+                time_budget_seconds: task.time_budget_seconds(),
                 evaluator_version: env!("CARGO_PKG_VERSION").to_string(),
                 seed_set: seed_set.as_ref().map(SeedSet::record),
             },
@@ -387,7 +376,7 @@ impl Env {
         let Kind::Official(official) = &mut self.kind else {
             return Ok(false);
         };
-        let budget = self.task.eval.time_budget_seconds;
+        let budget = self.task.time_budget_seconds();
         match &mut official.stage {
             Stage::Started(session) => {
                 if session.is_finished() {
@@ -403,9 +392,9 @@ impl Env {
                     return Ok(false);
                 }
                 let last_used = self.last_used;
-                let never = match self.task.mode {
-                    Mode::Interactive => "its session was never started",
-                    Mode::Batch => "nothing was submitted",
+                let never = match self.task.spec.mode {
+                    TaskMode::Interactive => "its session was never started",
+                    TaskMode::Batch => "nothing was submitted",
                 };
                 let why = format!(
                     "the run's time budget of {budget} s, counted from its creation, ran out and \
@@ -455,7 +444,7 @@ impl Env {
                 *episode = PracticeEpisode::default();
                 Ok(StepInfo::practice(*episode, self.sim.as_ref()))
             }
-            Kind::Official(_) if self.task.mode == Mode::Batch => Err(self.not_interactive()),
+            Kind::Official(_) if self.task.spec.is_batch() => Err(self.not_interactive()),
             Kind::Official(official) => {
                 let session = official.session(&self.handle)?;
                 if seed.is_some() {
@@ -476,7 +465,7 @@ impl Env {
                 episode.episode_return += t.reward;
                 Ok((t, StepInfo::practice(*episode, self.sim.as_ref())))
             }
-            Kind::Official(_) if self.task.mode == Mode::Batch => Err(self.not_interactive()),
+            Kind::Official(_) if self.task.spec.is_batch() => Err(self.not_interactive()),
             Kind::Official(official) => {
                 let session = official.session(&self.handle)?;
                 let (t, progress) = session.step(self.sim.as_mut(), action, now)?;
@@ -488,7 +477,7 @@ impl Env {
     fn not_interactive(&self) -> Error {
         Error::BatchEnvNotInteractive {
             handle: self.handle.clone(),
-            task: self.task.id.clone(),
+            task: self.task.spec.id.clone(),
         }
     }
 
@@ -500,7 +489,7 @@ impl Env {
         secret: &[u8; SECRET_LEN],
         now: Instant,
     ) -> Result<(SessionId, u32), Error> {
-        if self.is_official() && self.task.mode == Mode::Batch {
+        if self.is_official() && self.task.spec.is_batch() {
             return Err(self.not_interactive());
         }
         self.open_session(seeds, secret, now)
@@ -526,7 +515,7 @@ impl Env {
         )?;
         let planned = session.planned();
         official.stage = Stage::Started(session);
-        tracing::info!(handle = %self.handle, session = %official.session_id, task = %self.task.id, planned, "eval session started");
+        tracing::info!(handle = %self.handle, session = %official.session_id, task = %self.task.spec.id, planned, "eval session started");
         Ok((official.session_id.clone(), planned))
     }
 
@@ -536,8 +525,8 @@ impl Env {
         let Kind::Official(official) = &self.kind else {
             return Err(Error::PracticeEnvInBatch(self.handle.clone()));
         };
-        if self.task.mode != Mode::Batch {
-            return Err(Error::NotABatchTask(self.task.id.clone()));
+        if !self.task.spec.is_batch() {
+            return Err(Error::NotABatchTask(self.task.spec.id.clone()));
         }
         match official.stage {
             Stage::Created(_) => Ok(()),
@@ -586,7 +575,7 @@ impl Env {
             official.resources.take(),
         ));
         official.stage = Stage::Batch(run.clone());
-        tracing::info!(handle = %self.handle, session = %official.session_id, batch = %run.id(), task = %self.task.id, "batch evaluation submitted");
+        tracing::info!(handle = %self.handle, session = %official.session_id, batch = %run.id(), task = %self.task.spec.id, "batch evaluation submitted");
         Ok(run)
     }
 
@@ -682,7 +671,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
         let mut task = registry.get("cartpole-balance").unwrap().as_ref().clone();
-        task.eval.time_budget_seconds = u64::MAX;
+        task.spec.budgets.time_budget_seconds = Some(u64::MAX);
         let runs_dir = dir.path().join("runs");
         ale_proto::private_files::ensure_private_dir(&runs_dir).unwrap();
         let now = Instant::now();

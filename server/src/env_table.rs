@@ -5,7 +5,7 @@
 //! run's share.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ale_proto::{EnvHandle, RunId, SessionId};
@@ -13,14 +13,10 @@ use ale_proto::{EnvHandle, RunId, SessionId};
 use crate::env::Env;
 use crate::error::{EnvCap, Error};
 use crate::evaluator::Channel;
+use crate::sync::lock;
 use crate::vector::SharedVector;
 
 pub(crate) type Shared<T> = Arc<Mutex<T>>;
-
-/// A poisoned lock means a panic mid-update elsewhere; the data is still the best we have.
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 /// Identifies one accepted connection, on either listener, for the life of the evaluator.
 /// Assigned at accept time; a client cannot choose it.

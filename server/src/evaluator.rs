@@ -16,15 +16,13 @@ use crate::batch::folder::Leftovers;
 use crate::batch::run::{BatchRun, Stop};
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
 use crate::env::{Env, OfficialRun, StepInfo};
-use crate::env_table::{
-    ConnectionId, EnvCounts, EnvTable, Held, Limits, Pool, RunScope, Shared, lock,
-};
+use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Held, Limits, Pool, RunScope, Shared};
 use crate::error::Error;
 use crate::interrupted::{MarkedRun, mark_interrupted_runs};
 use crate::run_resources::{RunChannels, RunResources, RunSetup};
 use crate::seeds::{OsSeeds, SeedSet, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
-use crate::task::Mode;
+use crate::sync::lock;
 use crate::task::{Task, TaskRegistry};
 use crate::vector::{Autoreset, SharedVector, VectorEnv, VectorReset, VectorStep};
 
@@ -508,7 +506,7 @@ impl Evaluator {
                 state_dir: &self.state_dir,
                 run,
                 run_id: &ids.run_id,
-                submission_cap: (task.mode == Mode::Batch).then_some(self.max_submission_bytes),
+                submission_cap: task.spec.is_batch().then_some(self.max_submission_bytes),
                 channels: self.run_channels.get().map(|c| c.as_ref()),
                 envs: Arc::downgrade(&self.envs),
                 leftovers: &self.leftovers,
@@ -831,8 +829,11 @@ impl Evaluator {
             .run_scope()
             .ok_or_else(|| Error::PracticeEnvInBatch(handle.clone()))?;
         let task = env.task().clone();
-        let contract = task.submission.as_ref().ok_or_else(|| {
-            Error::Internal(format!("batch task {} has no submission contract", task.id))
+        let contract = task.spec.submission_contract.as_ref().ok_or_else(|| {
+            Error::Internal(format!(
+                "batch task {} has no submission contract",
+                task.spec.id
+            ))
         })?;
         // The run's own folder, and no other: no run can submit what another wrote.
         let snapshot = submission::snapshot(

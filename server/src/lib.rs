@@ -27,6 +27,7 @@ pub mod serve;
 pub mod service;
 mod session;
 pub mod state_dir;
+mod sync;
 pub mod task;
 mod trajectory;
 pub mod vector;

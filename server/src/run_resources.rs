@@ -14,8 +14,9 @@ use ale_proto::RunId;
 use ale_proto::layout;
 
 use crate::batch::folder::{self, Leftovers, SubmissionFolder};
-use crate::env_table::{EnvTable, RunScope, lock};
+use crate::env_table::{EnvTable, RunScope};
 use crate::error::Error;
+use crate::sync::lock;
 
 /// A run's own agent channel, as the listeners' side keeps it open.
 pub trait RunChannel: Send + Sync {

@@ -90,15 +90,15 @@ impl fmt::Debug for SeedSet {
 impl SeedSet {
     /// The set `name` of `task`, refused unless the task declares it.
     pub fn of(task: &Task, name: &str, secret: &[u8; SECRET_LEN]) -> Result<SeedSet, Error> {
-        if !task.eval.seed_sets.iter().any(|s| s == name) {
+        if !task.spec.seed_sets.iter().any(|s| s == name) {
             return Err(Error::UnknownSeedSet {
-                task: task.id.clone(),
+                task: task.spec.id.clone(),
                 name: name.chars().take(80).collect(),
-                declared: task.eval.seed_sets.clone(),
+                declared: task.spec.seed_sets.clone(),
             });
         }
         Ok(SeedSet {
-            task_id: task.id.clone(),
+            task_id: task.spec.id.clone(),
             name: name.to_string(),
             secret: *secret,
         })

@@ -13,7 +13,21 @@ use crate::batch::BatchState;
 use crate::env::StepInfo;
 use crate::evaluator::{Channel, EnvShape, Evaluator, Placement, ResetAnswer, StepAnswer};
 use crate::serve::ConnectionInfo;
+use crate::task::Task;
 use crate::vector::{Autoreset, Column, VectorInfo};
+
+/// A task as the wire carries it. A task whose spaces cannot be known here (its sim's backend
+/// cannot run and its entry declares none) is listed without them.
+pub fn task_metadata(task: &Task) -> pb::TaskMetadata {
+    match task.spec() {
+        Ok(spec) => pb::TaskMetadata::from(&spec),
+        Err(_) => pb::TaskMetadata {
+            observation_space: None,
+            action_space: None,
+            ..pb::TaskMetadata::from(&task.spec)
+        },
+    }
+}
 
 /// `AleEnv` on one listener. The channel is fixed when the listener is set up.
 #[derive(Clone)]
@@ -213,7 +227,7 @@ impl AleEnv for AleEnvService {
         Ok(Response::new(pb::GetSpecResponse {
             observation_space: Some((&spec.observation_space).into()),
             action_space: Some((&spec.action_space).into()),
-            task: Some(spec.task.metadata()),
+            task: Some(task_metadata(&spec.task)),
             official: spec.official,
             num_envs: u32::try_from(spec.num_envs).unwrap_or(u32::MAX),
             autoreset_mode: autoreset_to_pb(spec.autoreset) as i32,
@@ -389,7 +403,7 @@ impl Catalog for CatalogService {
                 .evaluator
                 .tasks()
                 .iter()
-                .map(|t| t.metadata())
+                .map(|t| task_metadata(t))
                 .collect(),
         }))
     }

@@ -119,9 +119,9 @@ impl Session {
     ) -> Result<Session, Box<NotStarted>> {
         // Everything the session holds is computed before its first trusted event is written:
         // `session_started` on disk always stands for a session that exists.
-        let deadline = deadline(now, task.eval.time_budget_seconds);
-        let rollouts: Vec<Rollout> = (0..task.eval.episodes)
-            .zip(seeds.draw_many(task.eval.episodes as usize))
+        let deadline = deadline(now, task.time_budget_seconds());
+        let rollouts: Vec<Rollout> = (0..task.spec.episodes_per_eval)
+            .zip(seeds.draw_many(task.spec.episodes_per_eval as usize))
             .map(|(index, seed)| {
                 let commitment = seed_commitment(seed.reveal(), &run_id, secret);
                 Rollout {
@@ -129,7 +129,7 @@ impl Session {
                     record: EpisodeRecord {
                         index,
                         outcome: Outcome::NotRun,
-                        metric: task.metric.failure_value,
+                        metric: task.spec.metric.failure_value,
                         steps: 0,
                         episode_return: 0.0,
                         seed_commitment: commitment,
@@ -183,7 +183,7 @@ impl Session {
             return Ok(());
         }
         if self.deadline.is_some_and(|d| now >= d) {
-            let budget = self.task.eval.time_budget_seconds;
+            let budget = self.task.time_budget_seconds();
             self.finish(
                 sim.counters(),
                 EvalStatus::BudgetExceeded,
@@ -222,7 +222,7 @@ impl Session {
         // The sim's own words stay in the evaluator's log: a message could carry what it was
         // given, the hidden seed included, and this answer goes to the agent.
         if let Err(e) = sim.reset(rollout.seed.reveal()) {
-            tracing::warn!(task = %self.task.id, sim = %self.task.sim, rollout = i, error = %e,
+            tracing::warn!(task = %self.task.spec.id, sim = %self.task.spec.sim, rollout = i, error = %e,
                 "an official rollout's sim failed to reset");
             let said = "it failed to reset for an official rollout (the evaluator's log has its \
                         message); Reset again to retry the same rollout";
@@ -276,8 +276,8 @@ impl Session {
             "Reset starts the next rollout"
         };
         Ok(Error::SimFault {
-            task: self.task.id.clone(),
-            sim: self.task.sim.clone(),
+            task: self.task.spec.id.clone(),
+            sim: self.task.spec.sim.clone(),
             cause: format!(
                 "it failed {MAX_START_FAULTS} times to start rollout {} of {n} (the evaluator's \
                  log has why), which is recorded as ended by the sim's fault; {next}",
@@ -302,7 +302,7 @@ impl Session {
                 Error::EpisodeOver
             });
         };
-        let max_total = self.task.eval.max_total_steps;
+        let max_total = self.task.max_total_steps();
         if max_total > 0 && self.total_steps >= max_total {
             self.finish(
                 sim.counters(),
@@ -381,7 +381,7 @@ impl Session {
         if self.is_finished() {
             return Ok(());
         }
-        let failure = self.task.metric.failure_value;
+        let failure = self.task.spec.metric.failure_value;
         if let Some(i) = self.current.take() {
             self.close_rollout(i, in_progress_outcome, counters)?;
         }
@@ -494,10 +494,10 @@ impl Session {
         EvalResultRecord {
             session_id: self.id.clone(),
             run_id: self.run_id.clone(),
-            task_id: self.task.id.clone(),
-            metric_name: self.task.metric.name.clone(),
+            task_id: self.task.spec.id.clone(),
+            metric_name: self.task.spec.metric.name.clone(),
             value,
-            direction: self.task.metric.direction,
+            direction: self.task.spec.metric.direction,
             status: self.status,
             status_message: self.status_message.clone(),
             episodes: self.rollouts.iter().map(|r| r.record.clone()).collect(),
@@ -510,7 +510,8 @@ impl Session {
             total_steps: self.total_steps,
             safety: self
                 .task
-                .safety
+                .spec
+                .safety_metrics
                 .iter()
                 .map(|s| {
                     let total = self
@@ -548,16 +549,17 @@ pub(crate) fn close_record(
     record.outcome = outcome;
     record.metric = match outcome {
         Outcome::Completed => {
-            task.metric
-                .episode_metric
+            task.episode_metric
                 .measure(record.episode_return, record.steps, counters)
         }
-        _ => task.metric.failure_value,
+        _ => task.spec.metric.failure_value,
     };
     record.safety = task
-        .safety
+        .spec
+        .safety_metrics
         .iter()
-        .map(|s| (s.name.clone(), counter(counters, &s.counter)))
+        .zip(&task.safety_counters)
+        .map(|(s, name)| (s.name.clone(), counter(counters, name)))
         .collect();
 }
 

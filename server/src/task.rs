@@ -8,10 +8,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use ale_proto::pb;
+use ale_proto::TaskSpec;
+use ale_proto::convert::WireError;
 use ale_proto::records::{Direction, Genre};
-use ale_sim::{Counter, Holder, Sim, SimCatalog, SimConfig, SimEntry, SimError};
+use ale_proto::task_spec::{Budgets, MetricSpec, SafetyMetricSpec, SubmissionContract, TaskMode};
+use ale_sim::{Counter, Holder, Sim, SimCatalog, SimConfig, SimEntry, SimError, Space};
 use serde::Deserialize;
+
+use crate::error::Error;
 
 macro_rules! embed {
     ($file:literal) => {
@@ -65,9 +69,10 @@ pub mod bounds {
     pub const MAX_CAP: f64 = 100.0;
 }
 
+/// A task file's `mode`: the file's words for [`TaskMode`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Mode {
+enum Mode {
     Interactive,
     Batch,
 }
@@ -109,62 +114,66 @@ pub fn counter(counters: &[Counter], name: &str) -> f64 {
         .map_or(0.0, |c| c.value)
 }
 
+/// A task file's `[metric]` table: the task's [`MetricSpec`] and its per-episode measure.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MetricConfig {
-    pub name: String,
-    pub episode_metric: EpisodeMetric,
+struct MetricConfig {
+    name: String,
+    episode_metric: EpisodeMetric,
     #[serde(default)]
-    pub description: String,
-    pub direction: Direction,
-    pub target: f64,
+    description: String,
+    direction: Direction,
+    target: f64,
     #[serde(default = "default_cap")]
-    pub cap: f64,
+    cap: f64,
     /// The per-episode value a failed rollout counts as: the task's worst outcome.
-    pub failure_value: f64,
+    failure_value: f64,
 }
 
 fn default_cap() -> f64 {
     ale_proto::records::DEFAULT_CAP
 }
 
+/// A task file's `[eval]` table: how many rollouts an evaluation plays, and its budgets.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EvalConfig {
-    pub episodes: u32,
-    pub max_steps_per_episode: u32,
+struct EvalConfig {
+    episodes: u32,
+    max_steps_per_episode: u32,
     /// 0 means no limit.
     #[serde(default)]
-    pub max_total_steps: u64,
+    max_total_steps: u64,
     /// 0 means no limit.
     #[serde(default)]
-    pub time_budget_seconds: u64,
+    time_budget_seconds: u64,
     /// Named evaluation seed sets: an official run may ask to play one
     /// (`CreateEnvRequest.seed_set`), so that runs of different agents are paired rollout
     /// for rollout. Names are `a-z 0-9 . _ -`, at most [`bounds::MAX_SEED_SETS`].
     #[serde(default)]
-    pub seed_sets: Vec<String>,
+    seed_sets: Vec<String>,
 }
 
+/// One of a task file's `[[safety]]` tables: a [`SafetyMetricSpec`] and the counter it sums.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SafetyConfig {
-    pub name: String,
+struct SafetyConfig {
+    name: String,
     /// The sim counter whose per-episode values are summed into this metric.
-    pub counter: String,
-    pub penalty_factor: f64,
+    counter: String,
+    penalty_factor: f64,
     #[serde(default)]
-    pub description: String,
+    description: String,
 }
 
+/// A task file's `[submission]` table: a batch task's [`SubmissionContract`].
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SubmissionConfig {
-    pub submission_path: String,
-    pub entrypoint: String,
-    pub format: String,
+struct SubmissionConfig {
+    submission_path: String,
+    entrypoint: String,
+    format: String,
     #[serde(default)]
-    pub notes: String,
+    notes: String,
 }
 
 /// A batch run reads exactly one file, its entrypoint, inside the submission dir: the name must
@@ -178,35 +187,29 @@ pub fn check_entrypoint(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// One task, as its TOML file states it.
+/// A task file as it states the task; [`Task::from_toml`] validates it and makes it a [`Task`].
+/// serde's messages call it `Task`, as the file's readers do.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Task {
-    pub id: String,
-    pub title: String,
+#[serde(deny_unknown_fields, rename = "Task")]
+struct TaskFile {
+    id: String,
+    title: String,
     #[serde(default)]
-    pub description: String,
+    description: String,
     /// The sim as the task file names it: a catalog id, or a `[sim]` table for a sim hosted in
     /// a process of its own.
     #[serde(rename = "sim")]
     sim_source: SimSource,
-    /// The sim's id: the catalog's, or the hosted sim's (`gymnasium:<EnvId>`,
-    /// `process:<program>`).
-    #[serde(skip)]
-    pub sim: String,
-    /// The sim's own options (`[sim_config]`), handed to its catalog entry when it is built.
+    /// The sim's own options (`[sim_config]`).
     #[serde(default)]
-    pub sim_config: serde_json::Map<String, serde_json::Value>,
-    /// The catalog entry `sim` names, found when the task is loaded.
-    #[serde(skip)]
-    entry: SimHandle,
-    pub mode: Mode,
-    pub genre: Genre,
-    pub metric: MetricConfig,
-    pub eval: EvalConfig,
+    sim_config: serde_json::Map<String, serde_json::Value>,
+    mode: Mode,
+    genre: Genre,
+    metric: MetricConfig,
+    eval: EvalConfig,
     #[serde(default)]
-    pub safety: Vec<SafetyConfig>,
-    pub submission: Option<SubmissionConfig>,
+    safety: Vec<SafetyConfig>,
+    submission: Option<SubmissionConfig>,
 }
 
 /// What a task file's `sim` says.
@@ -219,41 +222,49 @@ enum SimSource {
     Hosted(serde_json::Map<String, serde_json::Value>),
 }
 
-impl Default for SimSource {
-    fn default() -> Self {
-        SimSource::Catalog(String::new())
-    }
+/// One task: what every process sees of it (its [`TaskSpec`]) and what the evaluator alone
+/// holds (how a rollout is measured, the counters behind its safety metrics, the sim's options
+/// and catalog entry). A new field every process sees is written in [`TaskSpec`] and its wire
+/// conversion (`ale_proto::task_spec`), then filled here from the task file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Task {
+    /// The task as every process sees it. Its spaces are those of the sim built when the task
+    /// was loaded (a sim's spaces do not depend on the episode, so listing such a task builds
+    /// no sim); where none could be built then they are empty, and [`Task::spec`] finds them.
+    pub(crate) spec: TaskSpec,
+    /// What one rollout contributes to the metric.
+    pub episode_metric: EpisodeMetric,
+    /// The sim counter whose per-episode values are summed into each of `spec`'s safety
+    /// metrics, in their order.
+    pub safety_counters: Vec<String>,
+    /// The sim's own options (`[sim_config]`), handed to its catalog entry when it is built.
+    pub sim_config: serde_json::Map<String, serde_json::Value>,
+    /// The catalog entry the task file's `sim` names, found when the task is loaded.
+    entry: SimHandle,
 }
 
-/// A task's catalog entry, and the spaces of the sim it built when the task was loaded (a sim's
-/// spaces do not depend on the episode, so listing such a task builds no sim); tasks compare
-/// by the sim's id, which the `sim` field already holds.
+/// A task's catalog entry, and whether the sim it built when the task was loaded gave the
+/// task's spaces; tasks compare by the sim's id, which their spec already holds.
 #[derive(Debug, Clone, Default)]
 struct SimHandle {
     entry: Option<Arc<SimEntry>>,
-    spaces: Option<Arc<WireSpaces>>,
-}
-
-/// A sim's observation and action spaces as the wire carries them.
-#[derive(Debug, Clone)]
-struct WireSpaces {
-    observation: pb::Space,
-    action: pb::Space,
-}
-
-impl WireSpaces {
-    fn of(sim: &dyn Sim) -> WireSpaces {
-        WireSpaces {
-            observation: pb::Space::from(sim.observation_space()),
-            action: pb::Space::from(sim.action_space()),
-        }
-    }
+    built_at_load: bool,
 }
 
 impl PartialEq for SimHandle {
     fn eq(&self, _: &SimHandle) -> bool {
         true
     }
+}
+
+/// The spaces of a task whose sim has not been built: none is known yet.
+fn unknown_space() -> Space {
+    Space::Dict(Vec::new())
+}
+
+/// 0 is "no limit" in a task file.
+fn limit(raw: u64) -> Option<u64> {
+    (raw != 0).then_some(raw)
 }
 
 /// A task file that cannot be used. The message names the file and the offending key.
@@ -283,21 +294,19 @@ pub enum TaskError {
 impl Task {
     /// Parses and validates one task file; its sim must be in `catalog`.
     pub fn from_toml(file: &str, text: &str, catalog: &SimCatalog) -> Result<Task, TaskError> {
-        let mut task: Task = toml::from_str(text).map_err(|e| TaskError::Parse {
+        let stated: TaskFile = toml::from_str(text).map_err(|e| TaskError::Parse {
             file: file.to_string(),
             cause: Box::new(e),
         })?;
-        let entry = task.validate(file, catalog)?;
-        task.sim = entry.id().to_string();
-        task.entry = SimHandle {
-            entry: Some(entry),
-            spaces: None,
-        };
+        let entry = stated.validate(file, catalog)?;
+        let mut task = stated.into_task(entry);
         // The sim's own check of `[sim_config]`. A backend that cannot run here (its library
         // missing) leaves the task listed; creating an env of it then says what is missing.
         match task.build_sim() {
             Ok(sim) => {
-                task.entry.spaces = Some(Arc::new(WireSpaces::of(sim.as_ref())));
+                task.spec.observation_space = sim.observation_space().clone();
+                task.spec.action_space = sim.action_space().clone();
+                task.entry.built_at_load = true;
                 Ok(task)
             }
             Err(SimError::Backend(_)) => Ok(task),
@@ -318,10 +327,13 @@ impl Task {
     /// A fresh sim for this task, for `holder`.
     pub fn build_sim_for(&self, holder: Holder) -> Result<Box<dyn Sim>, SimError> {
         let entry = self.entry.entry.as_ref().ok_or_else(|| {
-            SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
+            SimError::Backend(format!(
+                "task {} was not loaded against a catalog",
+                self.spec.id
+            ))
         })?;
         entry.build(&SimConfig {
-            max_steps: self.eval.max_steps_per_episode,
+            max_steps: self.spec.max_steps_per_episode,
             options: &self.sim_config,
             holder,
         })
@@ -339,11 +351,14 @@ impl Task {
         holder: Holder,
     ) -> Result<Box<dyn ale_sim::SimBlock>, SimError> {
         let entry = self.entry.entry.as_ref().ok_or_else(|| {
-            SimError::Backend(format!("task {} was not loaded against a catalog", self.id))
+            SimError::Backend(format!(
+                "task {} was not loaded against a catalog",
+                self.spec.id
+            ))
         })?;
         entry.build_block(
             &SimConfig {
-                max_steps: self.eval.max_steps_per_episode,
+                max_steps: self.spec.max_steps_per_episode,
                 options: &self.sim_config,
                 holder,
             },
@@ -354,6 +369,113 @@ impl Task {
     /// The task's catalog entry.
     pub fn sim_entry(&self) -> Option<&Arc<SimEntry>> {
         self.entry.entry.as_ref()
+    }
+
+    /// The task as every process sees it, its spaces included. They do not depend on the
+    /// episode: those of the sim built at load, else of a sim built now. A sim whose backend
+    /// cannot run here has those its entry declares; without them the task has no whole spec,
+    /// as a client would find (the wire then lists it without spaces).
+    pub fn spec(&self) -> Result<TaskSpec, WireError> {
+        if self.entry.built_at_load {
+            return Ok(self.spec.clone());
+        }
+        let spaces = match self.build_sim() {
+            Ok(sim) => Some((sim.observation_space().clone(), sim.action_space().clone())),
+            Err(_) => self
+                .entry
+                .entry
+                .as_ref()
+                .and_then(|entry| entry.declared_spaces())
+                .map(|s| (s.observation.clone(), s.action.clone())),
+        };
+        let (observation_space, action_space) =
+            spaces.ok_or(WireError::Missing("task.observation_space"))?;
+        Ok(TaskSpec {
+            observation_space,
+            action_space,
+            ..self.spec.clone()
+        })
+    }
+
+    /// `spec.budgets.max_total_steps` as a task file and `run_started` state it: 0 is no limit.
+    pub fn max_total_steps(&self) -> u64 {
+        self.spec.budgets.max_total_steps.unwrap_or(0)
+    }
+
+    /// `spec.budgets.time_budget_seconds` as a task file and `run_started` state it: 0 is no
+    /// limit.
+    pub fn time_budget_seconds(&self) -> u64 {
+        self.spec.budgets.time_budget_seconds.unwrap_or(0)
+    }
+}
+
+impl TaskFile {
+    /// The task this file states, on the catalog entry `validate` found.
+    fn into_task(self, entry: Arc<SimEntry>) -> Task {
+        let TaskFile {
+            id,
+            title,
+            description,
+            sim_source: _,
+            sim_config,
+            mode,
+            genre,
+            metric,
+            eval,
+            safety,
+            submission,
+        } = self;
+        Task {
+            spec: TaskSpec {
+                id,
+                title,
+                description,
+                sim: entry.id().to_string(),
+                mode: match mode {
+                    Mode::Interactive => TaskMode::Interactive,
+                    Mode::Batch => TaskMode::Batch,
+                },
+                genre,
+                metric: MetricSpec {
+                    name: metric.name,
+                    direction: metric.direction,
+                    target: metric.target,
+                    cap: metric.cap,
+                    failure_value: metric.failure_value,
+                    description: metric.description,
+                },
+                episodes_per_eval: eval.episodes,
+                max_steps_per_episode: eval.max_steps_per_episode,
+                budgets: Budgets {
+                    max_total_steps: limit(eval.max_total_steps),
+                    time_budget_seconds: limit(eval.time_budget_seconds),
+                },
+                safety_metrics: safety
+                    .iter()
+                    .map(|s| SafetyMetricSpec {
+                        name: s.name.clone(),
+                        penalty_factor: s.penalty_factor,
+                        description: s.description.clone(),
+                    })
+                    .collect(),
+                submission_contract: submission.map(|s| SubmissionContract {
+                    submission_path: s.submission_path,
+                    entrypoint: s.entrypoint,
+                    format: s.format,
+                    notes: s.notes,
+                }),
+                observation_space: unknown_space(),
+                action_space: unknown_space(),
+                seed_sets: eval.seed_sets,
+            },
+            episode_metric: metric.episode_metric,
+            safety_counters: safety.into_iter().map(|s| s.counter).collect(),
+            sim_config,
+            entry: SimHandle {
+                entry: Some(entry),
+                built_at_load: false,
+            },
+        }
     }
 
     fn validate(&self, file: &str, catalog: &SimCatalog) -> Result<Arc<SimEntry>, TaskError> {
@@ -553,78 +675,17 @@ impl Task {
         }
         Ok(())
     }
+}
 
-    /// The task as a client past the wire sees it: its metadata, decoded as a client would.
-    pub fn spec(&self) -> Result<ale_proto::TaskSpec, ale_proto::convert::WireError> {
-        ale_proto::TaskSpec::try_from(self.metadata())
-    }
-
-    /// The task's metadata as the wire carries it.
-    pub fn metadata(&self) -> pb::TaskMetadata {
-        // Its spaces do not depend on the episode: those of the sim built at load, else of a
-        // sim built now. A sim whose backend cannot run here has those its entry declares, or
-        // none.
-        let built = match &self.entry.spaces {
-            Some(spaces) => Ok(spaces.as_ref().clone()),
-            None => self.build_sim().map(|sim| WireSpaces::of(sim.as_ref())),
-        };
-        let spaces = match built {
-            Ok(spaces) => Some((spaces.observation, spaces.action)),
-            Err(_) => self
-                .entry
-                .entry
-                .as_ref()
-                .and_then(|entry| entry.declared_spaces())
-                .map(|s| (pb::Space::from(&s.observation), pb::Space::from(&s.action))),
-        };
-        let (observation_space, action_space) = spaces.unzip();
-        pb::TaskMetadata {
-            observation_space,
-            action_space,
-            id: self.id.clone(),
-            title: self.title.clone(),
-            description: self.description.clone(),
-            sim: self.sim.clone(),
-            mode: match self.mode {
-                Mode::Interactive => pb::TaskMode::Interactive,
-                Mode::Batch => pb::TaskMode::Batch,
-            } as i32,
-            genre: match self.genre {
-                Genre::Open => pb::TaskGenre::Open,
-                Genre::Reproduction => pb::TaskGenre::Reproduction,
-            } as i32,
-            metric: Some(pb::Metric {
-                name: self.metric.name.clone(),
-                direction: pb::Direction::from(self.metric.direction) as i32,
-                target: self.metric.target,
-                cap: self.metric.cap,
-                failure_value: self.metric.failure_value,
-                description: self.metric.description.clone(),
-            }),
-            episodes_per_eval: self.eval.episodes,
-            max_steps_per_episode: self.eval.max_steps_per_episode,
-            budgets: Some(pb::Budgets {
-                max_total_steps: self.eval.max_total_steps,
-                time_budget_seconds: self.eval.time_budget_seconds,
-            }),
-            safety_metrics: self
-                .safety
-                .iter()
-                .map(|s| pb::SafetyMetric {
-                    name: s.name.clone(),
-                    penalty_factor: s.penalty_factor,
-                    description: s.description.clone(),
-                })
-                .collect(),
-            submission_contract: self.submission.as_ref().map(|s| pb::SubmissionContract {
-                submission_path: s.submission_path.clone(),
-                entrypoint: s.entrypoint.clone(),
-                format: s.format.clone(),
-                notes: s.notes.clone(),
-            }),
-            seed_sets: self.eval.seed_sets.clone(),
-        }
-    }
+/// A fresh sim for `task`, for `holder`; a sim that cannot be built is the protocol's
+/// `SimUnavailable`.
+pub(crate) fn build_sim(task: &Task, holder: Holder) -> Result<Box<dyn Sim>, Error> {
+    task.build_sim_for(holder)
+        .map_err(|cause| Error::SimUnavailable {
+            task: task.spec.id.clone(),
+            sim: task.spec.sim.clone(),
+            cause: cause.to_string(),
+        })
 }
 
 /// The tasks this evaluator hosts, by id.
@@ -689,22 +750,22 @@ impl TaskRegistry {
         origin: &mut BTreeMap<String, String>,
         may_replace_builtin: bool,
     ) -> Result<(), TaskError> {
-        if let Some(other) = origin.get(&task.id) {
+        if let Some(other) = origin.get(&task.spec.id) {
             return Err(TaskError::Duplicate {
                 file: file.to_string(),
-                id: task.id,
+                id: task.spec.id,
                 other: other.clone(),
             });
         }
-        if self.tasks.contains_key(&task.id) && !may_replace_builtin {
+        if self.tasks.contains_key(&task.spec.id) && !may_replace_builtin {
             return Err(TaskError::Duplicate {
                 file: file.to_string(),
-                id: task.id,
+                id: task.spec.id,
                 other: "a built-in task".into(),
             });
         }
-        origin.insert(task.id.clone(), file.to_string());
-        self.tasks.insert(task.id.clone(), Arc::new(task));
+        origin.insert(task.spec.id.clone(), file.to_string());
+        self.tasks.insert(task.spec.id.clone(), Arc::new(task));
         Ok(())
     }
 
@@ -729,9 +790,9 @@ mod tests {
     #[test]
     fn builtin_tasks_load() {
         let registry = TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
-        let cartpole = registry.get("cartpole-balance").unwrap();
+        let cartpole = &registry.get("cartpole-balance").unwrap().spec;
         assert_eq!(cartpole.metric.target, 475.0);
-        assert_eq!(cartpole.eval.episodes, 20);
+        assert_eq!(cartpole.episodes_per_eval, 20);
         assert_eq!(cartpole.metric.direction, Direction::HigherIsBetter);
     }
 
@@ -746,12 +807,20 @@ mod tests {
     #[test]
     fn every_builtin_task_decodes_as_a_client_sees_it() {
         for task in TaskRegistry::builtin(&ale_sims::catalog()).unwrap().iter() {
-            let spec = task.spec().unwrap_or_else(|e| panic!("{}: {e}", task.id));
-            assert_eq!(spec.id, task.id);
-            assert_eq!(spec.metric.direction, task.metric.direction);
-            assert_eq!(spec.genre, task.genre);
-            assert_eq!(spec.is_batch(), task.mode == Mode::Batch, "{}", task.id);
-            assert_eq!(spec.submission_contract.is_some(), spec.is_batch());
+            let id = &task.spec.id;
+            let spec = task.spec().unwrap_or_else(|e| panic!("{id}: {e}"));
+            let decoded = TaskSpec::try_from(crate::service::task_metadata(task))
+                .unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(decoded, spec, "{id}");
+            assert_eq!(decoded.id, task.spec.id);
+            assert_eq!(decoded.metric.direction, task.spec.metric.direction);
+            assert_eq!(decoded.genre, task.spec.genre);
+            assert_eq!(
+                decoded.is_batch(),
+                task.spec.mode == TaskMode::Batch,
+                "{id}"
+            );
+            assert_eq!(decoded.submission_contract.is_some(), decoded.is_batch());
         }
     }
 
@@ -796,7 +865,14 @@ mod tests {
         let text = cartpole_with("episodes = 20", "episodes = 3");
         std::fs::write(dir.path().join("a.toml"), &text).unwrap();
         let registry = TaskRegistry::with_dir(dir.path(), &ale_sims::catalog()).unwrap();
-        assert_eq!(registry.get("cartpole-balance").unwrap().eval.episodes, 3);
+        assert_eq!(
+            registry
+                .get("cartpole-balance")
+                .unwrap()
+                .spec
+                .episodes_per_eval,
+            3
+        );
         std::fs::write(dir.path().join("b.toml"), &text).unwrap();
         let err = TaskRegistry::with_dir(dir.path(), &ale_sims::catalog())
             .unwrap_err()

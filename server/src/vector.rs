@@ -240,8 +240,8 @@ impl VectorEnv {
             let block =
                 task.build_block_for(size, holder)
                     .map_err(|cause| Error::SimUnavailable {
-                        task: task.id.clone(),
-                        sim: task.sim.clone(),
+                        task: task.spec.id.clone(),
+                        sim: task.spec.sim.clone(),
                         cause: cause.to_string(),
                     })?;
             if blocks.is_empty() {
@@ -422,7 +422,7 @@ impl VectorEnv {
         self.split_actions(action)?;
         for (i, a) in self.actions.iter().enumerate() {
             self.action_space.check(a).map_err(|e| Error::BadAction {
-                task: self.task.id.clone(),
+                task: self.task.spec.id.clone(),
                 detail: format!("sub-env {i}: {e}"),
             })?;
         }
@@ -481,7 +481,7 @@ impl VectorEnv {
             );
         if !dtype_ok || action.shape() != expected.as_slice() {
             return Err(Error::BadAction {
-                task: self.task.id.clone(),
+                task: self.task.spec.id.clone(),
                 detail: format!(
                     "a vector env of {n} sub-envs takes one action per sub-env: dtype {} and \
                      shape {expected:?} (num_envs first), got {} of shape {}",
@@ -685,7 +685,7 @@ fn check_answer_size(task: &Task, block: &dyn SimBlock, n: usize) -> Result<(), 
     let bytes = per_env.saturating_mul(n);
     if bytes > room {
         return Err(Error::VectorTooLarge {
-            task: task.id.clone(),
+            task: task.spec.id.clone(),
             envs: n,
             per_env,
             bytes,

@@ -112,7 +112,7 @@ fn a_sim_whose_backend_is_missing_is_listed_and_refused_with_its_own_message() {
     .unwrap();
     let missing = tasks.get("missing").unwrap();
     // Listed, without spaces (none can be known without the backend).
-    let metadata = missing.metadata();
+    let metadata = ale_server::service::task_metadata(missing);
     assert!(metadata.observation_space.is_none() && metadata.action_space.is_none());
     // An entry that declares its spaces is listed with them, whole as a client decodes it.
     let declared = registry(&[("declared.toml", task("declared", "Declared-v0", ""))]).unwrap();

@@ -69,20 +69,21 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
     let registry = ale_server::TaskRegistry::builtin(&ale_sims::catalog()).unwrap();
     let batch: Vec<_> = registry
         .iter()
-        .filter(|t| t.mode == ale_server::task::Mode::Batch)
+        .filter(|t| t.spec().unwrap().is_batch())
         .collect();
     assert!(batch.len() >= 2);
     for task in batch {
-        let mut env = client.create(&task.id).await.unwrap();
-        let mut agent = policy::heuristic(&task.sim).unwrap();
+        let spec = task.spec().unwrap();
+        let mut env = client.create(&spec.id).await.unwrap();
+        let mut agent = policy::heuristic(&spec.sim).unwrap();
         let mut total = 0.0;
-        let mut safety = vec![0.0; task.safety.len()];
-        for seed in 0..u64::from(task.eval.episodes) {
+        let mut safety = vec![0.0; spec.safety_metrics.len()];
+        for seed in 0..u64::from(spec.episodes_per_eval) {
             let s = play_episode(&mut env, agent.as_mut(), Some(seed))
                 .await
                 .unwrap();
             let counters: Vec<ale_sim::Counter> = ale_sims::catalog()
-                .find(&task.sim)
+                .find(&spec.sim)
                 .unwrap()
                 .counter_names()
                 .iter()
@@ -90,33 +91,32 @@ async fn each_batch_heuristic_meets_its_target_over_practice_episodes() {
                     name,
                     value: match s.info.get(*name) {
                         Some(ale_client::InfoValue::Number(v)) => *v,
-                        other => panic!("{}: counter {name} is {other:?}", task.id),
+                        other => panic!("{}: counter {name} is {other:?}", spec.id),
                     },
                 })
                 .collect();
             total += task
-                .metric
                 .episode_metric
                 .measure(s.episode_return, s.steps, &counters);
-            for (sum, metric) in safety.iter_mut().zip(&task.safety) {
-                *sum += ale_server::task::counter(&counters, &metric.counter);
+            for (sum, counter) in safety.iter_mut().zip(&task.safety_counters) {
+                *sum += ale_server::task::counter(&counters, counter);
             }
         }
-        let mean = total / f64::from(task.eval.episodes);
+        let mean = total / f64::from(spec.episodes_per_eval);
         assert!(
-            meets(mean, task.metric.target, task.metric.direction),
+            meets(mean, spec.metric.target, spec.metric.direction),
             "{}: {mean} vs {}",
-            task.id,
-            task.metric.target
+            spec.id,
+            spec.metric.target
         );
         assert!(
             safety.iter().all(|v| *v == 0.0),
             "{}: safety {safety:?}",
-            task.id
+            spec.id
         );
         eprintln!(
             "{} {}={mean:.3} safety {safety:?}",
-            task.id, task.metric.name
+            spec.id, spec.metric.name
         );
     }
 }

@@ -45,13 +45,13 @@ pub struct Leftovers(Arc<Mutex<Vec<PathBuf>>>);
 
 impl Leftovers {
     fn keep(&self, path: PathBuf) {
-        crate::env_table::lock(&self.0).push(path);
+        crate::sync::lock(&self.0).push(path);
     }
 
     /// Tries again to remove every folder kept; those that still resist stay kept. Returns
     /// how many went. Does nothing (and no I/O) when none is kept.
     pub fn retry(&self) -> usize {
-        let kept = std::mem::take(&mut *crate::env_table::lock(&self.0));
+        let kept = std::mem::take(&mut *crate::sync::lock(&self.0));
         if kept.is_empty() {
             return 0;
         }
@@ -69,14 +69,14 @@ impl Leftovers {
                 }
             }
         }
-        crate::env_table::lock(&self.0).extend(still);
+        crate::sync::lock(&self.0).extend(still);
         removed
     }
 
     /// The folders kept for another try.
     #[cfg(test)]
     pub fn kept(&self) -> Vec<PathBuf> {
-        crate::env_table::lock(&self.0).clone()
+        crate::sync::lock(&self.0).clone()
     }
 }
 

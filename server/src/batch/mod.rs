@@ -27,9 +27,10 @@ use std::sync::{Arc, Mutex, Weak};
 
 use ale_proto::BatchId;
 
-use crate::env_table::{RunScope, lock};
+use crate::env_table::RunScope;
 use crate::error::Error;
 use crate::evaluator::Channel;
+use crate::sync::lock;
 use policy::Loader;
 use pool::Pool;
 use rollout::Block;
@@ -291,7 +292,7 @@ impl Starter {
                     return run.end_before_start();
                 }
                 let task = run.task().clone();
-                let (obs, act) = match crate::env::build_sim(&task, ale_sim::Holder::Official) {
+                let (obs, act) = match crate::task::build_sim(&task, ale_sim::Holder::Official) {
                     Ok(sim) => (sim.observation_space().clone(), sim.action_space().clone()),
                     Err(e) => return run.fail_before_start(Stop::Failed(e.to_string())),
                 };

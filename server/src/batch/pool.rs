@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::env_table::lock;
+use crate::sync::lock;
 
 /// How long a block plays before it yields its thread to the next one in the queue.
 pub const TIME_SLICE: Duration = Duration::from_millis(20);

@@ -40,9 +40,12 @@ impl Block {
     /// A block of `slots` envs playing `policy`, each slot starting the run's next rollout.
     pub fn new(run: Arc<BatchRun>, policy: Box<dyn Policy>, slots: usize) -> Result<Block, String> {
         let task = run.task().clone();
-        let sims = task
-            .build_block(slots)
-            .map_err(|e| format!("task {}'s simulator {} failed: {e}", task.id, task.sim))?;
+        let sims = task.build_block(slots).map_err(|e| {
+            format!(
+                "task {}'s simulator {} failed: {e}",
+                task.spec.id, task.spec.sim
+            )
+        })?;
         let slots = sims.len();
         let mut block = Block {
             rows: vec![0.0; slots * policy.obs_dim()],
@@ -122,7 +125,7 @@ impl Block {
                 Ok(transition) => transition,
                 Err(SimError::Fault(cause)) => {
                     // This rollout ends by the sim's fault; the slot takes the next one.
-                    tracing::warn!(task = %task.id, %cause, "a batch rollout's sim failed");
+                    tracing::warn!(task = %task.spec.id, %cause, "a batch rollout's sim failed");
                     if let Some(mut record) = self.rollouts[slot].take() {
                         close_record(
                             &task,
@@ -178,7 +181,7 @@ impl Block {
                     return;
                 }
                 Err(SimError::Fault(cause)) => {
-                    tracing::warn!(task = %self.run.task().id, %cause, "a batch rollout's sim failed to reset");
+                    tracing::warn!(task = %self.run.task().spec.id, %cause, "a batch rollout's sim failed to reset");
                     close_record(
                         self.run.task(),
                         &mut next.record,

@@ -15,10 +15,10 @@ use ale_proto::BatchId;
 use ale_proto::records::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
 
 use super::Admission;
-use crate::env_table::lock;
 use crate::run_resources::RunResources;
 use crate::seeds::HiddenSeed;
 use crate::session::{PlayedRollout, Session};
+use crate::sync::lock;
 use crate::task::Task;
 
 /// Where a batch run stands, as `GetBatchEvalStatus` reports it.
@@ -167,7 +167,7 @@ impl BatchRun {
         }
         let _ = self.deadline.set(crate::session::deadline(
             now,
-            self.task.eval.time_budget_seconds,
+            self.task.time_budget_seconds(),
         ));
         inner.admission = Some(admission);
         Ok(())
@@ -255,7 +255,7 @@ impl BatchRun {
     /// Takes up to `want` steps from the step budget; returns how many may be taken. Fewer
     /// than asked: the budget is spent and the run stops.
     pub fn take_steps(&self, want: u64) -> u64 {
-        let max = self.task.eval.max_total_steps;
+        let max = self.task.max_total_steps();
         if max == 0 {
             self.steps.fetch_add(want, Ordering::Relaxed);
             return want;
@@ -357,7 +357,7 @@ impl BatchRun {
                 EvalStatus::BudgetExceeded,
                 format!(
                     "the time budget of {} s ran out",
-                    self.task.eval.time_budget_seconds
+                    self.task.time_budget_seconds()
                 ),
                 BatchState::Succeeded,
             ),
@@ -365,7 +365,7 @@ impl BatchRun {
                 EvalStatus::BudgetExceeded,
                 format!(
                     "the step budget of {} steps ran out",
-                    self.task.eval.max_total_steps
+                    self.task.max_total_steps()
                 ),
                 BatchState::Succeeded,
             ),
@@ -428,7 +428,7 @@ impl BatchRun {
                 format!(
                     "queued: waiting for a place among the batch runs that play at once \
                      (ale serve --max-batch-runs); its time budget of {} s starts then",
-                    self.task.eval.time_budget_seconds
+                    self.task.time_budget_seconds()
                 ),
             ),
             Phase::Queued => (
@@ -454,7 +454,7 @@ impl BatchRun {
             // A rollout may be long: steps taken count too, against the most a run can take.
             let by_rollouts = f64::from(done) / f64::from(planned);
             let most_steps =
-                f64::from(planned) * f64::from(self.task.eval.max_steps_per_episode.max(1));
+                f64::from(planned) * f64::from(self.task.spec.max_steps_per_episode.max(1));
             let by_steps = self.steps.load(Ordering::Relaxed) as f64 / most_steps;
             by_rollouts.max(by_steps).min(0.999)
         };

@@ -18,7 +18,8 @@ use tokio_stream::Stream;
 use tonic::transport::server::Connected;
 
 use super::requests::{ConnectionRequestBytes, RequestBytesPool};
-use crate::env_table::{ConnectionId, lock};
+use crate::env_table::ConnectionId;
+use crate::sync::lock;
 
 /// At most one line a second about refused connections or failing accepts, so a flood of
 /// them cannot flood the log; each line carries the running count.

@@ -184,7 +184,7 @@ impl RunningServer {
         // The runs' sockets stopped with the others (and were dropped with them at the
         // deadline); their runs have ended now.
         let _ = self.drop_connections.send(true);
-        let run_tasks = std::mem::take(&mut *crate::env_table::lock(&self.run_tasks));
+        let run_tasks = std::mem::take(&mut *crate::sync::lock(&self.run_tasks));
         for task in run_tasks {
             if tokio::time::timeout(DROP_WAIT, task).await.is_err() {
                 tracing::error!(

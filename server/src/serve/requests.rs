@@ -28,8 +28,8 @@ use tower::{Layer, Service};
 
 use super::connections::ConnectionInfo;
 use super::options::CONNECTION_RESERVE_BYTES;
-use crate::env_table::lock;
 use crate::error::{Error, RequestBytesCap};
+use crate::sync::lock;
 
 /// The bytes of unfinished requests all connections hold beyond their reserves.
 #[derive(Debug)]

@@ -27,10 +27,11 @@ use super::connections::{Admission, ConnectionGate, Incoming};
 use super::options::ServeOptions;
 use super::requests::RequestBytesPool;
 use super::router;
-use crate::env_table::{RunScope, lock};
+use crate::env_table::RunScope;
 use crate::error::Error;
 use crate::evaluator::{Channel, Evaluator};
 use crate::run_resources::{RunChannel, RunChannels};
+use crate::sync::lock;
 
 /// What every run channel shares with the evaluator's other listeners.
 pub(super) struct Opener {
