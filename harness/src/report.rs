@@ -4,14 +4,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ale_proto::RunId;
-use ale_proto::layout::REPORT_FILE;
-use ale_proto::private_files::create_private_file;
-use ale_proto::records::{EpisodeRecord, EvalStatus, Genre, SeedSetRecord};
+use ale_proto::eval::{EpisodeRecord, EvalStatus, Genre};
+use ale_records::event_data::SeedSetRecord;
+use ale_records::layout::REPORT_FILE;
+use ale_records::private_files::create_private_file;
 use serde::{Deserialize, Serialize};
 
-use ale_proto::keys::encode_public_key;
-use ale_proto::layout::AGENT_LOG_FILE;
-use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
+use ale_records::layout::AGENT_LOG_FILE;
+use ale_records::signing_keys::encode_public_key;
+use ale_records::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 
 use crate::sandbox::SandboxRecord;
 use crate::scoring::Breakdown;
@@ -328,7 +329,7 @@ impl Report {
         if self
             .episodes
             .iter()
-            .any(|e| e.outcome == ale_proto::records::Outcome::SimFault)
+            .any(|e| e.outcome == ale_proto::eval::Outcome::SimFault)
         {
             RunEnding::SimFault
         } else if self.status == EvalStatus::BudgetExceeded {
@@ -415,7 +416,7 @@ impl Report {
 pub(crate) mod tests {
     use super::*;
     use crate::scoring::{Faithfulness, ScoringRules, score};
-    use ale_proto::records::Direction;
+    use ale_proto::eval::Direction;
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     pub(crate) fn sample() -> Report {

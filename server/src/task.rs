@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use ale_proto::eval::{Direction, Genre};
 use ale_proto::pb;
-use ale_proto::records::{Direction, Genre};
 use ale_sim::{Counter, Holder, Sim, SimCatalog, SimConfig, SimEntry, SimError};
 use serde::Deserialize;
 
@@ -125,7 +125,7 @@ pub struct MetricConfig {
 }
 
 fn default_cap() -> f64 {
-    ale_proto::records::DEFAULT_CAP
+    ale_proto::eval::DEFAULT_CAP
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -468,7 +468,7 @@ impl Task {
             "named evaluation seed sets",
         )?;
         for (i, name) in e.seed_sets.iter().enumerate() {
-            if !ale_proto::commitment::is_seed_set_name(name) {
+            if !ale_records::commitment::is_seed_set_name(name) {
                 return Err(invalid(
                     "eval.seed_sets",
                     format!(
