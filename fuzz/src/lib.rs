@@ -154,7 +154,7 @@ pub fn trajectory(data: &[u8]) {
 }
 
 fn reseal(text: &str) -> String {
-    use ale_proto::trajectory::{Chain, EventKind, Level};
+    use ale_records::trajectory::{Chain, EventKind, Level};
     let mut chain = Chain::new();
     let mut out = String::new();
     for line in text.lines() {

@@ -101,7 +101,7 @@ struct ReservedLog(Option<std::fs::File>);
 impl Drop for ReservedLog {
     fn drop(&mut self) {
         if let Some(file) = self.0.take()
-            && let Err(e) = ale_proto::trajectory::release_unused_space(&file)
+            && let Err(e) = ale_records::disk_space::release_unused_space(&file)
         {
             tracing::warn!(error = %e, "cannot give back the disk reserved for the agent's log");
         }

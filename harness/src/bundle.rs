@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use ale_proto::keys::KeyRole;
-use ale_proto::layout::REPORT_FILE;
-use ale_proto::private_files::ensure_private_dir;
-use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
+use ale_records::layout::REPORT_FILE;
+use ale_records::private_files::ensure_private_dir;
+use ale_records::signing_keys::KeyRole;
+use ale_records::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 use serde::{Deserialize, Serialize};
 
 /// The format's name and version, the first field of every bundle.
@@ -103,8 +103,11 @@ impl Bundle {
         let mut public_keys = BTreeMap::new();
         for role in [KeyRole::Evaluator, KeyRole::Harness] {
             let file = role.public_key_file();
-            if let Ok(key) = ale_proto::keys::read_public_key(&state_dir.join(file)) {
-                public_keys.insert(file.to_string(), ale_proto::keys::encode_public_key(&key));
+            if let Ok(key) = ale_records::signing_keys::read_public_key(&state_dir.join(file)) {
+                public_keys.insert(
+                    file.to_string(),
+                    ale_records::signing_keys::encode_public_key(&key),
+                );
             }
         }
         let run_id = run_dir
@@ -172,7 +175,7 @@ impl Bundle {
             let path = path.to_path_buf();
             move |cause| BundleError::Write { path, cause }
         };
-        let runs = ale_proto::layout::runs_dir(dir);
+        let runs = ale_records::layout::runs_dir(dir);
         let run_dir = runs.join(safe_name(&self.run_id));
         for folder in [dir.to_path_buf(), runs, run_dir.clone()] {
             ensure_private_dir(&folder)
@@ -354,6 +357,6 @@ mod tests {
 
     #[test]
     fn the_agent_log_is_never_bundled() {
-        assert!(!BUNDLED_FILES.contains(&ale_proto::layout::AGENT_LOG_FILE));
+        assert!(!BUNDLED_FILES.contains(&ale_records::layout::AGENT_LOG_FILE));
     }
 }

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use ale_proto::eval::EvalResultRecord;
 use ale_proto::pb::{self, ale_env_client::AleEnvClient, catalog_client::CatalogClient};
-use ale_proto::records::EvalResultRecord;
 use ale_proto::{BatchId, EnvHandle, RunId, SessionId, TaskSpec};
 use hyper_util::rt::TokioIo;
 use tonic::transport::{Channel, Endpoint};
@@ -180,7 +180,7 @@ impl HarnessChannel {
             Ok(pb::BatchState::Failed) => BatchRunState::Failed,
             _ => {
                 return Err(HarnessError::wire("GetBatchEvalStatus")(
-                    ale_proto::records::UnknownEnum {
+                    ale_proto::eval::UnknownEnum {
                         field: "state",
                         value: answer.state,
                     }

@@ -20,9 +20,10 @@
 use std::path::{Path, PathBuf};
 
 use ale_proto::RunId;
-use ale_proto::keys::KeyError;
-use ale_proto::records::{Direction, EvalStatus, SeedSetRecord};
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_proto::eval::{Direction, EvalStatus};
+use ale_records::event_data::SeedSetRecord;
+use ale_records::signing_keys::KeyError;
+use ale_records::trajectory::TRAJECTORY_FILE;
 
 use crate::plot::{PlotData, PlotError};
 use crate::report::Report;
@@ -308,7 +309,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ale_proto::keys::{KeyRole, read_public_key};
+    use ale_records::signing_keys::{KeyRole, read_public_key};
 
     /// A run folder holding only `report`'s report.json.
     fn reported(root: &Path, report: &Report) -> PathBuf {

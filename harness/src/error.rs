@@ -108,9 +108,9 @@ pub enum HarnessError {
     #[error(transparent)]
     Sandbox(#[from] ale_sandbox::SandboxError),
     #[error("refusing to write the run's records: {0}")]
-    NotPrivate(ale_proto::private_files::PrivateFileError),
+    NotPrivate(ale_records::private_files::PrivateFileError),
     #[error(transparent)]
-    Keys(#[from] ale_proto::keys::KeyError),
+    Keys(#[from] ale_records::signing_keys::KeyError),
 }
 
 /// Why the harness does not accept the records of the run it just followed.

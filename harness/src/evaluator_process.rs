@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use ale_proto::layout;
-use ale_proto::private_files::read_private_file;
+use ale_records::layout;
+use ale_records::private_files::read_private_file;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 
-use ale_proto::private_files::PrivateFileError;
+use ale_records::private_files::PrivateFileError;
 
 /// Why no evaluator could be attached to or started.
 #[derive(Debug, thiserror::Error)]

@@ -3,7 +3,7 @@
 //! [`crate::scoring::Breakdown`] and, as the log's last event, the harness's signature.
 
 use ale_proto::RunId;
-use ale_proto::records::EvalStatus;
+use ale_proto::eval::EvalStatus;
 use serde::{Deserialize, Serialize};
 
 use crate::report::TaskSummary;

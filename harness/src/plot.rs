@@ -13,15 +13,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Once;
 
 use ale_proto::RunId;
-use ale_proto::private_files::{PrivateFileError, create_private_file};
-use ale_proto::records::{Direction, EpisodeRecord, EvalStatus, Outcome};
+use ale_proto::eval::{Direction, EpisodeRecord, EvalStatus, Outcome};
+use ale_records::private_files::{PrivateFileError, create_private_file};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_records::trajectory::TRAJECTORY_FILE;
 
 use crate::compare::{ComparedRun, Comparison};
 use crate::report::Report;

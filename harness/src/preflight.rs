@@ -7,7 +7,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use ale_proto::layout;
+use ale_records::layout;
 
 use crate::agent::check_command;
 use crate::evaluator_process::socket_is_live;

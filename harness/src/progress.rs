@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use ale_proto::RunId;
-use ale_proto::records::{Direction, EvalStatus, Outcome};
+use ale_proto::eval::{Direction, EvalStatus, Outcome};
 use serde::{Deserialize, Serialize};
 
 use crate::report::Report;

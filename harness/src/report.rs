@@ -4,14 +4,15 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ale_proto::RunId;
-use ale_proto::layout::REPORT_FILE;
-use ale_proto::private_files::create_private_file;
-use ale_proto::records::{EpisodeRecord, EvalStatus, Genre, SeedSetRecord};
+use ale_proto::eval::{EpisodeRecord, EvalStatus, Genre};
+use ale_records::event_data::SeedSetRecord;
+use ale_records::layout::REPORT_FILE;
+use ale_records::private_files::create_private_file;
 use serde::{Deserialize, Serialize};
 
-use ale_proto::keys::encode_public_key;
-use ale_proto::layout::AGENT_LOG_FILE;
-use ale_proto::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
+use ale_records::layout::AGENT_LOG_FILE;
+use ale_records::signing_keys::encode_public_key;
+use ale_records::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 
 use crate::scoring::Breakdown;
 use crate::stats::{Interval, Summary, seed_for};
@@ -342,7 +343,7 @@ impl Report {
         } else if self
             .episodes
             .iter()
-            .any(|e| e.outcome == ale_proto::records::Outcome::SimFault)
+            .any(|e| e.outcome == ale_proto::eval::Outcome::SimFault)
         {
             RunEnding::SimFault
         } else if self.status == EvalStatus::BudgetExceeded {
@@ -433,7 +434,7 @@ impl Report {
 pub(crate) mod tests {
     use super::*;
     use crate::scoring::{Faithfulness, ScoringRules, score};
-    use ale_proto::records::Direction;
+    use ale_proto::eval::Direction;
     use std::os::unix::fs::{PermissionsExt, symlink};
 
     pub(crate) fn sample() -> Report {
@@ -533,7 +534,7 @@ pub(crate) mod tests {
     /// Every ending has its own cause and exit code, read from the report alone.
     #[test]
     fn each_ending_is_told_by_the_report_and_has_its_exit_code() {
-        use ale_proto::records::{EpisodeRecord, Outcome};
+        use ale_proto::eval::{EpisodeRecord, Outcome};
         let episode = |outcome| EpisodeRecord {
             index: 0,
             seed_commitment: String::new(),

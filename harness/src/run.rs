@@ -8,14 +8,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use ale_proto::keys::SigningKey;
+use ale_records::signing_keys::SigningKey;
 use std::os::unix::fs::OpenOptionsExt;
 
-use ale_proto::layout::{self, AGENT_LOG_FILE, REPORT_FILE, UNIX_SCHEME};
-use ale_proto::private_files::{check_private_dir, create_private_file};
-use ale_proto::records::{EvalResultRecord, EvalStatus};
-use ale_proto::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
+use ale_proto::eval::{EvalResultRecord, EvalStatus};
 use ale_proto::{EnvHandle, RunId, SessionId, TaskSpec};
+use ale_records::layout::{self, AGENT_LOG_FILE, REPORT_FILE, UNIX_SCHEME};
+use ale_records::private_files::{check_private_dir, create_private_file};
+use ale_records::trajectory::{ChainWriter, EventKind, HARNESS_LOG_FILE, Level, TRAJECTORY_FILE};
 
 use crate::agent::{Agent, AgentLaunch, AgentStart};
 use crate::channel::{BatchRunState, HarnessChannel, OfficialEnv};
@@ -25,7 +25,7 @@ use crate::log::{HarnessStarted, ResultRead};
 use crate::report::{Report, TaskSummary, Timings};
 use crate::scoring::{Faithfulness, score};
 use crate::verify::{RecordKeys, verify_harness_log, verify_trajectory};
-use ale_proto::keys::{KeyRole, load_or_create_signing_key, read_public_key};
+use ale_records::signing_keys::{KeyRole, load_or_create_signing_key, read_public_key};
 use ale_sandbox::{SandboxOptions, SandboxRecord};
 
 /// How long an agent may run past the session's time budget before the harness ends the
@@ -224,7 +224,7 @@ async fn prologue(
     evaluator: &EvaluatorHandle,
 ) -> Result<Prologue, HarnessError> {
     let started = Instant::now();
-    let started_unix_ms = ale_proto::now_unix_ms();
+    let started_unix_ms = ale_records::now_unix_ms();
     let channel = HarnessChannel::connect(&evaluator.harness_socket).await?;
     // The harness signs its log with its own key; the evaluator's public key checks the
     // trajectory's signature. Both live in the state dir, which no agent can reach.
@@ -278,7 +278,7 @@ const REPORT_RESERVE_BASE: u64 = 32 << 10;
 const REPORT_RESERVE_PER_ROLLOUT: u64 = 1 << 10;
 
 /// Reserves `len` bytes past the end of `file` (at `path`) without changing its size
-/// ([`ale_proto::trajectory::reserve_space`]), so that another run filling the disk cannot
+/// ([`ale_records::disk_space::reserve_space`]), so that another run filling the disk cannot
 /// make the rest of this run's records unwritable. A filesystem that cannot reserve space at
 /// all is let through with a warning; one without the space refuses the run.
 pub(crate) fn reserve_space(
@@ -293,7 +293,7 @@ pub(crate) fn reserve_space(
             cause,
         })?
         .len();
-    match ale_proto::trajectory::reserve_space(file, offset, len) {
+    match ale_records::disk_space::reserve_space(file, offset, len) {
         Ok(()) => Ok(()),
         Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
             tracing::warn!(file = %path.display(), "this filesystem cannot reserve space: a full disk may cut the run's records short");
@@ -409,7 +409,7 @@ fn conclude(
     // The report says exactly what the two signed records say, as `verify` will rebuild it.
     let timings = Timings {
         started_unix_ms: prologue.started_unix_ms,
-        finished_unix_ms: ale_proto::now_unix_ms(),
+        finished_unix_ms: ale_records::now_unix_ms(),
         duration_seconds: prologue.started.elapsed().as_secs_f64(),
     };
     let report = Report::from_records(&verified, &verified_log, &prologue.keys, timings)
@@ -427,7 +427,7 @@ fn conclude(
         .map_err(records_err)?;
     // Both records are whole: what was set aside for them and not used goes back to the disk.
     for released in [
-        ale_proto::trajectory::release_unused_space(&records.report),
+        ale_records::disk_space::release_unused_space(&records.report),
         records.log.release_reserve(),
     ] {
         if let Err(e) = released {
@@ -818,7 +818,7 @@ fn copy_submission(
     let mut source = open_submission(state_dir, from).map_err(err)?;
     let dir = run_submission_dir(state_dir, run_id)?;
     let partial = dir.join(format!(".{entrypoint}.{run_id}.partial"));
-    let mut file = ale_proto::private_files::create_private_file(&partial, 0o600)
+    let mut file = ale_records::private_files::create_private_file(&partial, 0o600)
         .map_err(|e| err(e.into()))?;
     let mut source = std::io::Read::take(&mut source, MAX_SUBMISSION_BYTES + 1);
     let written = std::io::copy(&mut source, &mut file).and_then(|copied| {
@@ -1078,7 +1078,7 @@ mod tests {
     /// 1 KiB (an agent command longer than the base leaves is written into unreserved space).
     #[test]
     fn reports_fit_in_their_reservation() {
-        use ale_proto::records::{EpisodeRecord, Outcome};
+        use ale_proto::eval::{EpisodeRecord, Outcome};
         let safety: std::collections::BTreeMap<String, f64> = [(
             "joint_limit_violations".to_string(),
             -1.2345678901234567e-300,

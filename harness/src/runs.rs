@@ -2,8 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ale_proto::layout::{self, INTERRUPTED_FILE};
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_records::layout::{self, INTERRUPTED_FILE};
+use ale_records::trajectory::TRAJECTORY_FILE;
 
 use crate::report::Report;
 use crate::stats::Interval;

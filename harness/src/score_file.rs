@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use ale_proto::TaskSpec;
-use ale_proto::layout::REPORT_FILE;
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_records::layout::REPORT_FILE;
+use ale_records::trajectory::TRAJECTORY_FILE;
 
 use crate::report::Report;
 use crate::scoring::{Breakdown, Faithfulness, ScoringRules, score};
@@ -155,7 +155,7 @@ mod tests {
     use super::*;
 
     fn task(id: &str) -> TaskSpec {
-        use ale_proto::records::{Direction, Genre};
+        use ale_proto::eval::{Direction, Genre};
         use ale_proto::task_spec::{Budgets, MetricSpec, SafetyMetricSpec, TaskMode};
         use ale_sim::{DiscreteSpace, Space};
         let space = Space::Discrete(DiscreteSpace {

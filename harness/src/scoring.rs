@@ -11,13 +11,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use ale_proto::TaskSpec;
-use ale_proto::records::{Direction, Genre, RunStarted};
+use ale_proto::eval::{Direction, Genre};
+use ale_records::event_data::RunStarted;
 use serde::{Deserialize, Serialize};
 
 use crate::report::Report;
 
 /// Floor of the measurement in the lower-is-better ratio, so a perfect 0 scores the cap.
-/// (A task that sets no cap gets [`ale_proto::records::DEFAULT_CAP`].)
+/// (A task that sets no cap gets [`ale_proto::eval::DEFAULT_CAP`].)
 pub const EPS: f64 = 1e-9;
 
 /// A safety metric's rule: above zero, the score is multiplied by `penalty_factor`.
@@ -48,7 +49,7 @@ impl ScoringRules {
         target: f64,
         cap: f64,
         safety: impl IntoIterator<Item = (String, f64)>,
-        genre: ale_proto::records::Genre,
+        genre: ale_proto::eval::Genre,
     ) -> ScoringRules {
         ScoringRules {
             metric_name: metric_name.to_string(),
@@ -282,7 +283,7 @@ impl std::fmt::Display for PenaltyApplied {
 ///
 /// ```
 /// use ale_harness::scoring::{score, Faithfulness, ScoringRules};
-/// use ale_proto::records::Direction;
+/// use ale_proto::eval::Direction;
 /// let rules = ScoringRules {
 ///     metric_name: "mean_return".into(),
 ///     direction: Direction::HigherIsBetter,

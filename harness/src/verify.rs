@@ -9,16 +9,16 @@
 
 use std::collections::BTreeMap;
 
-use ale_proto::records::{
-    EpisodeRecord, EvalResultRecord, InterruptedRun, Outcome, RolloutStarted, RunStarted,
-    SessionStarted, SubmissionReceived,
-};
+use ale_proto::eval::{EpisodeRecord, EvalResultRecord, Outcome};
 use ale_proto::task_spec::TaskMode;
+use ale_records::event_data::{
+    InterruptedRun, RolloutStarted, RunStarted, SessionStarted, SubmissionReceived,
+};
 use std::path::{Path, PathBuf};
 
-use ale_proto::layout::{INTERRUPTED_FILE, REPORT_FILE};
-use ale_proto::signature;
-use ale_proto::trajectory::{
+use ale_records::layout::{INTERRUPTED_FILE, REPORT_FILE};
+use ale_records::signature;
+use ale_records::trajectory::{
     self, EventKind, HARNESS_LOG_FILE, Level, SealedEvent, TRAJECTORY_FILE,
 };
 use ed25519_dalek::VerifyingKey;
@@ -525,8 +525,10 @@ pub struct RecordKeys {
 
 impl RecordKeys {
     /// The public keys an evaluator's state dir holds (`evaluator.pub`, `harness.pub`).
-    pub fn from_state_dir(state_dir: &Path) -> Result<RecordKeys, ale_proto::keys::KeyError> {
-        use ale_proto::keys::{KeyRole, read_public_key};
+    pub fn from_state_dir(
+        state_dir: &Path,
+    ) -> Result<RecordKeys, ale_records::signing_keys::KeyError> {
+        use ale_records::signing_keys::{KeyRole, read_public_key};
         let read = |role: KeyRole| read_public_key(&state_dir.join(role.public_key_file()));
         Ok(RecordKeys {
             evaluator: read(KeyRole::Evaluator)?,

@@ -44,7 +44,7 @@ pub enum WireError {
     #[error("{0}")]
     InvalidSpace(#[from] ale_sim::InvalidSpace),
     #[error(transparent)]
-    UnknownEnum(#[from] crate::records::UnknownEnum),
+    UnknownEnum(#[from] crate::eval::UnknownEnum),
 }
 
 pub fn dtype_to_pb(dtype: DType) -> pb::DType {

@@ -1,39 +1,23 @@
-//! The ALE wire contract and the record formats every process shares.
+//! The ALE wire contract: what crosses the wire between agents, the evaluator and the harness.
 //!
-//! - [`pb`]: the generated `ale.v1` messages, `AleEnv` and `Catalog` clients and servers.
+//! - [`pb`]: the generated `ale.v1` messages, `AleEnv` and `Catalog` clients and servers;
+//!   [`sim_host_pb`]: the sim-host protocol's messages.
 //! - [`convert`]: wire messages to and from the `ale-sims` domain types; [`task_spec`]: a
-//!   task as every process past the wire sees it.
-//! - [`trajectory`]: the hash-chained trajectory format, writer side and verifier.
-//! - [`records`]: the `EvalResult` record and trajectory event data.
-//! - [`signature`]: the Ed25519 signatures that close a finished record.
-//! - [`seed_commitment`]: how a hidden seed is recorded.
-//! - [`layout`]: the names in an evaluator's state dir; [`socket_path`]: its sockets at any
-//!   depth; [`private_files`]: the rules every
-//!   file and folder there is created and read under; [`keys`]: the Ed25519 keys kept there.
+//!   task as every process past the wire sees it; [`eval`]: the `EvalResult` in domain form.
+//! - [`ids`]: the identifiers the wire carries; [`socket_path`]: Unix sockets at any depth.
+//!
+//! The records the trusted side keeps on disk (the trajectory chain, signatures, seed
+//! commitments, signing keys and the state dir's files) are `ale-records`, which builds on
+//! this crate.
 
-pub mod commitment;
 pub mod convert;
+pub mod eval;
 pub mod ids;
-pub mod keys;
-pub mod layout;
-pub mod private_files;
-pub mod records;
-pub mod signature;
 pub mod socket_path;
 pub mod task_spec;
-pub mod trajectory;
 
-pub use commitment::{SECRET_LEN, seed_commitment};
 pub use ids::{BatchId, EnvHandle, RunId, SessionId};
 pub use task_spec::TaskSpec;
-
-/// Milliseconds since the Unix epoch, now: the timestamps of trajectory events and reports.
-/// A clock before 1970 reads 0; one beyond `u64` milliseconds reads `u64::MAX`.
-pub fn now_unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-}
 
 /// Generated from `proto/ale/v1/*.proto`.
 #[allow(clippy::all)]
@@ -92,27 +76,4 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         cause = e.source();
     }
     text
-}
-
-/// Lowercase hex of `bytes`, as `hex::encode` writes it, without its per-character iterator:
-/// every chained event and seed commitment is one.
-pub(crate) fn lower_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = Vec::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 0xf)]);
-    }
-    // Only ASCII digits went in.
-    String::from_utf8(out).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn lower_hex_is_hex_encode() {
-        let bytes: Vec<u8> = (0..=255u8).chain([0, 15, 16, 255]).collect();
-        assert_eq!(super::lower_hex(&bytes), hex::encode(&bytes));
-        assert_eq!(super::lower_hex(&[]), "");
-    }
 }

@@ -7,8 +7,8 @@ use ale_sim::Space;
 use serde::{Deserialize, Serialize};
 
 use crate::convert::WireError;
+use crate::eval::{Direction, Genre, UnknownEnum, direction_from_pb};
 use crate::pb;
-use crate::records::{Direction, Genre, UnknownEnum, direction_from_pb};
 
 /// How the official episodes of a task are played.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -211,9 +211,9 @@ fn refuse_other_paths(_: &Path, _: &[PathBuf], _: &[PathBuf]) -> Result<(), Stri
 
 /// The names an evaluator's secret and private keys have in its state dir.
 const KEY_FILES: [&str; 3] = [
-    ale_proto::layout::SECRET_FILE,
-    ale_proto::layout::EVALUATOR_KEY_FILE,
-    ale_proto::layout::HARNESS_KEY_FILE,
+    ale_records::layout::SECRET_FILE,
+    ale_records::layout::EVALUATOR_KEY_FILE,
+    ale_records::layout::HARNESS_KEY_FILE,
 ];
 
 /// Which files the secret and private keys in the `secret` folders (the state dir) are: a hard
@@ -427,7 +427,7 @@ mod tests {
         assert!(refusal(&root.join("sockets"), &[], None).contains("socket"));
         let keys = root.join("keys");
         std::fs::create_dir(&keys).unwrap();
-        std::fs::write(keys.join(ale_proto::layout::EVALUATOR_KEY_FILE), "k").unwrap();
+        std::fs::write(keys.join(ale_records::layout::EVALUATOR_KEY_FILE), "k").unwrap();
         assert!(refusal(&keys, &[], None).contains("private key"));
         // A named pipe.
         let pipes = root.join("pipes");
@@ -474,7 +474,7 @@ mod tests {
         let root = std::fs::canonicalize(tmp.path()).unwrap();
         let state = root.join("state");
         std::fs::create_dir(&state).unwrap();
-        let key = state.join(ale_proto::layout::EVALUATOR_KEY_FILE);
+        let key = state.join(ale_records::layout::EVALUATOR_KEY_FILE);
         std::fs::write(&key, "seed").unwrap();
         let python = root.join("python/lib");
         std::fs::create_dir_all(&python).unwrap();

@@ -56,7 +56,7 @@ fn scene(name: &str) -> Scene {
         set_mode(folder, 0o755);
     }
     let key = format!("KEY-{name}-{}", std::process::id());
-    std::fs::write(state.join(ale_proto::layout::EVALUATOR_KEY_FILE), &key).unwrap();
+    std::fs::write(state.join(ale_records::layout::EVALUATOR_KEY_FILE), &key).unwrap();
     std::fs::write(py.join("marker"), "checked\n").unwrap();
     std::fs::write(race.join("decoy/marker"), "decoy\n").unwrap();
     // The attacker's link: relative, so that it leads to the state dir beside it both on the

@@ -4,12 +4,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ale_proto::records::{
-    EvalResultRecord, EvalStatus, Outcome, RunStarted, SafetyMetricRecord, SubmissionReceived,
-};
+use ale_proto::eval::{EvalResultRecord, EvalStatus, Outcome};
 use ale_proto::task_spec::TaskMode;
-use ale_proto::trajectory::EventKind;
-use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
+use ale_proto::{BatchId, EnvHandle, RunId, SessionId};
+use ale_records::SECRET_LEN;
+use ale_records::event_data::{RunStarted, SafetyMetricRecord, SubmissionReceived};
+use ale_records::trajectory::EventKind;
 use ale_sim::{Counter, Holder, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
@@ -204,7 +204,7 @@ impl Env {
         run: OfficialRun,
         seed_set: Option<SeedSet>,
         runs_dir: &std::path::Path,
-        signer: ale_proto::keys::SigningKey,
+        signer: ale_records::signing_keys::SigningKey,
         resources: Option<RunResources>,
         now: Instant,
     ) -> Result<Env, Error> {
@@ -657,7 +657,7 @@ impl Env {
 
 #[cfg(test)]
 mod tests {
-    use ale_proto::trajectory::{EventKind, TRAJECTORY_FILE};
+    use ale_records::trajectory::{EventKind, TRAJECTORY_FILE};
 
     use super::*;
     use crate::seeds::{OsSeeds, random_id_bytes};
@@ -673,7 +673,7 @@ mod tests {
         let mut task = registry.get("cartpole-balance").unwrap().as_ref().clone();
         task.spec.budgets.time_budget_seconds = Some(u64::MAX);
         let runs_dir = dir.path().join("runs");
-        ale_proto::private_files::ensure_private_dir(&runs_dir).unwrap();
+        ale_records::private_files::ensure_private_dir(&runs_dir).unwrap();
         let now = Instant::now();
         let secret = [7; SECRET_LEN];
         let run_id = RunId::from_random(random_id_bytes());
@@ -687,7 +687,7 @@ mod tests {
             },
             None,
             &runs_dir,
-            ale_proto::keys::SigningKey::from_bytes(&[9; 32]),
+            ale_records::signing_keys::SigningKey::from_bytes(&[9; 32]),
             None,
             now,
         )
@@ -715,7 +715,7 @@ mod tests {
 
         let text =
             std::fs::read_to_string(runs_dir.join(run_id.as_str()).join(TRAJECTORY_FILE)).unwrap();
-        let chain = ale_proto::trajectory::verify(&text).unwrap();
+        let chain = ale_records::trajectory::verify(&text).unwrap();
         let kinds: Vec<EventKind> = chain.events.iter().map(|e| e.event.kind).collect();
         let started = kinds
             .iter()

@@ -175,7 +175,7 @@ pub enum Error {
     )]
     SubmissionFolder {
         path: std::path::PathBuf,
-        cause: ale_proto::private_files::PrivateFileError,
+        cause: ale_records::private_files::PrivateFileError,
     },
     #[error(
         "the evaluator could not listen on the new run's agent socket {} ({cause}), so it \

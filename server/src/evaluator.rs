@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use ale_proto::keys::{SigningKey, encode_public_key};
-use ale_proto::records::{EvalResultRecord, EvalStatus, SubmissionReceived};
-use ale_proto::{BatchId, EnvHandle, RunId, SECRET_LEN, SessionId};
+use ale_proto::eval::{EvalResultRecord, EvalStatus};
+use ale_proto::{BatchId, EnvHandle, RunId, SessionId};
+use ale_records::SECRET_LEN;
+use ale_records::event_data::SubmissionReceived;
+use ale_records::signing_keys::{SigningKey, encode_public_key};
 use ale_sim::{Space, Tensor, Transition};
 
 use crate::batch::folder::Leftovers;
@@ -262,13 +264,13 @@ impl Evaluator {
     /// Where the batch run `run_id` reads its submission: its own folder, made with its
     /// official env (`<state>/submissions/<run_id>/`).
     pub fn run_submission_dir(&self, run_id: &RunId) -> PathBuf {
-        ale_proto::layout::run_submission_dir(&self.state_dir, run_id)
+        ale_records::layout::run_submission_dir(&self.state_dir, run_id)
     }
 
     /// Where the run `run_id`'s agent reaches the evaluator (`<state>/agents/<run_id>.sock`),
     /// while the run lasts, when the evaluator serves listeners.
     pub fn run_agent_socket(&self, run_id: &RunId) -> PathBuf {
-        ale_proto::layout::run_agent_socket(&self.state_dir, run_id)
+        ale_records::layout::run_agent_socket(&self.state_dir, run_id)
     }
 
     /// The evaluator's Ed25519 signing key (`<state>/evaluator.key`).
@@ -517,7 +519,7 @@ impl Evaluator {
                 task,
                 ids.clone(),
                 seed_set,
-                &ale_proto::layout::runs_dir(&self.state_dir),
+                &ale_records::layout::runs_dir(&self.state_dir),
                 self.signing_key.clone(),
                 Some(resources),
                 now,
@@ -553,7 +555,7 @@ impl Evaluator {
                 drop(envs);
                 // Another request took the room (or ended the run) meanwhile.
                 if let Made::Env(env) = held {
-                    env.discard(&ale_proto::layout::runs_dir(&self.state_dir));
+                    env.discard(&ale_records::layout::runs_dir(&self.state_dir));
                 }
                 return Err(e);
             }
@@ -892,7 +894,7 @@ impl Evaluator {
             .values()
             .filter_map(|env| lock(env).run_id().map(|r| r.as_str().to_string()))
             .collect();
-        mark_interrupted_runs(&ale_proto::layout::runs_dir(&self.state_dir), &live)
+        mark_interrupted_runs(&ale_records::layout::runs_dir(&self.state_dir), &live)
     }
 
     /// The batch runs in play, each still attached to its session.

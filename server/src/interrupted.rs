@@ -10,10 +10,10 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use ale_proto::layout::{INTERRUPTED_FILE, REPORT_FILE};
-use ale_proto::private_files::create_private_file;
-use ale_proto::records::InterruptedRun;
-use ale_proto::trajectory::{EventKind, TRAJECTORY_FILE};
+use ale_records::event_data::InterruptedRun;
+use ale_records::layout::{INTERRUPTED_FILE, REPORT_FILE};
+use ale_records::private_files::create_private_file;
+use ale_records::trajectory::{EventKind, TRAJECTORY_FILE};
 
 /// One run found unfinished and marked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +89,7 @@ fn unfinished(bytes: &[u8]) -> Result<Option<InterruptedRun>, String> {
         .rposition(|b| *b == b'\n')
         .map_or(0, |last_newline| last_newline + 1);
     let text = std::str::from_utf8(&bytes[..whole]).map_err(|e| format!("not UTF-8: {e}"))?;
-    let chain = ale_proto::trajectory::verify(text)
+    let chain = ale_records::trajectory::verify(text)
         .map_err(|e| format!("its trajectory does not verify: {e}"))?;
     if chain
         .events
@@ -99,7 +99,7 @@ fn unfinished(bytes: &[u8]) -> Result<Option<InterruptedRun>, String> {
         return Ok(None);
     }
     Ok(Some(InterruptedRun {
-        found_unix_ms: ale_proto::now_unix_ms(),
+        found_unix_ms: ale_records::now_unix_ms(),
         events: chain.events.len() as u64,
         head: chain.head,
         torn_bytes: (bytes.len() - whole) as u64,
@@ -109,7 +109,7 @@ fn unfinished(bytes: &[u8]) -> Result<Option<InterruptedRun>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ale_proto::trajectory::{Chain, Level};
+    use ale_records::trajectory::{Chain, Level};
 
     fn chain_of(kinds: &[EventKind]) -> String {
         let mut chain = Chain::new();

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::{Mutex, Weak};
 
 use ale_proto::RunId;
-use ale_proto::layout;
+use ale_records::layout;
 
 use crate::batch::folder::{self, Leftovers, SubmissionFolder};
 use crate::env_table::{EnvTable, RunScope};
@@ -134,8 +134,8 @@ const OLD_SHARED_SUBMISSION_DIR: &str = "submission";
 /// `agents/*`) and the shared submission folder of older versions (`submission/`), and makes
 /// sure `submissions/` and `agents/` exist (0700). Call it only once this evaluator is the
 /// state dir's only one: no run is live then.
-pub fn remove_stale(state_dir: &Path) -> Result<(), ale_proto::private_files::PrivateFileError> {
-    use ale_proto::private_files::ensure_private_dir;
+pub fn remove_stale(state_dir: &Path) -> Result<(), ale_records::private_files::PrivateFileError> {
+    use ale_records::private_files::ensure_private_dir;
     for dir in [
         layout::submissions_dir(state_dir),
         layout::run_agent_sockets_dir(state_dir),

@@ -3,9 +3,9 @@
 
 use std::fmt;
 
-use ale_proto::SECRET_LEN;
-use ale_proto::commitment::seed_set_commitment;
-use ale_proto::records::SeedSetRecord;
+use ale_records::SECRET_LEN;
+use ale_records::commitment::seed_set_commitment;
+use ale_records::event_data::SeedSetRecord;
 use sha2::{Digest, Sha256};
 
 use crate::error::Error;
@@ -72,7 +72,7 @@ impl SeedSource for OsSeeds {
 /// A task's named evaluation seed set: rollout i of every official run on it plays the seed
 /// `first 8 bytes of SHA256("ale-seed-set-seed/v1" ‖ 0 ‖ task ‖ 0 ‖ name ‖ 0 ‖ i as u32 BE ‖
 /// secret)`. Only the evaluator, which holds the secret, can compute them; runs record the
-/// set's commitment ([`ale_proto::commitment::seed_set_commitment`]) and, per rollout, the
+/// set's commitment ([`ale_records::commitment::seed_set_commitment`]) and, per rollout, the
 /// usual commitment, which mixes in the run id, so no record repeats between runs.
 #[derive(Clone)]
 pub struct SeedSet {

@@ -8,11 +8,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ale_proto::records::{
-    EpisodeRecord, EvalResultRecord, EvalStatus, Outcome, RolloutStarted, SessionStarted,
-};
-use ale_proto::trajectory::{EventKind, PreparedData};
-use ale_proto::{RunId, SECRET_LEN, SessionId, seed_commitment};
+use ale_proto::eval::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
+use ale_proto::{RunId, SessionId};
+use ale_records::event_data::{RolloutStarted, SessionStarted};
+use ale_records::trajectory::{EventKind, PreparedData};
+use ale_records::{SECRET_LEN, seed_commitment};
 use ale_sim::{Counter, Sim, SimError, Tensor, Transition};
 
 use crate::action::step_checked;

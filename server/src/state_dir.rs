@@ -1,16 +1,16 @@
 //! The evaluator's state directory: private (0700, owned by the evaluator's uid, never a
 //! link), holding the harness socket, the evaluator secret and keys, and the runs. Everything
-//! in it is created and read under the rules of [`ale_proto::private_files`]. The names of
-//! what is in it are [`ale_proto::layout`]'s, shared with the harness.
+//! in it is created and read under the rules of [`ale_records::private_files`]. The names of
+//! what is in it are [`ale_records::layout`]'s, shared with the harness.
 
 use std::path::{Path, PathBuf};
 
-use ale_proto::SECRET_LEN;
-use ale_proto::keys::{KeyError, KeyRole, SigningKey, load_or_create_signing_key};
-use ale_proto::layout::{SECRET_FILE, runs_dir};
-use ale_proto::private_files::{
+use ale_records::SECRET_LEN;
+use ale_records::layout::{SECRET_FILE, runs_dir};
+use ale_records::private_files::{
     PrivateFileError, SecretFileError, ensure_private_dir, load_or_create_secret_file,
 };
+use ale_records::signing_keys::{KeyError, KeyRole, SigningKey, load_or_create_signing_key};
 
 /// The state dir, or something in it, cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -61,7 +61,7 @@ pub fn load_or_create_evaluator_key(state_dir: &Path) -> Result<SigningKey, Stat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ale_proto::layout::RUNS_DIR;
+    use ale_records::layout::RUNS_DIR;
     use std::fs::{self, Permissions};
     use std::os::unix::fs::{MetadataExt, PermissionsExt, lchown, symlink};
 
@@ -72,7 +72,7 @@ mod tests {
     }
 
     fn is_root() -> bool {
-        ale_proto::private_files::effective_uid() == 0
+        ale_records::private_files::effective_uid() == 0
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use ale_proto::TaskSpec;
 use ale_proto::convert::WireError;
-use ale_proto::records::{Direction, Genre};
+use ale_proto::eval::{Direction, Genre};
 use ale_proto::task_spec::{Budgets, MetricSpec, SafetyMetricSpec, SubmissionContract, TaskMode};
 use ale_sim::{Counter, Holder, Sim, SimCatalog, SimConfig, SimEntry, SimError, Space};
 use serde::Deserialize;
@@ -131,7 +131,7 @@ struct MetricConfig {
 }
 
 fn default_cap() -> f64 {
-    ale_proto::records::DEFAULT_CAP
+    ale_proto::eval::DEFAULT_CAP
 }
 
 /// A task file's `[eval]` table: how many rollouts an evaluation plays, and its budgets.
@@ -590,7 +590,7 @@ impl TaskFile {
             "named evaluation seed sets",
         )?;
         for (i, name) in e.seed_sets.iter().enumerate() {
-            if !ale_proto::commitment::is_seed_set_name(name) {
+            if !ale_records::commitment::is_seed_set_name(name) {
                 return Err(invalid(
                     "eval.seed_sets",
                     format!(

@@ -2,7 +2,7 @@
 //! `<state>/runs/<run_id>/trajectory.jsonl`. Every event reaches the OS before the RPC that
 //! caused it answers.
 //!
-//! The chain format is [`ale_proto::trajectory`]'s, shared with the harness that verifies it.
+//! The chain format is [`ale_records::trajectory`]'s, shared with the harness that verifies it.
 //! What this module adds is the evaluator's side only: a writer that always writes at the
 //! trusted-evaluator level, creates its run folder exactly once inside the checked runs dir, and
 //! holds the evaluator's signing key so that the session's last event is signed. Nothing outside
@@ -11,9 +11,9 @@
 use std::path::Path;
 
 use ale_proto::RunId;
-use ale_proto::keys::SigningKey;
-use ale_proto::private_files::{check_private_dir, create_private_dir};
-use ale_proto::trajectory::{ChainWriter, EventKind, Level, PreparedData, TRAJECTORY_FILE};
+use ale_records::private_files::{check_private_dir, create_private_dir};
+use ale_records::signing_keys::SigningKey;
+use ale_records::trajectory::{ChainWriter, EventKind, Level, PreparedData, TRAJECTORY_FILE};
 use serde::Serialize;
 
 use crate::error::Error;

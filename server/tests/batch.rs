@@ -6,8 +6,8 @@ mod common;
 use std::time::Duration;
 
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
-use ale_proto::records::SubmissionReceived;
-use ale_proto::trajectory::EventKind;
+use ale_records::event_data::SubmissionReceived;
+use ale_records::trajectory::EventKind;
 use ale_server::{BatchOptions, Limits};
 use common::*;
 use sha2::{Digest, Sha256};
@@ -81,7 +81,7 @@ async fn practice_round(server: &TestServer) {
 }
 
 fn submission_events(text: &str) -> Vec<SubmissionReceived> {
-    ale_proto::trajectory::verify(text)
+    ale_records::trajectory::verify(text)
         .unwrap()
         .events
         .into_iter()

@@ -438,10 +438,7 @@ async fn shutdown_during_a_run_closes_its_record() {
     );
     let verified = ale_harness::verify::verify_trajectory(&read(&path)).unwrap();
     let result = verified.result.unwrap();
-    assert_eq!(
-        result.status,
-        ale_proto::records::EvalStatus::EvaluatorEnded
-    );
+    assert_eq!(result.status, ale_proto::eval::EvalStatus::EvaluatorEnded);
     assert!(
         result.status_message.contains("shut down"),
         "{}",

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use ale_client::policy::CartPoleHeuristic;
 use ale_client::{Client, play_episode};
+use ale_proto::eval::{EvalResultRecord, EvalStatus, Outcome};
 use ale_proto::pb;
-use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
 use ale_server::{EnvCounts, Limits};
 use ale_sim::Tensor;
 use common::{TestServer, result};

@@ -164,8 +164,8 @@ fn played_trajectory() -> Vec<u8> {
     assert!(result.status.is_finished());
     let run_id = env.official.unwrap().1;
     std::fs::read(
-        ale_proto::layout::run_dir(&tmp.path().join("state"), &run_id)
-            .join(ale_proto::trajectory::TRAJECTORY_FILE),
+        ale_records::layout::run_dir(&tmp.path().join("state"), &run_id)
+            .join(ale_records::trajectory::TRAJECTORY_FILE),
     )
     .unwrap()
 }

@@ -5,7 +5,7 @@ mod common;
 
 use ale_client::{Client, TaskMode, play_episode, policy};
 use ale_proto::EnvHandle;
-use ale_proto::records::{Direction, EvalResultRecord, EvalStatus};
+use ale_proto::eval::{Direction, EvalResultRecord, EvalStatus};
 use common::{TestServer, result};
 
 fn meets(value: f64, target: f64, direction: Direction) -> bool {

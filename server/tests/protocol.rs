@@ -4,8 +4,8 @@ mod common;
 
 use ale_client::policy::{CartPoleHeuristic, Policy};
 use ale_client::{Client, play_episode};
+use ale_proto::eval::{EvalResultRecord, EvalStatus, Outcome};
 use ale_proto::pb;
-use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
 use ale_sim::{Tensor, TensorData};
 use common::{TestServer, action, result};
 use tonic::Code;
@@ -562,9 +562,9 @@ async fn the_trajectory_verifies_and_matches_the_result_and_a_flipped_byte_is_ca
 
     let path = t.trajectory_path(&run_id);
     let text = common::read(&path);
-    let chain = ale_proto::trajectory::verify(&text).unwrap();
+    let chain = ale_records::trajectory::verify(&text).unwrap();
     assert_eq!(chain.head, r.trajectory_head);
-    use ale_proto::trajectory::EventKind::*;
+    use ale_records::trajectory::EventKind::*;
     let kinds: Vec<_> = chain.events.iter().map(|e| e.event.kind).collect();
     assert_eq!(kinds[..3], [RunStarted, SessionStarted, RolloutStarted]);
     assert_eq!(*kinds.last().unwrap(), SessionFinished);
@@ -580,14 +580,14 @@ async fn the_trajectory_verifies_and_matches_the_result_and_a_flipped_byte_is_ca
         .unwrap();
     let run = ale_proto::RunId::from_wire(run_id);
     for (seed, c) in t.drawn_seeds().iter().zip(&r.seed_commitments) {
-        assert_eq!(&ale_proto::seed_commitment(*seed, &run, &secret), c);
+        assert_eq!(&ale_records::seed_commitment(*seed, &run, &secret), c);
     }
 
     let mut bytes = text.into_bytes();
     let middle = bytes.len() / 2;
     bytes[middle] ^= 0x04;
     let tampered = String::from_utf8_lossy(&bytes);
-    assert!(ale_proto::trajectory::verify(&tampered).is_err());
+    assert!(ale_records::trajectory::verify(&tampered).is_err());
 }
 
 #[tokio::test]
@@ -601,11 +601,11 @@ async fn shutdown_ends_running_sessions_in_the_trajectory() {
     let TestServer { server, dir, .. } = t;
     server.shutdown().await;
     assert!(!socket.exists());
-    let chain = ale_proto::trajectory::verify(&common::read(&path)).unwrap();
+    let chain = ale_records::trajectory::verify(&common::read(&path)).unwrap();
     let last = chain.events.last().unwrap();
     assert_eq!(
         last.event.kind,
-        ale_proto::trajectory::EventKind::SessionFinished
+        ale_records::trajectory::EventKind::SessionFinished
     );
     let r: EvalResultRecord = serde_json::from_value(last.event.data.clone()).unwrap();
     assert_eq!(r.status, EvalStatus::EvaluatorEnded);
@@ -711,7 +711,7 @@ async fn first_observations(t: &TestServer, seed_set: &str, n: usize) -> (Vec<Te
 
 /// The `seed_set` a run's `run_started` event records.
 fn recorded_seed_set(t: &TestServer, run_id: &str) -> Option<serde_json::Value> {
-    let dir = ale_proto::layout::run_dir(&t.state_dir(), &ale_proto::RunId::from_wire(run_id));
+    let dir = ale_records::layout::run_dir(&t.state_dir(), &ale_proto::RunId::from_wire(run_id));
     let text = std::fs::read_to_string(dir.join("trajectory.jsonl")).unwrap();
     let first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     first["data"].get("seed_set").cloned()
@@ -742,7 +742,7 @@ async fn runs_on_one_seed_set_play_the_same_hidden_seeds_and_say_so_without_show
     assert_eq!(t.drawn_seeds().len(), 20);
     // Per-rollout commitments still mix in the run id: no line repeats between the runs.
     let commitments = |run: &str| {
-        let dir = ale_proto::layout::run_dir(&t.state_dir(), &ale_proto::RunId::from_wire(run));
+        let dir = ale_records::layout::run_dir(&t.state_dir(), &ale_proto::RunId::from_wire(run));
         std::fs::read_to_string(dir.join("trajectory.jsonl")).unwrap()
     };
     let (text_a, text_b) = (commitments(&run_a), commitments(&run_b));
@@ -762,7 +762,7 @@ async fn runs_on_one_seed_set_play_the_same_hidden_seeds_and_say_so_without_show
 async fn a_seed_set_is_refused_for_practice_and_when_the_task_lacks_it_and_makes_nothing() {
     let t = TestServer::start().await;
     let runs = || {
-        std::fs::read_dir(ale_proto::layout::runs_dir(&t.state_dir()))
+        std::fs::read_dir(ale_records::layout::runs_dir(&t.state_dir()))
             .map(|d| d.count())
             .unwrap_or(0)
     };

@@ -7,8 +7,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
+use ale_proto::eval::{EvalResultRecord, EvalStatus};
 use ale_proto::pb;
-use ale_proto::records::{EvalResultRecord, EvalStatus};
 use ale_server::serve::ServeOptions;
 use common::raw_h2::RawConnection;
 use common::{TestServer, action};
@@ -328,11 +328,11 @@ async fn shutdown_drops_a_stalled_request_at_its_deadline_and_ends_the_session()
     assert!(took >= Duration::from_millis(450), "{took:?}");
     assert!(took < Duration::from_secs(2), "{took:?}");
 
-    let chain = ale_proto::trajectory::verify(&common::read(&path)).unwrap();
+    let chain = ale_records::trajectory::verify(&common::read(&path)).unwrap();
     let last = chain.events.last().unwrap();
     assert_eq!(
         last.event.kind,
-        ale_proto::trajectory::EventKind::SessionFinished
+        ale_records::trajectory::EventKind::SessionFinished
     );
     let r: EvalResultRecord = serde_json::from_value(last.event.data.clone()).unwrap();
     assert_eq!(r.status, EvalStatus::EvaluatorEnded);

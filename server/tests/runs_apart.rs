@@ -8,8 +8,8 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use ale_proto::eval::EvalStatus;
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
-use ale_proto::records::EvalStatus;
 use ale_server::serve::ServeOptions;
 use ale_server::{BatchOptions, Limits};
 use common::{TestServer, action, cartpole_variant, is_finished, linear_cartpole, result, submit};

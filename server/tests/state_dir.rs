@@ -33,9 +33,10 @@ async fn the_agent_endpoint_file_is_written_beside_a_planted_link_not_through_it
     let metadata = std::fs::symlink_metadata(&endpoint_file).unwrap();
     assert!(metadata.is_file(), "the link was replaced by a file");
     assert_eq!(metadata.mode() & 0o777, 0o600);
-    let recorded =
-        ale_proto::layout::AgentEndpoints::parse(&std::fs::read_to_string(&endpoint_file).unwrap())
-            .unwrap();
+    let recorded = ale_records::layout::AgentEndpoints::parse(
+        &std::fs::read_to_string(&endpoint_file).unwrap(),
+    )
+    .unwrap();
     assert_eq!(recorded.tcp, server.agent_endpoint());
     assert_eq!(recorded.unix, server.agent_socket());
     server.shutdown().await;
@@ -104,11 +105,12 @@ fn the_evaluator_has_a_key_and_publishes_it() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let first = evaluator(&state).unwrap();
-    let published = ale_proto::keys::read_public_key(&state.join("evaluator.pub")).unwrap();
+    let published =
+        ale_records::signing_keys::read_public_key(&state.join("evaluator.pub")).unwrap();
     assert_eq!(published, first.signing_key().verifying_key());
     assert_eq!(
         first.public_key_hex(),
-        ale_proto::keys::encode_public_key(&published)
+        ale_records::signing_keys::encode_public_key(&published)
     );
     drop(first);
     // The same key on the next start.
@@ -118,7 +120,7 @@ fn the_evaluator_has_a_key_and_publishes_it() {
 
 #[test]
 fn a_key_of_another_user_stops_the_evaluator() {
-    if ale_proto::private_files::effective_uid() != 0 {
+    if ale_records::private_files::effective_uid() != 0 {
         eprintln!("not root: cannot make a file of another user");
         return;
     }

@@ -98,7 +98,7 @@ fn serve_harness_and_example_agent_as_three_processes() {
     let run_id = report["run_id"].as_str().unwrap();
     let trajectory =
         std::fs::read_to_string(state.join("runs").join(run_id).join("trajectory.jsonl")).unwrap();
-    let chain = ale_proto::trajectory::verify(&trajectory).unwrap();
+    let chain = ale_records::trajectory::verify(&trajectory).unwrap();
     assert_eq!(chain.head, report["trajectory"]["head"].as_str().unwrap());
     // The evaluator was already serving: the harness used it and left it running.
     assert!(state.join("harness.sock").exists());
@@ -329,7 +329,7 @@ fn serve_replaces_a_stale_socket_and_announces_its_public_key() {
         .expect("serve prints the evaluator's public key");
     let published = std::fs::read_to_string(tmp.path().join("evaluator.pub")).unwrap();
     assert_eq!(published, format!("{key}\n"));
-    ale_proto::keys::parse_public_key(&key).unwrap();
+    ale_records::signing_keys::parse_public_key(&key).unwrap();
     std::os::unix::net::UnixStream::connect(tmp.path().join("harness.sock"))
         .expect("the new evaluator answers on the socket");
     assert!(sigterm(&mut child).success());

@@ -12,9 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
+use ale_proto::eval::{EvalStatus, Outcome};
 use ale_proto::pb::{self, ale_env_client::AleEnvClient};
-use ale_proto::records::{EvalStatus, Outcome};
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_records::trajectory::TRAJECTORY_FILE;
 
 use common::{ALE, ale, private_tempdir, text as output_text};
 
@@ -169,7 +169,7 @@ fn only_run_dir(state: &Path) -> PathBuf {
 }
 
 fn evaluator_key(state: &Path) -> ed25519_dalek::VerifyingKey {
-    ale_proto::keys::read_public_key(&state.join("evaluator.pub")).unwrap()
+    ale_records::signing_keys::read_public_key(&state.join("evaluator.pub")).unwrap()
 }
 
 fn runtime() -> tokio::runtime::Runtime {

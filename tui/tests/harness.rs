@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use ale_proto::trajectory::{Chain, Level};
+use ale_records::trajectory::{Chain, Level};
 
 use common::{ALE, ale, private_tempdir, text};
 
@@ -515,7 +515,7 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
         "no submission_received with {digest}"
     );
     let run_id = ale_proto::RunId::from_wire(report["run_id"].as_str().unwrap().to_string());
-    assert!(!ale_proto::layout::run_submission_dir(&state, &run_id).exists());
+    assert!(!ale_records::layout::run_submission_dir(&state, &run_id).exists());
     let out = ale(&["harness", "verify", run_dir.to_str().unwrap()]);
     assert!(out.status.success(), "{}", text(&out));
 

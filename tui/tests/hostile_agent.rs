@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use ale_proto::trajectory::{Chain, EventKind, Level};
+use ale_records::trajectory::{Chain, EventKind, Level};
 
 const ALE: &str = env!("CARGO_BIN_EXE_ale");
 
@@ -394,7 +394,7 @@ fn reseal(path: &Path, keep_signature: bool, edit: impl Fn(&mut serde_json::Valu
         if keep_signature && let Some(sig) = event.get("sig") {
             let mut object: serde_json::Value = serde_json::from_str(&sealed).unwrap();
             object["sig"] = sig.clone();
-            sealed = ale_proto::trajectory::canonical_json(&object);
+            sealed = ale_records::trajectory::canonical_json(&object);
         }
         out.push_str(&sealed);
         out.push('\n');
@@ -438,7 +438,7 @@ fn a_run_folder_resealed_with_the_public_chain_rule_fails_verify_naming_the_sign
         forge(&run.run_dir, keep_signature);
         // The chains themselves are whole again: only a key tells the forgery apart.
         let text = std::fs::read_to_string(run.run_dir.join("trajectory.jsonl")).unwrap();
-        ale_proto::trajectory::verify(&text).expect("the forged chain is well formed");
+        ale_records::trajectory::verify(&text).expect("the forged chain is well formed");
         let (ok, out) = verify_output(&run.run_dir);
         assert!(!ok, "a forged run verified:\n{out}");
         assert!(
@@ -806,7 +806,7 @@ fn a_sandboxed_agent_submits_a_policy_file_and_never_sees_the_result() {
         .unwrap();
     let run = finished_run("batch submission", &output);
     let run_id = run.report["run_id"].as_str().unwrap();
-    let folder = ale_proto::layout::run_submission_dir(
+    let folder = ale_records::layout::run_submission_dir(
         &evaluator.state,
         &ale_proto::RunId::from_wire(run_id.to_string()),
     );
@@ -898,7 +898,7 @@ fn a_batch_run_goes_on_after_its_agent_exits() {
         run.report
     );
     // Nothing the agent wrote outlives the run.
-    let left: Vec<_> = std::fs::read_dir(ale_proto::layout::submissions_dir(&evaluator.state))
+    let left: Vec<_> = std::fs::read_dir(ale_records::layout::submissions_dir(&evaluator.state))
         .map(|d| d.collect())
         .unwrap_or_default();
     assert!(left.is_empty(), "{left:?}");

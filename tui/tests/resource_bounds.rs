@@ -408,16 +408,14 @@ async fn sigterm_ends_a_stalled_request_at_the_deadline_and_the_session_verifies
         .unwrap();
     let verdict: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(verdict["verdict"], "verified", "{verdict}");
-    let key = ale_proto::keys::read_public_key(&served.state.join("evaluator.pub")).unwrap();
+    let key =
+        ale_records::signing_keys::read_public_key(&served.state.join("evaluator.pub")).unwrap();
     let verified = ale_harness::verify::verify_trajectory_file(&trajectory, &key).unwrap();
     let result = verified
         .trajectory
         .result
         .expect("the session was finished");
-    assert_eq!(
-        result.status,
-        ale_proto::records::EvalStatus::EvaluatorEnded
-    );
+    assert_eq!(result.status, ale_proto::eval::EvalStatus::EvaluatorEnded);
     assert!(
         result.status_message.contains("shut down"),
         "{}",

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use ale_client::{BatchId, Client, EnvHandle, TaskSpec};
+use ale_proto::eval::{EvalResultRecord, EvalStatus};
 use ale_proto::pb;
-use ale_proto::records::{EvalResultRecord, EvalStatus};
 use tonic::Code;
 
 use super::Ctx;

@@ -3,8 +3,8 @@
 
 use ale_client::{EnvHandle, SessionId};
 use ale_proto::RunId;
+use ale_proto::eval::EvalStatus;
 use ale_proto::pb;
-use ale_proto::records::EvalStatus;
 use tonic::Code;
 
 use super::Ctx;

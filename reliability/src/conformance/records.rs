@@ -6,13 +6,13 @@ use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use ale_client::TaskSpec;
-use ale_proto::keys::read_public_key;
-use ale_proto::layout::{
+use ale_records::layout::{
     AGENT_ENDPOINT_FILE, AGENT_SOCKET, EVALUATOR_KEY_FILE, EVALUATOR_PUBLIC_KEY_FILE,
     HARNESS_SOCKET, RUNS_DIR, SECRET_FILE,
 };
-use ale_proto::signature::check_head;
-use ale_proto::trajectory::{EventKind, Level, verify};
+use ale_records::signature::check_head;
+use ale_records::signing_keys::read_public_key;
+use ale_records::trajectory::{EventKind, Level, verify};
 
 use super::Ctx;
 use super::check::{During, Outcome, Problem, expect, expect_eq};

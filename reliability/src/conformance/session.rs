@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use ale_client::{Client, Env, EnvHandle, Info, InfoValue, Rng, SessionId, TaskSpec};
+use ale_proto::eval::{EvalResultRecord, EvalStatus, Outcome as RolloutOutcome};
 use ale_proto::info_keys::{ROLLOUT_INDEX, ROLLOUTS_PLANNED};
-use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome as RolloutOutcome};
 use ale_proto::{RunId, pb};
 use tonic::Code;
 

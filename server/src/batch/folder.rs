@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ale_proto::RunId;
-use ale_proto::layout;
-use ale_proto::private_files::{PrivateFileError, create_private_dir, ensure_private_dir};
+use ale_records::layout;
+use ale_records::private_files::{PrivateFileError, create_private_dir, ensure_private_dir};
 
 /// What a submission tmpfs holds beyond the submission cap: the folder's own metadata, and
 /// room for an agent to write its file beside a half-written one.

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use ale_proto::records::{EpisodeRecord, Outcome};
+use ale_proto::eval::{EpisodeRecord, Outcome};
 use ale_sim::{SimBlock, SimError, Tensor, Transition};
 
 use super::policy::Policy;

@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use ale_proto::BatchId;
-use ale_proto::records::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
+use ale_proto::eval::{EpisodeRecord, EvalResultRecord, EvalStatus, Outcome};
 
 use super::Admission;
 use crate::run_resources::RunResources;

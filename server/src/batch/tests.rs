@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use ale_client::policy::{CartPoleHeuristic, Policy as _};
-use ale_proto::records::{EvalResultRecord, EvalStatus, Outcome};
-use ale_proto::trajectory::TRAJECTORY_FILE;
+use ale_proto::eval::{EvalResultRecord, EvalStatus, Outcome};
+use ale_records::trajectory::TRAJECTORY_FILE;
 use ale_sim::{Space, Tensor};
 
 use super::policy::Policy;
@@ -170,7 +170,7 @@ impl Setup {
     }
 
     fn trajectory(&self, run: &EvalResultRecordSource) -> String {
-        let path = ale_proto::layout::run_dir(self.evaluator.state_dir(), &run.run_id)
+        let path = ale_records::layout::run_dir(self.evaluator.state_dir(), &run.run_id)
             .join(TRAJECTORY_FILE);
         std::fs::read_to_string(path).unwrap()
     }

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ale_proto::pb::{ale_env_server::AleEnvServer, catalog_server::CatalogServer};
-use ale_proto::private_files::{PrivateFileError, replace_private_file};
+use ale_records::private_files::{PrivateFileError, replace_private_file};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -28,7 +28,7 @@ use tower::util::MapResponseLayer;
 
 use crate::evaluator::{Channel, Evaluator};
 use crate::service::{AleEnvService, CatalogService};
-use ale_proto::layout;
+use ale_records::layout;
 pub(crate) use connections::ConnectionInfo;
 use connections::{Admission, ConnectionGate, Incoming};
 pub use options::{
@@ -368,7 +368,7 @@ pub async fn start_with(
     let agent_unix = bind_private_socket(&agent_socket, 0o666)?;
 
     let endpoint_file = layout::agent_endpoint_file(evaluator.state_dir());
-    let endpoints = ale_proto::layout::AgentEndpoints {
+    let endpoints = ale_records::layout::AgentEndpoints {
         tcp: format!("http://{agent_addr}"),
         unix: agent_socket.clone(),
     };

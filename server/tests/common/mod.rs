@@ -65,7 +65,7 @@ impl TestServer {
         let server = ale_server::serve::start_with(
             Arc::new(evaluator),
             "127.0.0.1:0".parse().unwrap(),
-            ale_proto::layout::agent_socket(&state),
+            ale_records::layout::agent_socket(&state),
             options,
         )
         .await
@@ -133,7 +133,7 @@ impl TestServer {
         let server = ale_server::serve::start_with(
             Arc::new(evaluator),
             "127.0.0.1:0".parse().unwrap(),
-            ale_proto::layout::agent_socket(&state),
+            ale_records::layout::agent_socket(&state),
             options,
         )
         .await

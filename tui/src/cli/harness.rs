@@ -18,8 +18,8 @@ use ale_harness::verify::{
     RecordKeys, RunVerdict, RunVerification, verify_run_dir, verify_trajectory_file,
 };
 use ale_harness::{Progress, RunOptions, run_batch, run_interactive};
-use ale_proto::keys::{KeyRole, encode_public_key};
-use ale_proto::records::Outcome;
+use ale_proto::eval::Outcome;
+use ale_records::signing_keys::{KeyRole, encode_public_key};
 use ale_sandbox::limits::ByteSize;
 use ale_sandbox::{CpuLimit, Network, SandboxMode, SandboxOptions};
 use anyhow::{Context, bail};
@@ -421,10 +421,10 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
             anyhow::ensure!(
                 socket
                     .file_name()
-                    .is_some_and(|n| n == ale_proto::layout::HARNESS_SOCKET),
+                    .is_some_and(|n| n == ale_records::layout::HARNESS_SOCKET),
                 "{} is not an evaluator's harness socket (expected a path ending in {})",
                 socket.display(),
-                ale_proto::layout::HARNESS_SOCKET
+                ale_records::layout::HARNESS_SOCKET
             );
             socket.parent().map(Path::to_path_buf).unwrap_or_default()
         }
@@ -509,7 +509,7 @@ fn run_official(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     display.finish();
-    let run_dir = ale_proto::layout::run_dir(&options.state_dir, &report.run_id);
+    let run_dir = ale_records::layout::run_dir(&options.state_dir, &report.run_id);
     if args.progress == ProgressStyle::Json {
         let event = ProgressEvent::Report {
             run_dir: run_dir.clone(),
@@ -553,7 +553,7 @@ fn task_check(
         }
         Ok(_)
             if ale_harness::evaluator_process::socket_is_live(
-                &ale_proto::layout::harness_socket(state_dir),
+                &ale_records::layout::harness_socket(state_dir),
             ) =>
         {
             (
@@ -726,7 +726,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
     rows.push((
         "report".into(),
         run_dir
-            .join(ale_proto::layout::REPORT_FILE)
+            .join(ale_records::layout::REPORT_FILE)
             .display()
             .to_string(),
     ));
@@ -734,7 +734,7 @@ fn print_summary(report: &Report, run_dir: &Path) {
         rows.push((
             "agent log".into(),
             run_dir
-                .join(ale_proto::layout::AGENT_LOG_FILE)
+                .join(ale_records::layout::AGENT_LOG_FILE)
                 .display()
                 .to_string(),
         ));
@@ -783,9 +783,9 @@ fn score_file(args: ScoreArgs) -> anyhow::Result<ExitCode> {
 fn public_key_arg(arg: &str) -> anyhow::Result<ed25519_dalek::VerifyingKey> {
     let path = Path::new(arg);
     if path.exists() {
-        return Ok(ale_proto::keys::read_public_key(path)?);
+        return Ok(ale_records::signing_keys::read_public_key(path)?);
     }
-    Ok(ale_proto::keys::parse_public_key(arg)?)
+    Ok(ale_records::signing_keys::parse_public_key(arg)?)
 }
 
 /// Where `verify` takes each public key from: its flag, else the state dir's `.pub` file (the
@@ -859,7 +859,7 @@ impl<'a> KeySource<'a> {
             "no public keys to check the signatures with: pass --evaluator-key and --harness-key, or --state-dir",
         )?;
         let file = dir.join(role.public_key_file());
-        ale_proto::keys::read_public_key(&file).with_context(|| {
+        ale_records::signing_keys::read_public_key(&file).with_context(|| {
             format!(
                 "cannot check signatures: no usable {} (pass --evaluator-key / --harness-key, or --state-dir)",
                 file.display()
@@ -1267,7 +1267,7 @@ fn write_bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("{}.{suffix}", bundle.run_id)));
-    ale_proto::private_files::create_private_file(&output, 0o600)
+    ale_records::private_files::create_private_file(&output, 0o600)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.display()))?
         .write_all(&bytes)
         .with_context(|| format!("cannot write {}", output.display()))?;
@@ -1301,7 +1301,7 @@ fn write_bundle(args: &BundleArgs) -> anyhow::Result<ExitCode> {
 
 fn keygen(args: &KeygenArgs) -> anyhow::Result<ExitCode> {
     let (identity, recipient) = ale_harness::bundle::new_identity();
-    ale_proto::private_files::create_private_file(&args.output, 0o600)
+    ale_records::private_files::create_private_file(&args.output, 0o600)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", args.output.display()))?
         .write_all(identity.as_bytes())
         .with_context(|| format!("cannot write {}", args.output.display()))?;

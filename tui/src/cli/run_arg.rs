@@ -16,7 +16,7 @@ pub fn resolve(run: &Path, state_dir: &Path) -> anyhow::Result<PathBuf> {
         run.display()
     );
     let id = ale_proto::RunId::from_wire(text.as_ref());
-    let dir = ale_proto::layout::run_dir(state_dir, &id);
+    let dir = ale_records::layout::run_dir(state_dir, &id);
     anyhow::ensure!(
         dir.is_dir(),
         "{} is neither a file, a folder, nor a run in {} (`ale harness runs --state-dir DIR` \

@@ -190,7 +190,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let options = args.serve_options();
         let agent_socket = args
             .agent_socket
-            .unwrap_or_else(|| ale_proto::layout::agent_socket(&state_dir));
+            .unwrap_or_else(|| ale_records::layout::agent_socket(&state_dir));
         let server =
             ale_server::serve::start_with(Arc::new(evaluator), args.listen, agent_socket, options)
                 .await?;

@@ -55,7 +55,7 @@ pub fn compare_runs(state_dir: &Path, left: &Path, right: &Path) -> Msg {
 /// The last `lines` lines of `run_dir`'s `agent.log`, control characters shown as `?` (the
 /// agent wrote them), or why it cannot be read.
 pub fn agent_log_tail(run_dir: &Path, lines: usize) -> Result<Vec<String>, String> {
-    let path = run_dir.join(ale_proto::layout::AGENT_LOG_FILE);
+    let path = run_dir.join(ale_records::layout::AGENT_LOG_FILE);
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
     let all: Vec<&str> = text.lines().collect();

@@ -151,7 +151,7 @@ impl Console {
                 });
             }
             Effect::ReadAgentLog { run_id, lines } => {
-                let run_dir = ale_proto::layout::run_dir(&self.state_dir, &run_id);
+                let run_dir = ale_records::layout::run_dir(&self.state_dir, &run_id);
                 self.in_background(move || Msg::AgentLog {
                     tail: effects::agent_log_tail(&run_dir, lines),
                     run_id,

@@ -642,7 +642,7 @@ async fn a_batch_run_from_the_eval_view_submits_a_policy_folder() {
         .as_ref()
         .unwrap_or_else(|| panic!("no report; harness said: {:?}", run.output));
     // A robot that never moves never reaches the goal: every rollout counts the 50 s limit.
-    assert_eq!(report.status, ale_proto::records::EvalStatus::Completed);
+    assert_eq!(report.status, ale_proto::eval::EvalStatus::Completed);
     assert!((report.value - 50.0).abs() < 1e-3, "{}", report.value);
     assert!(report.trajectory.verified);
     let screen = f.screen(120, 24);

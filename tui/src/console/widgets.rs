@@ -2,7 +2,7 @@
 //! report's lines.
 
 use ale_harness::report::Report;
-use ale_proto::records::running_mean;
+use ale_proto::eval::running_mean;
 use ale_sim::{Drawing, Shape};
 use ratatui::Frame;
 use ratatui::layout::Rect;

@@ -402,7 +402,7 @@ fn play_once(evaluator: &Evaluator, task: &str, bytes: &[u8]) -> anyhow::Result<
         );
     }
     let result = evaluator.eval_result(Channel::Harness, &session, true)?;
-    let _ = std::fs::remove_dir_all(ale_proto::layout::run_dir(evaluator.state_dir(), &run_id));
+    let _ = std::fs::remove_dir_all(ale_records::layout::run_dir(evaluator.state_dir(), &run_id));
     Ok(Played {
         runs: 1,
         episodes: result.episodes.len() as u64,

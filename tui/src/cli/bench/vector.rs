@@ -80,7 +80,7 @@ pub(super) fn bench_vector(args: VectorArgs) -> anyhow::Result<ExitCode> {
         )?;
         let socket = format!(
             "unix://{}",
-            ale_proto::layout::agent_socket(&state_dir).display()
+            ale_records::layout::agent_socket(&state_dir).display()
         );
         let measured = (|| -> anyhow::Result<()> {
             for (transport, at) in [("TCP", endpoint.as_str()), ("agent socket", &socket)] {

@@ -4,7 +4,7 @@
 
 use ale_harness::compare::{Checked, ComparedRun, Comparison, RunReport};
 use ale_harness::verify::{RunVerdict, RunVerification};
-use ale_proto::records::Outcome;
+use ale_proto::eval::Outcome;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;

@@ -14,7 +14,7 @@
 //!   regular file owned by the effective uid; a private one also readable by nobody else.
 //!
 //! ```
-//! use ale_proto::private_files::{create_private_file, ensure_private_dir, read_private_file};
+//! use ale_records::private_files::{create_private_file, ensure_private_dir, read_private_file};
 //! # let tmp = tempfile::tempdir().unwrap();
 //! let dir = tmp.path().join("state");
 //! ensure_private_dir(&dir).unwrap();

@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::ids::RunId;
+use ale_proto::RunId;
 
 /// Length of the evaluator secret mixed into every commitment.
 pub const SECRET_LEN: usize = 32;
@@ -13,7 +13,8 @@ pub const SECRET_LEN: usize = 32;
 /// secret, the commitment says nothing about the seed.
 ///
 /// ```
-/// use ale_proto::{RunId, seed_commitment};
+/// use ale_proto::RunId;
+/// use ale_records::seed_commitment;
 /// let run = RunId::from_wire("run-1");
 /// let c = seed_commitment(42, &run, &[0u8; 32]);
 /// assert_eq!(c.len(), 64);
@@ -35,7 +36,7 @@ pub fn seed_commitment(seed: u64, run_id: &RunId, secret: &[u8; SECRET_LEN]) -> 
 /// same secret, task and name (by the evaluator, which alone holds the secret).
 ///
 /// ```
-/// use ale_proto::commitment::seed_set_commitment;
+/// use ale_records::commitment::seed_set_commitment;
 /// let a = seed_set_commitment("cartpole-balance", "paper", &[0u8; 32]);
 /// assert_eq!(a, seed_set_commitment("cartpole-balance", "paper", &[0u8; 32]));
 /// assert_ne!(a, seed_set_commitment("cartpole-balance", "dev", &[0u8; 32]));

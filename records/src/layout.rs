@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::ids::RunId;
+use ale_proto::RunId;
 
 /// The harness channel's Unix socket.
 pub const HARNESS_SOCKET: &str = "harness.sock";
@@ -25,7 +25,7 @@ pub const AGENT_SOCKET: &str = "agent.sock";
 /// What the agent printed (stdout and stderr), in a run folder. The agent's own words.
 pub const AGENT_LOG_FILE: &str = "agent.log";
 /// In a run folder: the evaluator found the run's session unfinished when it started, see
-/// [`crate::records::InterruptedRun`].
+/// [`crate::event_data::InterruptedRun`].
 pub const INTERRUPTED_FILE: &str = "interrupted.json";
 /// The harness's report in a run folder.
 pub const REPORT_FILE: &str = "report.json";
@@ -82,7 +82,7 @@ pub fn agent_socket(state_dir: &Path) -> PathBuf {
 /// one URL a line, `http://HOST:PORT` for TCP and `unix:///PATH` for the Unix socket.
 ///
 /// ```
-/// use ale_proto::layout::AgentEndpoints;
+/// use ale_records::layout::AgentEndpoints;
 /// let e = AgentEndpoints { tcp: "http://127.0.0.1:50051".into(), unix: "/s/agent.sock".into() };
 /// assert_eq!(AgentEndpoints::parse(&e.render()), Some(e));
 /// ```

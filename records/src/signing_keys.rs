@@ -5,7 +5,7 @@
 //! characters and a newline (0644), for anyone who checks a signature.
 //!
 //! ```
-//! use ale_proto::keys::{KeyRole, encode_public_key, load_or_create_signing_key, read_public_key};
+//! use ale_records::signing_keys::{KeyRole, encode_public_key, load_or_create_signing_key, read_public_key};
 //! # let tmp = tempfile::tempdir().unwrap();
 //! let key = load_or_create_signing_key(tmp.path(), KeyRole::Evaluator).unwrap();
 //! let published = read_public_key(&tmp.path().join(KeyRole::Evaluator.public_key_file())).unwrap();
@@ -104,7 +104,7 @@ pub fn encode_public_key(key: &VerifyingKey) -> String {
 /// Parses a public key written as 64 hex characters (surrounding whitespace ignored).
 ///
 /// ```
-/// use ale_proto::keys::parse_public_key;
+/// use ale_records::signing_keys::parse_public_key;
 /// assert!(parse_public_key("not a key").unwrap_err().to_string().contains("64 hex characters"));
 /// ```
 pub fn parse_public_key(text: &str) -> Result<VerifyingKey, KeyError> {
