@@ -49,6 +49,15 @@ enum Command {
     SandboxExec,
 }
 
+/// Whether `command` only reads files and prints (see SIGPIPE in [`main`]).
+fn prints_only(command: &Command) -> bool {
+    use cli::harness::HarnessCommand as H;
+    matches!(
+        command,
+        Command::Harness(H::Runs(_) | H::Verify(_) | H::Leaderboard(_) | H::Score(_))
+    )
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     if let Some(Command::SandboxExec) = &cli.command {
@@ -65,6 +74,16 @@ fn main() -> std::process::ExitCode {
             }
         };
     };
+    if prints_only(&command) {
+        // A listing piped into `head` ends quietly when the pipe closes, as a Unix tool's
+        // does, rather than with a panic at the next line it prints. Only for commands that
+        // read files and print: one that talks to an evaluator over a socket keeps SIGPIPE
+        // ignored, so that a peer gone away is an error it reports, not a silent death.
+        // SAFETY: called before any thread exists; SIG_DFL is a valid disposition.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     // Only a server's own log is news by default; the other commands report in their output.
     cli::init_logging(if matches!(command, Command::Serve(_)) {
         "info"

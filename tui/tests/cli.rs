@@ -192,6 +192,35 @@ fn the_console_without_a_terminal_says_so_instead_of_panicking() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
+/// A listing piped into a reader that has gone (`ale harness runs | head`) ends as a Unix tool
+/// does, by SIGPIPE, not with a panic at its next line.
+#[test]
+fn a_listing_into_a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    std::fs::create_dir_all(state.join("runs")).unwrap();
+    // The reading end is closed before the command starts: its first line meets a broken pipe.
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(ALE)
+        .args(["harness", "runs", "--state-dir", state.to_str().unwrap()])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+        .wait_with_output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+}
+
 /// Regression: a task file whose time budget no clock can add made the evaluator panic at
 /// `StartEvalSession`; `ale serve` now refuses it at start, naming the file and the key.
 #[test]
