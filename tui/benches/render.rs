@@ -8,9 +8,10 @@
 use std::hint::black_box;
 
 use ale_client::EnvSpec;
-use ale_tui::console::app::{App, View};
+use ale_tui::console::app::App;
 use ale_tui::console::practice::EpisodeEntry;
 use ale_tui::console::seeds::Seeds;
+use ale_tui::console::view::View;
 use ale_tui::console::{screen, theme};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;

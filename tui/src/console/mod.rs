@@ -2,9 +2,11 @@
 //!
 //! Each view is a module holding its state, its update and (in `draw.rs`) its drawing:
 //! [`tasks`], [`practice`], [`eval`], [`runs`]. [`app`] holds the views and routes keys and
-//! messages to them, without I/O; [`message`] is what flows between the app and the event loop;
-//! [`screen`] draws the frame around the current view and [`widgets`] the pieces views share;
-//! [`keys`] is the key table and [`theme`] the colours. The effects are performed by
+//! messages to them, without I/O; [`view`] (the view shown, where typed keys go) and
+//! [`outcome`] (what a view's update asks of the app) are what the app and the views share;
+//! [`message`] is what flows between the app and the event loop; [`screen`] draws the frame
+//! around the current view and [`widgets`] the pieces views share; [`keys`] is the key table
+//! and [`theme`] the colours. The effects are performed by
 //! [`worker`] (RPCs through the client crate), [`harness_child`] (official runs as
 //! `ale harness run` processes) and [`effects`] (file work). [`Console`] ties them together
 //! and [`event_loop`] runs it on any ratatui backend.
@@ -16,12 +18,14 @@ pub mod harness_child;
 pub mod health;
 pub mod keys;
 pub mod message;
+pub mod outcome;
 pub mod practice;
 pub mod runs;
 pub mod screen;
 pub mod seeds;
 pub mod tasks;
 pub mod theme;
+pub mod view;
 pub mod widgets;
 pub mod worker;
 

@@ -10,10 +10,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use super::app::{App, Connection, View};
+use super::app::{App, Connection};
 use super::eval::Agent;
 use super::message::{Effect, HarnessEvent, HarnessExit, Msg, Reply};
 use super::seeds::Seeds;
+use super::view::View;
 use super::{Console, screen, theme};
 
 struct Fixture {
