@@ -33,7 +33,7 @@ fn practice_app(steps: usize) -> App {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        ale_tui::console::keys::KeyMap::bundled(),
+        ale_tui::console::bindings::KeyMap::bundled(),
         "embedded 127.0.0.1:50051".into(),
         Seeds::new(7),
     );

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
+use super::bindings::{Command, Context, KeyMap};
 use super::eval::Eval;
-use super::keys::{Command, Context, KeyMap};
 use super::message::{Effect, Msg, Reply, Request};
 use super::outcome::{Note, Outcome};
 use super::practice::Practice;

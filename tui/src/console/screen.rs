@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
 use super::app::{App, Connection};
-use super::keys::{Command, Context, FooterEntry};
+use super::bindings::{Command, Context, FooterEntry};
 use super::view::{InputMode, View};
 use super::{eval, practice, runs, tasks};
 

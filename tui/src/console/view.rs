@@ -1,7 +1,7 @@
 //! What the console shows and how it reads keys, shared by the app and its views: the
 //! [`View`] on screen and the [`InputMode`] keys go to.
 
-use super::keys::Context;
+use super::bindings::Context;
 
 /// The four views, in tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -15,7 +15,7 @@ use ale_harness::report::Report;
 use ale_proto::RunId;
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::keys::Command;
+use super::bindings::Command;
 use super::message::{Effect, HarnessEvent, HarnessExit};
 use super::outcome::Outcome;
 use super::tasks::Tasks;

@@ -13,7 +13,7 @@ use ale_client::{EnvSpec, Info, Space};
 use ale_sim::{Drawing, MapView, Tensor, TensorData};
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::keys::Command;
+use super::bindings::Command;
 use super::message::{Reply, Request};
 use super::outcome::Outcome;
 use super::seeds::Seeds;

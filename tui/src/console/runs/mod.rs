@@ -14,7 +14,7 @@ use ale_harness::plot::PlotFormat;
 use ale_harness::runs::{RunEntry, RunSummary};
 use ale_proto::RunId;
 
-use super::keys::Command;
+use super::bindings::Command;
 use super::message::{Effect, Shown, Verification};
 use super::outcome::Outcome;
 

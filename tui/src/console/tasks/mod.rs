@@ -8,7 +8,7 @@ pub use draw::draw;
 use ale_proto::TaskSpec;
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::keys::Command;
+use super::bindings::Command;
 use super::outcome::Outcome;
 use super::view::{InputMode, View};
 
