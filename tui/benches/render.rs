@@ -8,9 +8,10 @@
 use std::hint::black_box;
 
 use ale_client::EnvSpec;
-use ale_tui::console::app::{App, View};
+use ale_tui::console::app::App;
 use ale_tui::console::practice::EpisodeEntry;
 use ale_tui::console::seeds::Seeds;
+use ale_tui::console::view::View;
 use ale_tui::console::{screen, theme};
 use criterion::{Criterion, criterion_group, criterion_main};
 use ratatui::Terminal;
@@ -32,7 +33,7 @@ fn practice_app(steps: usize) -> App {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        ale_tui::console::keys::KeyMap::bundled(),
+        ale_tui::console::bindings::KeyMap::bundled(),
         "embedded 127.0.0.1:50051".into(),
         Seeds::new(7),
     );

@@ -9,73 +9,16 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
+use super::bindings::{Command, Context, KeyMap};
 use super::eval::Eval;
-use super::keys::{Command, Context, KeyMap};
 use super::message::{Effect, Msg, Reply, Request};
+use super::outcome::{Note, Outcome};
 use super::practice::Practice;
 use super::runs::Runs;
 use super::seeds::Seeds;
 use super::tasks::Tasks;
 use super::theme::Theme;
-
-/// The four views, in tab order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum View {
-    Tasks,
-    Practice,
-    Eval,
-    Runs,
-}
-
-impl View {
-    pub const ALL: [View; 4] = [View::Tasks, View::Practice, View::Eval, View::Runs];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Tasks => "Tasks",
-            View::Practice => "Practice",
-            View::Eval => "Eval",
-            View::Runs => "Runs",
-        }
-    }
-
-    pub fn context(self) -> Context {
-        match self {
-            View::Tasks => Context::Tasks,
-            View::Practice => Context::Practice,
-            View::Eval => Context::Eval,
-            View::Runs => Context::Runs,
-        }
-    }
-}
-
-/// Whether keys are commands or text being typed, and into what. The text itself belongs to
-/// the view that uses it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InputMode {
-    /// Keys are looked up in the key map.
-    #[default]
-    Commands,
-    /// The tasks view's filter ([`Tasks::filter`]).
-    Filter,
-    /// A seed to reset the practice env with ([`Practice::seed_input`]).
-    Seed,
-    /// The eval view's agent command line ([`Eval::command`]).
-    AgentCommand,
-    /// The eval view's submission folder ([`Eval::submission`]).
-    SubmissionDir,
-    /// The eval view's `--workdir` for a command ([`Eval::workdir`]).
-    Workdir,
-    /// The eval view's `--expose` folders for a command ([`Eval::expose`]).
-    Expose,
-}
-
-/// A transient note for the status line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Note {
-    pub text: String,
-    pub is_error: bool,
-}
+use super::view::{InputMode, View};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Connection {
@@ -88,46 +31,6 @@ pub enum Connection {
     Lost {
         error: String,
     },
-}
-
-/// What a view's update asks for beyond its own state. The app applies them in order.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// Work for the event loop.
-    Effect(Effect),
-    Note(Note),
-    Show(View),
-    Input(InputMode),
-    /// Create a practice env for the task and show it.
-    OpenPractice {
-        task_id: String,
-    },
-}
-
-impl Outcome {
-    pub fn rpc(request: Request) -> Outcome {
-        Outcome::Effect(Effect::Rpc(request))
-    }
-
-    pub fn say(text: impl Into<String>) -> Outcome {
-        Outcome::Note(Note {
-            text: text.into(),
-            is_error: false,
-        })
-    }
-
-    pub fn warn(text: impl Into<String>) -> Outcome {
-        Outcome::Note(Note {
-            text: text.into(),
-            is_error: true,
-        })
-    }
-}
-
-impl From<Effect> for Outcome {
-    fn from(effect: Effect) -> Outcome {
-        Outcome::Effect(effect)
-    }
 }
 
 pub struct App {

@@ -2,26 +2,30 @@
 //!
 //! Each view is a module holding its state, its update and (in `draw.rs`) its drawing:
 //! [`tasks`], [`practice`], [`eval`], [`runs`]. [`app`] holds the views and routes keys and
-//! messages to them, without I/O; [`message`] is what flows between the app and the event loop;
-//! [`screen`] draws the frame around the current view and [`widgets`] the pieces views share;
-//! [`keys`] is the key table and [`theme`] the colours. The effects are performed by
-//! [`worker`] (RPCs through the client crate), [`harness_child`] (official runs as
-//! `ale harness run` processes) and [`effects`] (file work). [`Console`] ties them together
-//! and [`event_loop`] runs it on any ratatui backend.
+//! messages to them, without I/O; [`view`] (the view shown, where typed keys go) and
+//! [`outcome`] (what a view's update asks of the app) are what the app and the views share;
+//! [`message`] is what flows between the app and the event loop; [`screen`] draws the frame
+//! around the current view and [`widgets`] the pieces views share; [`bindings`] is the key
+//! table and [`theme`] the colours. The effects are performed by [`worker`] (RPCs through the
+//! client crate), [`harness_child`] (official runs as `ale harness run` processes) and
+//! [`effects`] (file work). [`Console`] ties them together and [`event_loop`] runs it on any
+//! ratatui backend.
 
 pub mod app;
+pub mod bindings;
 pub mod effects;
 pub mod eval;
 pub mod harness_child;
 pub mod health;
-pub mod keys;
 pub mod message;
+pub mod outcome;
 pub mod practice;
 pub mod runs;
 pub mod screen;
 pub mod seeds;
 pub mod tasks;
 pub mod theme;
+pub mod view;
 pub mod widgets;
 pub mod worker;
 
@@ -277,7 +281,7 @@ pub fn run(args: ConsoleArgs) -> anyhow::Result<ExitCode> {
                 format!("no theme {name:?}; available: {}", names.join(", "))
             })?,
     };
-    let keymap = keys::KeyMap::load(keys::user_keys_file().as_deref())?;
+    let keymap = bindings::KeyMap::load(bindings::user_keys_file().as_deref())?;
     let state_dir = args.state_dir.resolve();
     let ale_exe = std::env::current_exe().context("cannot find the ale executable")?;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {

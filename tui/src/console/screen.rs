@@ -8,8 +8,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Clear, Paragraph};
 
-use super::app::{App, Connection, InputMode, View};
-use super::keys::{Command, Context, FooterEntry};
+use super::app::{App, Connection};
+use super::bindings::{Command, Context, FooterEntry};
+use super::view::{InputMode, View};
 use super::{eval, practice, runs, tasks};
 
 /// Draws the whole screen.

@@ -10,10 +10,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-use super::app::{App, Connection, View};
+use super::app::{App, Connection};
 use super::eval::Agent;
 use super::message::{Effect, HarnessEvent, HarnessExit, Msg, Reply};
 use super::seeds::Seeds;
+use super::view::View;
 use super::{Console, screen, theme};
 
 struct Fixture {
@@ -62,7 +63,7 @@ async fn fixture_with_seeds(seeds: Box<dyn ale_server::seeds::SeedSource>) -> Fi
     let app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         "embedded (test)".into(),
         Seeds::new(1),
     );
@@ -713,7 +714,7 @@ async fn a_lost_connection_is_shown_and_retried() {
     let app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         "http://127.0.0.1:9".into(),
         Seeds::new(1),
     );
@@ -751,7 +752,7 @@ fn every_theme_renders_every_view() {
         let mut app = App::new(
             theme::load_all(None).unwrap(),
             i,
-            super::keys::KeyMap::bundled(),
+            super::bindings::KeyMap::bundled(),
             "x".into(),
             Seeds::new(1),
         );
@@ -827,7 +828,7 @@ fn eval_app_on_cartpole() -> App {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         "embedded (test)".into(),
         Seeds::new(1),
     );
@@ -930,7 +931,7 @@ fn a_runs_dir_that_cannot_be_read_is_reported() {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         "x".into(),
         Seeds::new(1),
     );
@@ -951,7 +952,7 @@ fn the_header_says_each_connection_state() {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         "http://127.0.0.1:50051".into(),
         Seeds::new(1),
     );
@@ -1003,7 +1004,7 @@ async fn a_killed_evaluator_shows_as_lost_with_no_key_pressed_and_its_return_res
     let app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         endpoint.clone(),
         Seeds::new(1),
     );
@@ -1114,7 +1115,7 @@ async fn two_runs_of_one_task_compare_side_by_side() {
     assert_eq!(both.left.run_id(), &heuristic.run_id);
     assert_eq!(both.right.run_id(), &random.run_id);
     assert!(both.left.is_verified() && both.right.is_verified());
-    assert_eq!(f.console.app.context(), super::keys::Context::Compare);
+    assert_eq!(f.console.app.context(), super::bindings::Context::Compare);
     let note = f.console.app.note.clone().unwrap();
     assert_eq!(note.text, "two runs of cartpole-balance: both verified");
     // The footer then shows the comparison's keys.
@@ -1176,7 +1177,10 @@ async fn two_runs_of_one_task_compare_side_by_side() {
             .settle(Duration::from_secs(30), |a| a.runs.leaderboard.is_some())
             .await
     );
-    assert_eq!(f.console.app.context(), super::keys::Context::Leaderboard);
+    assert_eq!(
+        f.console.app.context(),
+        super::bindings::Context::Leaderboard
+    );
     let board = f.console.app.runs.leaderboard.clone().unwrap();
     let agents: Vec<&str> = board.standings.iter().map(|s| s.agent.as_str()).collect();
     assert_eq!(agents, ["policy heuristic", "policy random"]);
@@ -1239,7 +1243,7 @@ fn marking_runs_of_two_tasks_refuses_to_compare_them() {
     let mut app = App::new(
         theme::load_all(None).unwrap(),
         0,
-        super::keys::KeyMap::bundled(),
+        super::bindings::KeyMap::bundled(),
         "x".into(),
         Seeds::new(1),
     );

@@ -1,4 +1,4 @@
-//! Console themes: TOML files of named colours. The bundled ones (`themes/*.toml`) are
+//! Console themes: TOML files of named colours. The bundled ones (`tui/themes/*.toml`) are
 //! embedded at build; a theme of the same name in the user's theme dir replaces one, others add
 //! to the list. Every colour the console draws with comes from here.
 
@@ -10,15 +10,15 @@ use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 
 const EMBEDDED: &[(&str, &str)] = &[
-    ("dark.toml", include_str!("../../../themes/dark.toml")),
-    ("light.toml", include_str!("../../../themes/light.toml")),
+    ("dark.toml", include_str!("../../themes/dark.toml")),
+    ("light.toml", include_str!("../../themes/light.toml")),
     (
         "high-contrast.toml",
-        include_str!("../../../themes/high-contrast.toml"),
+        include_str!("../../themes/high-contrast.toml"),
     ),
     (
         "colorblind.toml",
-        include_str!("../../../themes/colorblind.toml"),
+        include_str!("../../themes/colorblind.toml"),
     ),
 ];
 
@@ -169,7 +169,7 @@ impl Theme {
 pub fn load_all(user_dir: Option<&Path>) -> Result<Vec<Theme>, ThemeError> {
     let mut themes: Vec<Theme> = Vec::new();
     for (file, text) in EMBEDDED {
-        themes.push(Theme::parse(&format!("themes/{file}"), text)?);
+        themes.push(Theme::parse(&format!("tui/themes/{file}"), text)?);
     }
     if let Some(dir) = user_dir.filter(|d| d.is_dir()) {
         let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

@@ -393,7 +393,7 @@ def why_not_drawn(sim_id: str) -> Optional[str]:
 # Rasterizer
 # --------------------------------------------------------------------------------------------
 
-# The console's default theme, themes/dark.toml (`background` and the `sim_*` colours).
+# The console's default theme, tui/themes/dark.toml (`background` and the `sim_*` colours).
 BACKGROUND = (0x15, 0x17, 0x1C)
 ROLE_COLOURS: Dict[str, Tuple[int, int, int]] = {
     "ground": (0x7B, 0x84, 0x96),
@@ -585,7 +585,7 @@ def rasterize(drawing: Drawing, width: int = 600, height: int = 400) -> np.ndarr
     """Paints ``drawing`` into a new ``(height, width, 3)`` ``uint8`` RGB image.
 
     The background and each role's colour are the console's default theme's
-    (``themes/dark.toml``; see :data:`BACKGROUND` and :data:`ROLE_COLOURS`). The viewport is
+    (``tui/themes/dark.toml``; see :data:`BACKGROUND` and :data:`ROLE_COLOURS`). The viewport is
     centred in the image and its shorter side grown so that a world unit is as many pixels
     along x as along y (square pixels), as the console's ``draw_scene`` does for its
     character cells. Shapes are painted in order, later ones over earlier ones, without

@@ -23,7 +23,7 @@ pub(super) fn bench_console(seconds: f64) -> anyhow::Result<ExitCode> {
         let dir = std::env::temp_dir().join(format!("ale-bench-console-{}", std::process::id()));
         let evaluator = ale_server::Evaluator::new(ale_server::TaskRegistry::builtin(crate::sim_catalog())?, &dir)?;
         let server = ale_server::serve::start(std::sync::Arc::new(evaluator), "127.0.0.1:0".parse()?).await?;
-        let app = App::new(theme::load_all(None)?, 0, crate::console::keys::KeyMap::bundled(), "bench".into(), Seeds::from_clock());
+        let app = App::new(theme::load_all(None)?, 0, crate::console::bindings::KeyMap::bundled(), "bench".into(), Seeds::from_clock());
         let mut console = Console::new(app, server.agent_endpoint(), dir.clone(), std::env::current_exe()?);
         // Tasks view → cartpole-balance → practice.
         let cartpole = loop {

@@ -10,8 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Gauge, List, ListItem, ListState, Paragraph, Wrap};
 
 use super::{Agent, AgentChoice, Eval, EvalRun};
-use crate::console::app::InputMode;
 use crate::console::theme::Theme;
+use crate::console::view::InputMode;
 use crate::console::widgets::{block, draw_metrics_chart, report_lines};
 
 /// Draws `eval` for `task` (the tasks view's selection); `input` says what is being typed.

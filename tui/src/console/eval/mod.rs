@@ -15,10 +15,11 @@ use ale_harness::report::Report;
 use ale_proto::RunId;
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{InputMode, Outcome};
-use super::keys::Command;
+use super::bindings::Command;
 use super::message::{Effect, HarnessEvent, HarnessExit};
+use super::outcome::Outcome;
 use super::tasks::Tasks;
+use super::view::InputMode;
 
 /// How many of the harness's other output lines are kept.
 const OUTPUT_LINES: usize = 50;

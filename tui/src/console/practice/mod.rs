@@ -13,10 +13,11 @@ use ale_client::{EnvSpec, Info, Space};
 use ale_sim::{Drawing, MapView, Tensor, TensorData};
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{InputMode, Outcome, View};
-use super::keys::Command;
+use super::bindings::Command;
 use super::message::{Reply, Request};
+use super::outcome::Outcome;
 use super::seeds::Seeds;
+use super::view::{InputMode, View};
 
 /// Auto-play speeds offered by + and -.
 pub const SPEEDS: &[u32] = &[1, 5, 10, 30, 60, 120, 250, 500, 1000, 2000, 5000];

@@ -14,9 +14,9 @@ use ale_harness::plot::PlotFormat;
 use ale_harness::runs::{RunEntry, RunSummary};
 use ale_proto::RunId;
 
-use super::app::Outcome;
-use super::keys::Command;
+use super::bindings::Command;
 use super::message::{Effect, Shown, Verification};
+use super::outcome::Outcome;
 
 #[derive(Debug, Default)]
 pub struct Runs {

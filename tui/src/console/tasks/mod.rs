@@ -8,8 +8,9 @@ pub use draw::draw;
 use ale_proto::TaskSpec;
 use crossterm::event::{KeyCode, KeyEvent};
 
-use super::app::{InputMode, Outcome, View};
-use super::keys::Command;
+use super::bindings::Command;
+use super::outcome::Outcome;
+use super::view::{InputMode, View};
 
 /// Lines the spec pane scrolls by on a page key.
 const SPEC_PAGE: u16 = 10;
