@@ -19,7 +19,7 @@ pub mod compare;
 mod error;
 pub mod evaluator_process;
 pub mod leaderboard;
-pub mod log;
+pub mod harness_log;
 pub mod plot;
 pub mod preflight;
 pub mod progress;
