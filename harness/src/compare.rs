@@ -25,7 +25,8 @@ use ale_records::event_data::SeedSetRecord;
 use ale_records::signing_keys::KeyError;
 use ale_records::trajectory::TRAJECTORY_FILE;
 
-use crate::plot::{PlotData, PlotError};
+use crate::plot::PlotError;
+use crate::plot::data::PlotData;
 use crate::report::Report;
 use crate::scoring::Breakdown;
 use crate::stats::{Difference, seed_for};
@@ -305,6 +306,19 @@ impl Comparison {
         )
     }
 }
+
+impl Comparison {
+    /// A file name for the comparison's plot, without extension: `<a>-vs-<b>`, each as
+    /// [`PlotData::file_stem`] names it.
+    pub fn file_stem(&self) -> String {
+        format!(
+            "{}-vs-{}",
+            self.left.plot.file_stem(),
+            self.right.plot.file_stem()
+        )
+    }
+}
+
 
 #[cfg(test)]
 mod tests {

@@ -8,11 +8,15 @@
 //! public keys that the verifier must hold: [`RecordKeys`].
 //!
 //! In layers, each using only those before it:
-//! - [`records`]: each signed record on its own: the trajectory ([`verify_trajectory`]), the
-//!   harness log ([`verify_harness_log`]), their signatures;
-//! - [`conclude`]: the report a run's verified records add up to ([`Report::from_records`]);
-//! - [`run_dir`]: a run folder as a whole ([`verify_run_dir`]): its records, that they belong
-//!   together, and that its report is the one they conclude.
+//! - `records.rs`: each signed record on its own: the trajectory ([`verify_trajectory`]), the
+//!   harness log ([`verify_harness_log`]), their signatures ([`RecordKeys`]);
+//! - `conclude.rs`: the report a scored run's verified records add up to
+//!   ([`Report::from_records`]), which the harness writes;
+//! - `run_dir.rs`: a run folder as a whole ([`verify_run_dir`]): its records, that they are one
+//!   run's, and that its report is the one they conclude.
+//!
+//! Below them all lies the data they check: [`crate::harness_log`], [`crate::report`],
+//! [`crate::scoring`].
 //!
 //! [`Report::from_records`]: crate::report::Report::from_records
 
