@@ -25,8 +25,8 @@ use ale_records::event_data::SeedSetRecord;
 use ale_records::signing_keys::KeyError;
 use ale_records::trajectory::TRAJECTORY_FILE;
 
-use crate::plot::PlotError;
 use crate::plot::data::PlotData;
+use crate::plot::error::PlotError;
 use crate::report::Report;
 use crate::scoring::Breakdown;
 use crate::stats::{Difference, seed_for};

@@ -9,7 +9,7 @@ use ale_proto::RunId;
 use ale_proto::eval::{Direction, EpisodeRecord, EvalStatus};
 use ale_records::trajectory::TRAJECTORY_FILE;
 
-use super::PlotError;
+use super::error::PlotError;
 use crate::report::Report;
 use crate::stats::{Interval, Summary, running_interval, seed_for};
 use crate::verify::verify_trajectory;

@@ -14,72 +14,19 @@
 //! - `render.rs`: drawing it with plotters, or drawing a [`crate::compare::Comparison`] of two
 //!   runs, into PNG or SVG: sizes, colours, fonts, the layout of charts and legend.
 //!
+//! - `error.rs`: [`PlotError`], why a plot could not be read, drawn or written.
+//!
 //! A comparison holds each run's [`PlotData`], so [`crate::compare`] stands between the two:
-//! it uses the data, and the rendering uses it.
-
-use std::path::PathBuf;
-
-use ale_records::private_files::PrivateFileError;
-
-use crate::verify::VerifyError;
+//! it uses the data (and the error), and the rendering uses it.
 
 pub(crate) mod data;
+pub(crate) mod error;
 mod render;
 
 pub use data::PlotData;
+pub use error::PlotError;
 pub use render::{
     BASE_DPI, DEFAULT_HEIGHT, DEFAULT_WIDTH, PLOT_FILES, PixelRect, PlotFormat, PlotLayout,
     PlotOptions, compare_layout, layout, render_bytes, render_compare_bytes, render_compare_file,
     render_file, write_run_plots,
 };
-
-/// Why a plot could not be read, drawn or written.
-#[derive(Debug, thiserror::Error)]
-pub enum PlotError {
-    #[error("cannot read {}: {cause}", .path.display())]
-    Read {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
-    #[error("{}: {cause}", .path.display())]
-    Unverified { path: PathBuf, cause: VerifyError },
-    #[error("{}: the plot file must end in .png or .svg", .path.display())]
-    Format { path: PathBuf },
-    #[error("{0}")]
-    Options(String),
-    #[error("cannot draw the plot: {0}")]
-    Draw(String),
-    #[error("cannot encode the plot as PNG: {0}")]
-    EncodePng(#[from] png::EncodingError),
-    #[error("cannot create {}: {cause}", .path.display())]
-    Create {
-        path: PathBuf,
-        cause: PrivateFileError,
-    },
-    #[error("cannot write {}: {cause}", .path.display())]
-    Write {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
-}
-
-impl PlotError {
-    /// Whether the plot could not be written for lack of disk space (or quota).
-    pub fn is_out_of_space(&self) -> bool {
-        let no_space = |cause: &std::io::Error| {
-            matches!(
-                cause.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            )
-        };
-        match self {
-            PlotError::Create {
-                cause: PrivateFileError::Io { cause, .. },
-                ..
-            }
-            | PlotError::Write { cause, .. } => no_space(cause),
-            _ => false,
-        }
-    }
-}
-

@@ -15,7 +15,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::PlotError;
+use super::error::PlotError;
 use super::data::{PlotData, axis_format, compact, interval_text, value_range};
 use crate::compare::{ComparedRun, Comparison};
 use crate::report::Report;
