@@ -319,7 +319,6 @@ impl Comparison {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

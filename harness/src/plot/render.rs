@@ -15,8 +15,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::error::PlotError;
 use super::data::{PlotData, axis_format, compact, interval_text, value_range};
+use super::error::PlotError;
 use crate::compare::{ComparedRun, Comparison};
 use crate::report::Report;
 use crate::stats::{Interval, running_interval};
@@ -2013,4 +2013,3 @@ mod tests {
         );
     }
 }
-

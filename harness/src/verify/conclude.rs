@@ -7,8 +7,8 @@ use ale_records::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
 
 use super::records::{RecordKeys, VerifiedHarnessLog, VerifiedTrajectory};
 use crate::report::{
-    AgentSummary, REPORT_VERSION, RecordKeysSummary, RecordSummary, Report, RunStatistics,
-    Timings, Versions,
+    AgentSummary, REPORT_VERSION, RecordKeysSummary, RecordSummary, Report, RunStatistics, Timings,
+    Versions,
 };
 
 /// What a run's signed records lack for a report to be made of them.
