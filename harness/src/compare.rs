@@ -25,7 +25,8 @@ use ale_records::event_data::SeedSetRecord;
 use ale_records::signing_keys::KeyError;
 use ale_records::trajectory::TRAJECTORY_FILE;
 
-use crate::plot::{PlotData, PlotError};
+use crate::plot::data::PlotData;
+use crate::plot::error::PlotError;
 use crate::report::Report;
 use crate::scoring::Breakdown;
 use crate::stats::{Difference, seed_for};
@@ -302,6 +303,18 @@ impl Comparison {
             self.paired(),
             self.left.plot.direction == Direction::HigherIsBetter,
             seed_for(&[self.left.run_id().as_str(), self.right.run_id().as_str()]),
+        )
+    }
+}
+
+impl Comparison {
+    /// A file name for the comparison's plot, without extension: `<a>-vs-<b>`, each as
+    /// [`PlotData::file_stem`] names it.
+    pub fn file_stem(&self) -> String {
+        format!(
+            "{}-vs-{}",
+            self.left.plot.file_stem(),
+            self.right.plot.file_stem()
         )
     }
 }

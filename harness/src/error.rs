@@ -1,7 +1,7 @@
 use std::path::PathBuf;
 
 use crate::evaluator_process::EvaluatorError;
-use crate::report::RecordsIncomplete;
+use crate::verify::RecordsIncomplete;
 use crate::verify::{SignatureCheckError, VerifyError};
 
 #[derive(Debug, thiserror::Error)]

@@ -3,14 +3,22 @@
 //! authoritative result over that same private channel — never through the agent — then
 //! verifies the evaluator's trajectory, scores the run and leaves a report.
 //!
-//! - [`run::run_interactive`], [`run::run_batch`]: one official run, end to end.
-//! - [`scoring`]: the scoring rules, with a breakdown of every factor.
-//! - [`verify`]: checking a trajectory and the harness's own log.
-//! - [`score_file`]: scoring whatever file `ale harness score` is given.
-//! - [`stats`]: the mean's and IQM's bootstrap intervals, comparisons of two runs.
-//! - [`report`]: `report.json`; [`plot`]: its plots; [`runs`]: past runs; [`compare`]: two
-//!   runs of one task side by side.
-//! - [`evaluator_process`]: attaching to the evaluator serving a state dir, or starting one.
+//! Read bottom-up: each layer uses only the layers below it.
+//! - Data: [`report`] (`report.json`: the report and its parts, how a run ended), [`scoring`]
+//!   (the scoring rules, the formula, a breakdown of every factor), [`stats`] (the mean's and
+//!   IQM's bootstrap intervals, comparisons of two runs), [`harness_log`] (the events of the
+//!   harness's own signed log, `harness.jsonl`).
+//! - [`verify`]: checking a trajectory and the harness log, concluding the report they add up
+//!   to, checking a run folder.
+//! - On both, the plots: [`plot`]'s data (what a plot shows), [`compare`] (two runs of one
+//!   task side by side, each with its plot's data), [`plot`]'s rendering (PNG and SVG, of one
+//!   run or of a comparison).
+//! - Reading past runs: [`runs`] (the run list), [`leaderboard`], [`score_file`] (scoring
+//!   whatever file `ale harness score` is given), [`bundle`] (a run in one file, for a reviewer).
+//! - Making a run: [`run::run_interactive`], [`run::run_batch`]: one official run, end to end,
+//!   over the harness [`channel`], with its [`agent`]; [`evaluator_process`] (attaching to the
+//!   evaluator serving a state dir, or starting one), [`preflight`] (a run's set-up checked
+//!   before it starts), [`progress`] (what the console reads of a run under way).
 
 pub mod agent;
 pub mod bundle;
@@ -18,8 +26,8 @@ pub mod channel;
 pub mod compare;
 mod error;
 pub mod evaluator_process;
+pub mod harness_log;
 pub mod leaderboard;
-pub mod log;
 pub mod plot;
 pub mod preflight;
 pub mod progress;

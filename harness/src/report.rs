@@ -1,4 +1,10 @@
 //! `report.json`: what the harness concluded about one official run. See docs/harness.md.
+//!
+//! Data: the report and its parts, the pure functions over them (how the run ended, the agent
+//! in a few words, its statistics), and the file they are read from and written to. It builds
+//! on the score's breakdown ([`crate::scoring`]) and the statistics ([`crate::stats`]) alone;
+//! a report is concluded from a run's verified records by `Report::from_records`, in the verify
+//! module, above this one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,13 +16,8 @@ use ale_records::layout::REPORT_FILE;
 use ale_records::private_files::create_private_file;
 use serde::{Deserialize, Serialize};
 
-use ale_records::layout::AGENT_LOG_FILE;
-use ale_records::signing_keys::encode_public_key;
-use ale_records::trajectory::{HARNESS_LOG_FILE, TRAJECTORY_FILE};
-
-use crate::scoring::Breakdown;
+use crate::scoring::{Breakdown, ScoringRules};
 use crate::stats::{Interval, Summary, seed_for};
-use crate::verify::{RecordKeys, VerifiedHarnessLog, VerifiedTrajectory};
 use ale_sandbox::SandboxRecord;
 
 /// Why `report.json` cannot be read.
@@ -39,17 +40,6 @@ impl ReportError {
     pub fn is_missing(&self) -> bool {
         matches!(self, ReportError::Read { cause, .. } if cause.kind() == std::io::ErrorKind::NotFound)
     }
-}
-
-/// What a run's signed records lack for a report to be made of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum RecordsIncomplete {
-    #[error("the trajectory's session has not finished")]
-    Unfinished,
-    #[error("the harness log has no result_read event")]
-    NotRead,
-    #[error("the harness log has no run_scored event")]
-    NotScored,
 }
 
 /// Bumped when a field changes meaning. Version 3 added `statistics`; `verify` still checks
@@ -258,73 +248,6 @@ pub struct Versions {
 }
 
 impl Report {
-    /// The report the two signed records of a scored run add up to: the harness writes exactly
-    /// this, and `verify` rebuilds it to check a report. Only `timings` comes from elsewhere;
-    /// no record signs it.
-    pub fn from_records(
-        trajectory: &VerifiedTrajectory,
-        log: &VerifiedHarnessLog,
-        keys: &RecordKeys,
-        timings: Timings,
-    ) -> Result<Report, RecordsIncomplete> {
-        let result = trajectory
-            .result
-            .as_ref()
-            .ok_or(RecordsIncomplete::Unfinished)?;
-        let read = log.read.as_ref().ok_or(RecordsIncomplete::NotRead)?;
-        let score = log.score.clone().ok_or(RecordsIncomplete::NotScored)?;
-        let started = &log.started;
-        Ok(Report {
-            report_version: REPORT_VERSION,
-            run_id: trajectory.run.run_id.clone(),
-            name: started.name.clone(),
-            tags: started.tags.clone(),
-            seed_set: trajectory.run.seed_set.clone(),
-            task: started.task.clone(),
-            status: result.status,
-            status_message: read.status_message.clone(),
-            agent: AgentSummary {
-                command: started.agent_command.clone(),
-                exit: read.agent_exit.clone(),
-                left_early: read.left_early,
-                log: AGENT_LOG_FILE.into(),
-            },
-            sandbox: started.sandbox.clone(),
-            value: result.value,
-            statistics: Some(RunStatistics::of(
-                &trajectory.run.run_id,
-                &result.episodes,
-                &score,
-            )),
-            score,
-            episodes: result.episodes.clone(),
-            seed_commitments: result.seed_commitments.clone(),
-            safety: result.safety.clone(),
-            total_steps: result.total_steps,
-            trajectory: RecordSummary {
-                file: TRAJECTORY_FILE.into(),
-                head: trajectory.head.clone(),
-                events: trajectory.events,
-                verified: true,
-            },
-            harness_log: RecordSummary {
-                file: HARNESS_LOG_FILE.into(),
-                head: log.head.clone(),
-                events: log.events,
-                verified: true,
-            },
-            keys: RecordKeysSummary {
-                evaluator: encode_public_key(&keys.evaluator),
-                harness: encode_public_key(&keys.harness),
-            },
-            timings,
-            versions: Versions {
-                harness: started.harness_version.clone(),
-                evaluator: trajectory.run.evaluator_version.clone(),
-            },
-        })
-    }
-
     /// The agent in a few words, as listings, leaderboards and legends name it: the run's
     /// `--name` if it has one; else `policy heuristic` for a built-in agent, `submission` when
     /// no agent ran, or the command's program and script (`python agent.py`).
@@ -333,6 +256,21 @@ impl Report {
             return name.clone();
         }
         agent_label(&self.agent.command)
+    }
+
+    /// The rules the report was scored under, as its breakdown restates them.
+    pub fn scoring_rules(&self) -> ScoringRules {
+        let s = &self.score;
+        ScoringRules::new(
+            &s.metric_name,
+            s.direction,
+            s.target,
+            s.cap,
+            s.penalties
+                .iter()
+                .map(|p| (p.name.clone(), p.penalty_factor)),
+            self.task.genre,
+        )
     }
 
     /// How the run ended (its exit code's meaning).

@@ -21,7 +21,7 @@ use crate::agent::{Agent, AgentLaunch, AgentStart};
 use crate::channel::{BatchRunState, HarnessChannel, OfficialEnv};
 use crate::error::{HarnessError, Unverified};
 use crate::evaluator_process::{EvaluatorHandle, attach_or_start};
-use crate::log::{HarnessStarted, ResultRead};
+use crate::harness_log::{HarnessStarted, ResultRead};
 use crate::report::{Report, TaskSummary, Timings};
 use crate::scoring::{Faithfulness, score};
 use crate::verify::{RecordKeys, verify_harness_log, verify_trajectory};

@@ -68,7 +68,7 @@ pub fn read_score_input(
         return match Report::read(dir) {
             Ok(report) => Ok(ScoreInput {
                 measured: Some(report.value),
-                rules: ScoringRules::from_report(&report),
+                rules: report.scoring_rules(),
                 safety: report.safety,
             }),
             // A run the harness never reported is scored from its trajectory.
@@ -224,7 +224,7 @@ mod tests {
         report.write(dir.path()).unwrap();
         let input = read_score_input(dir.path(), None, &[]).unwrap();
         assert_eq!(input.measured, Some(report.value));
-        assert_eq!(input.rules, ScoringRules::from_report(&report));
+        assert_eq!(input.rules, report.scoring_rules());
         let same = read_score_input(&dir.path().join(REPORT_FILE), None, &[]).unwrap();
         assert_eq!(same, input);
     }

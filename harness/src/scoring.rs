@@ -15,8 +15,6 @@ use ale_proto::eval::{Direction, Genre};
 use ale_records::event_data::RunStarted;
 use serde::{Deserialize, Serialize};
 
-use crate::report::Report;
-
 /// Floor of the measurement in the lower-is-better ratio, so a perfect 0 scores the cap.
 /// (A task that sets no cap gets [`ale_proto::eval::DEFAULT_CAP`].)
 pub const EPS: f64 = 1e-9;
@@ -67,7 +65,8 @@ impl ScoringRules {
         }
     }
 
-    /// The rules a task states (as `ListTasks` and `GetSpec` carry it).
+    /// The rules a task states (as `ListTasks` and `GetSpec` carry it). (A report restates
+    /// its rules: `Report::scoring_rules`.)
     pub fn from_task(task: &TaskSpec) -> ScoringRules {
         let metric = &task.metric;
         ScoringRules::new(
@@ -79,21 +78,6 @@ impl ScoringRules {
                 .iter()
                 .map(|s| (s.name.clone(), s.penalty_factor)),
             task.genre,
-        )
-    }
-
-    /// The rules a report was scored under, as its breakdown restates them.
-    pub fn from_report(report: &Report) -> ScoringRules {
-        let s = &report.score;
-        ScoringRules::new(
-            &s.metric_name,
-            s.direction,
-            s.target,
-            s.cap,
-            s.penalties
-                .iter()
-                .map(|p| (p.name.clone(), p.penalty_factor)),
-            report.task.genre,
         )
     }
 

@@ -1,62 +1,25 @@
-//! Plots of a run, fit for a report or a paper: the per-rollout metric as bars (failed rollouts
-//! marked), the running mean with its 95% band, the run's mean with its bootstrap interval at
-//! the right end, the target line behind the bars, and the task's safety counters in a panel
-//! below (when it has any); or two runs of one task side by side ([`render_compare_file`]).
-//! PNG or SVG, chosen by the file's extension, at the size and resolution [`PlotOptions`] asks
-//! for. PNG text is drawn with a proportional font compiled into the binary (Ubuntu Light), so
-//! nothing is needed from the system; an SVG names that font first, then common sans-serif
-//! faces.
+//! Drawing a plot with plotters, into PNG or SVG: one run's [`PlotData`], or two runs of a
+//! [`Comparison`] side by side. Everything here is about pixels: sizes, colours, fonts, the
+//! layout of the charts and the legend.
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Once;
 
-use ale_proto::RunId;
-use ale_proto::eval::{Direction, EpisodeRecord, EvalStatus, Outcome};
-use ale_records::private_files::{PrivateFileError, create_private_file};
+use ale_proto::eval::Outcome;
+use ale_records::private_files::create_private_file;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use ale_records::trajectory::TRAJECTORY_FILE;
-
+use super::data::{PlotData, axis_format, compact, interval_text, value_range};
+use super::error::PlotError;
 use crate::compare::{ComparedRun, Comparison};
 use crate::report::Report;
-use crate::stats::{Interval, Summary, running_interval, seed_for};
-use crate::verify::{VerifyError, verify_trajectory};
-
-/// Why a plot could not be read, drawn or written.
-#[derive(Debug, thiserror::Error)]
-pub enum PlotError {
-    #[error("cannot read {}: {cause}", .path.display())]
-    Read {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
-    #[error("{}: {cause}", .path.display())]
-    Unverified { path: PathBuf, cause: VerifyError },
-    #[error("{}: the plot file must end in .png or .svg", .path.display())]
-    Format { path: PathBuf },
-    #[error("{0}")]
-    Options(String),
-    #[error("cannot draw the plot: {0}")]
-    Draw(String),
-    #[error("cannot encode the plot as PNG: {0}")]
-    EncodePng(#[from] png::EncodingError),
-    #[error("cannot create {}: {cause}", .path.display())]
-    Create {
-        path: PathBuf,
-        cause: PrivateFileError,
-    },
-    #[error("cannot write {}: {cause}", .path.display())]
-    Write {
-        path: PathBuf,
-        cause: std::io::Error,
-    },
-}
+use crate::stats::{Interval, running_interval};
 
 /// The plot files written into every run folder.
 pub const PLOT_FILES: [&str; 2] = ["plot.png", "plot.svg"];
@@ -144,191 +107,6 @@ impl PlotOptions {
     fn scale(&self) -> Scale {
         Scale(f64::from(self.dpi) / f64::from(BASE_DPI))
     }
-}
-
-/// What a plot shows.
-#[derive(Debug, Clone)]
-pub struct PlotData {
-    pub run_id: RunId,
-    pub task_id: String,
-    /// The run's name (`ale harness run --name`), if it was given one.
-    pub name: Option<String>,
-    /// The agent in a few words ([`Report::agent_label`]: the run's name if it has one);
-    /// `None` for a trajectory alone, which does not say who played.
-    pub agent: Option<String>,
-    /// How the session ended; `None` while it has not.
-    pub status: Option<EvalStatus>,
-    pub metric_name: String,
-    pub direction: Direction,
-    pub target: f64,
-    pub episodes: Vec<EpisodeRecord>,
-    /// The task's safety metrics, by name: none for most tasks.
-    pub safety_metrics: Vec<String>,
-    /// The metric over every planned rollout (as the run's value counts them): its mean and
-    /// the mean's bootstrap interval, from the report or computed as the report would.
-    pub summary: Summary,
-}
-
-impl PlotData {
-    /// The plot of a run folder (from its report, or its trajectory when it has none) or of a
-    /// trajectory file.
-    pub fn load(path: &Path) -> Result<PlotData, PlotError> {
-        if path.is_dir()
-            && let Ok(report) = Report::read(path)
-        {
-            return Ok(PlotData::from_report(&report));
-        }
-        let trajectory = if path.is_dir() {
-            path.join(TRAJECTORY_FILE)
-        } else {
-            path.to_path_buf()
-        };
-        let text = match std::fs::read_to_string(&trajectory) {
-            Ok(text) => text,
-            Err(cause) => {
-                return Err(PlotError::Read {
-                    path: trajectory,
-                    cause,
-                });
-            }
-        };
-        let verified = match verify_trajectory(&text) {
-            Ok(verified) => verified,
-            Err(cause) => {
-                return Err(PlotError::Unverified {
-                    path: trajectory,
-                    cause,
-                });
-            }
-        };
-        let episodes = verified
-            .result
-            .as_ref()
-            .map(|r| r.episodes.clone())
-            .unwrap_or_default();
-        let run = &verified.run;
-        Ok(PlotData {
-            safety_metrics: safety_names(run.safety.iter().map(|s| &s.name), &episodes),
-            summary: summary_of(&run.run_id, &episodes),
-            run_id: run.run_id.clone(),
-            task_id: run.task_id.clone(),
-            name: None,
-            agent: None,
-            status: verified.result.as_ref().map(|r| r.status),
-            metric_name: run.metric_name.clone(),
-            direction: run.direction,
-            target: run.target,
-            episodes,
-        })
-    }
-
-    pub fn from_report(report: &Report) -> PlotData {
-        let summary = match &report.statistics {
-            Some(stats) => stats.metric.clone(),
-            None => summary_of(&report.run_id, &report.episodes),
-        };
-        let rules = report.score.penalties.iter().map(|p| &p.name);
-        PlotData {
-            run_id: report.run_id.clone(),
-            task_id: report.task.id.clone(),
-            name: report.name.clone(),
-            agent: Some(report.agent_label()),
-            status: Some(report.status),
-            metric_name: report.score.metric_name.clone(),
-            direction: report.score.direction,
-            target: report.score.target,
-            episodes: report.episodes.clone(),
-            safety_metrics: safety_names(rules.chain(report.safety.keys()), &report.episodes),
-            summary,
-        }
-    }
-
-    /// The plot's title: the task and who played (the run's name, else its agent), or the
-    /// task alone for a trajectory, which does not say who played.
-    pub fn title(&self) -> String {
-        match &self.agent {
-            Some(agent) => format!("{} · {agent}", self.task_id),
-            None => self.task_id.clone(),
-        }
-    }
-
-    /// How a legend names the run: its agent ([`PlotData::agent`]), or its short id when only
-    /// its trajectory says anything.
-    pub fn label(&self) -> String {
-        self.agent
-            .clone()
-            .unwrap_or_else(|| format!("run {}", self.run_id.short()))
-    }
-
-    /// A file name for the plot, without extension: the run's name, made safe for a file
-    /// name, or its short id.
-    pub fn file_stem(&self) -> String {
-        let name = self.name.as_deref().map(file_safe).unwrap_or_default();
-        if name.is_empty() {
-            self.run_id.short().to_string()
-        } else {
-            name
-        }
-    }
-
-    /// The running mean after each played rollout, counting failures at their metric.
-    pub fn running_mean(&self) -> Vec<(u32, f64)> {
-        let values: Vec<f64> = self.played().map(|e| e.metric).collect();
-        let band = running_interval(&values);
-        self.played()
-            .map(|e| e.index)
-            .zip(band.iter().map(|p| p.mean))
-            .collect()
-    }
-
-    fn played(&self) -> impl Iterator<Item = &EpisodeRecord> {
-        self.episodes.iter().filter(|e| e.outcome.is_played())
-    }
-}
-
-impl Comparison {
-    /// A file name for the comparison's plot, without extension: `<a>-vs-<b>`, each as
-    /// [`PlotData::file_stem`] names it.
-    pub fn file_stem(&self) -> String {
-        format!(
-            "{}-vs-{}",
-            self.left.plot.file_stem(),
-            self.right.plot.file_stem()
-        )
-    }
-}
-
-/// The safety metrics `rules` name and the episodes counted, sorted, each once.
-fn safety_names<'a>(
-    rules: impl Iterator<Item = &'a String>,
-    episodes: &[EpisodeRecord],
-) -> Vec<String> {
-    let mut names: BTreeSet<String> = rules.cloned().collect();
-    names.extend(episodes.iter().flat_map(|e| e.safety.keys().cloned()));
-    names.into_iter().collect()
-}
-
-/// The metric's summary as a report computes it (every planned rollout, seeded by the run).
-fn summary_of(run_id: &RunId, episodes: &[EpisodeRecord]) -> Summary {
-    let metrics: Vec<f64> = episodes.iter().map(|e| e.metric).collect();
-    Summary::of(&metrics, seed_for(&[run_id.as_str()]))
-}
-
-/// `name` with anything but letters, digits, `.`, `_` and `-` replaced by `-`, runs of them
-/// once, and no leading dot or dash (so no hidden file and no option).
-fn file_safe(name: &str) -> String {
-    let mut out = String::new();
-    for c in name.chars() {
-        let c = if c.is_alphanumeric() || matches!(c, '.' | '_' | '-') {
-            c
-        } else {
-            '-'
-        };
-        if !(c == '-' && out.ends_with('-')) {
-            out.push(c);
-        }
-    }
-    out.trim_matches(|c| c == '-' || c == '.').to_string()
 }
 
 /// The family every text is drawn in. PNG text is measured and drawn with the embedded
@@ -1265,69 +1043,6 @@ fn plotting_rect<DB: DrawingBackend>(chart: &RolloutChart<'_, DB>) -> PixelRect 
     }
 }
 
-/// The y range that shows every value and 0 (bars start there), padded away from 0; a metric
-/// that can be negative (pendulum's return) gets room below 0.
-fn value_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = values
-        .filter(|v| v.is_finite())
-        .fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
-    if hi - lo <= 0.0 {
-        return 0.0..1.0;
-    }
-    let pad = (hi - lo) * 0.15;
-    let lo = if lo < 0.0 { lo - pad } else { 0.0 };
-    let hi = if hi > 0.0 { hi + pad } else { 0.0 };
-    lo..hi
-}
-
-/// How an axis over `range` writes its numbers: as many decimals as its tick step needs.
-fn axis_format(range: &std::ops::Range<f64>) -> impl Fn(&f64) -> String + use<> {
-    let step = (range.end - range.start) / 8.0;
-    let decimals = if step > 0.0 {
-        (-step.log10().floor()).clamp(0.0, 6.0) as usize
-    } else {
-        0
-    };
-    move |v: &f64| {
-        let text = format!("{v:.decimals$}");
-        // No "-0" at zero.
-        if text
-            .trim_start_matches('-')
-            .chars()
-            .all(|c| c == '0' || c == '.')
-        {
-            text.trim_start_matches('-').to_string()
-        } else {
-            text
-        }
-    }
-}
-
-/// A number as a legend shows it: whole numbers as they are, others to at most 4 decimals.
-fn compact(value: f64) -> String {
-    if value.fract() == 0.0 || !value.is_finite() {
-        return value.to_string();
-    }
-    let text = format!("{value:.4}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// A mean and its interval, `487.3 [470.1, 500.0]`, to the precision the interval's width
-/// warrants (three significant digits of it).
-fn interval_text(mean: f64, ci: Interval) -> String {
-    let width = (ci.high - ci.low).abs();
-    let magnitude = if width > 0.0 { width } else { mean.abs() };
-    let decimals = if magnitude > 0.0 && magnitude.is_finite() {
-        (2.0 - magnitude.log10().floor()).clamp(0.0, 4.0) as usize
-    } else {
-        0
-    };
-    format!(
-        "{mean:.decimals$} [{:.decimals$}, {:.decimals$}]",
-        ci.low, ci.high
-    )
-}
-
 /// `colour` at `opacity` over white, as an opaque colour.
 fn on_white(colour: RGBColor, opacity: f64) -> RGBColor {
     let blend = |c: u8| (f64::from(c) * opacity + 255.0 * (1.0 - opacity)).round() as u8;
@@ -1603,26 +1318,6 @@ where
     })
 }
 
-impl PlotError {
-    /// Whether the plot could not be written for lack of disk space (or quota).
-    pub fn is_out_of_space(&self) -> bool {
-        let no_space = |cause: &std::io::Error| {
-            matches!(
-                cause.kind(),
-                std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
-            )
-        };
-        match self {
-            PlotError::Create {
-                cause: PrivateFileError::Io { cause, .. },
-                ..
-            }
-            | PlotError::Write { cause, .. } => no_space(cause),
-            _ => false,
-        }
-    }
-}
-
 /// Writes `plot.png` and `plot.svg` (0600, the default size) into a run folder, as new
 /// files: a file or link already there is an error, never overwritten or followed.
 pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), PlotError> {
@@ -1647,7 +1342,11 @@ pub fn write_run_plots(run_dir: &Path, report: &Report) -> Result<(), PlotError>
 mod tests {
     use super::*;
     use crate::compare::{Checked, RunReport};
+    use crate::plot::data::summary_of;
     use crate::verify::RunVerdict;
+    use ale_proto::RunId;
+    use ale_proto::eval::{Direction, EpisodeRecord, EvalStatus};
+    use std::path::PathBuf;
 
     fn episode(index: u32, outcome: Outcome, metric: f64) -> EpisodeRecord {
         EpisodeRecord {
@@ -1895,13 +1594,6 @@ mod tests {
         let png = dir.path().join("c.png");
         render_compare_file(&both, &png, &default_options()).unwrap();
         assert_eq!(&std::fs::read(&png).unwrap()[..8], b"\x89PNG\r\n\x1a\n");
-    }
-
-    #[test]
-    fn a_comparison_of_negative_metrics_makes_room_below_zero() {
-        assert_eq!(value_range([500.0, 475.0].into_iter()), 0.0..575.0);
-        assert_eq!(value_range([-200.0, -100.0].into_iter()), -230.0..0.0);
-        assert_eq!(value_range([].into_iter()), 0.0..1.0);
     }
 
     #[test]
