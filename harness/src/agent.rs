@@ -423,7 +423,7 @@ impl Agent {
         let log = create_log(start.log).map_err(log_err)?;
         // Its whole cap is set aside before the agent starts: another run filling the disk
         // cannot cut this agent's log short, and this agent's log cannot fill it for others.
-        crate::run::reserve_space(&log, start.log, AGENT_LOG_RESERVE)?;
+        crate::reserve::reserve_space(&log, start.log, AGENT_LOG_RESERVE)?;
         // Given back if the launch fails before the copier takes the log over.
         let mut log = ReservedLog(Some(log));
         let (reader, writer) = std::io::pipe().map_err(launch_err)?;
@@ -729,7 +729,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("agent.log");
         let file = create_log(&path).unwrap();
-        crate::run::reserve_space(&file, &path, AGENT_LOG_RESERVE).unwrap();
+        crate::reserve::reserve_space(&file, &path, AGENT_LOG_RESERVE).unwrap();
         let allocated = || std::fs::metadata(&path).unwrap().blocks() * 512;
         if allocated() < AGENT_LOG_RESERVE {
             eprintln!("skipped: this filesystem reserved no space");

@@ -32,6 +32,7 @@ pub mod plot;
 pub mod preflight;
 pub mod progress;
 pub mod report;
+mod reserve;
 pub mod run;
 pub mod runs;
 pub mod score_file;

@@ -23,6 +23,7 @@ use crate::error::{HarnessError, Unverified};
 use crate::evaluator_process::{EvaluatorHandle, attach_or_start};
 use crate::harness_log::{HarnessStarted, ResultRead};
 use crate::report::{Report, TaskSummary, Timings};
+use crate::reserve::reserve_space;
 use crate::scoring::{Faithfulness, score};
 use crate::verify::{RecordKeys, verify_harness_log, verify_trajectory};
 use ale_records::signing_keys::{KeyRole, load_or_create_signing_key, read_public_key};
@@ -276,36 +277,6 @@ fn report_reserve(episodes: u32) -> u64 {
 
 const REPORT_RESERVE_BASE: u64 = 32 << 10;
 const REPORT_RESERVE_PER_ROLLOUT: u64 = 1 << 10;
-
-/// Reserves `len` bytes past the end of `file` (at `path`) without changing its size
-/// ([`ale_records::disk_space::reserve_space`]), so that another run filling the disk cannot
-/// make the rest of this run's records unwritable. A filesystem that cannot reserve space at
-/// all is let through with a warning; one without the space refuses the run.
-pub(crate) fn reserve_space(
-    file: &std::fs::File,
-    path: &Path,
-    len: u64,
-) -> Result<(), HarnessError> {
-    let offset = file
-        .metadata()
-        .map_err(|cause| HarnessError::Records {
-            path: path.to_path_buf(),
-            cause,
-        })?
-        .len();
-    match ale_records::disk_space::reserve_space(file, offset, len) {
-        Ok(()) => Ok(()),
-        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
-            tracing::warn!(file = %path.display(), "this filesystem cannot reserve space: a full disk may cut the run's records short");
-            Ok(())
-        }
-        Err(cause) => Err(HarnessError::NoRoom {
-            path: path.to_path_buf(),
-            bytes: len,
-            cause,
-        }),
-    }
-}
 
 /// Opens the harness's log in the run folder of `started.run_id`, writes `started` to it, and
 /// reserves what the rest of the run's records need (its log's last events and a report of
