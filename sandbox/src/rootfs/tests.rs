@@ -131,8 +131,14 @@ impl Syscalls for Recorder {
         Ok(())
     }
 
+    /// Something is at `at` in the new root if the test put it there, or if a folder bound
+    /// earlier in the sequence holds it (a host folder's files come with its bind).
     fn exists_in_new_root(&mut self, _: &(), at: &Path, _what: &str) -> Result<bool, String> {
-        Ok(self.in_new_root.contains(at))
+        let under_a_bound_folder = self.calls.iter().any(|c| {
+            matches!(c, Call::BindPinned { at: folder, kind: Kind::Folder, .. }
+                if at.starts_with(folder) && at != folder)
+        });
+        Ok(self.in_new_root.contains(at) || under_a_bound_folder)
     }
 
     fn close_roots(&mut self, (): ()) {
@@ -420,8 +426,20 @@ fn the_sandbox_has_a_proc_dev_tmp_and_run_of_its_own() {
     let dev = position(&calls, "/dev", tmpfs_at("/newroot/dev"));
     position(&calls, "/dev/shm", tmpfs_at("/newroot/dev/shm"));
     let tmp = position(&calls, "/tmp", tmpfs_at("/newroot/tmp"));
-    position(&calls, "/run", tmpfs_at("/newroot/run"));
+    let run = position(&calls, "/run", tmpfs_at("/newroot/run"));
     assert!(proc < dev && dev < tmp);
+    // The host's top level is bound before any of these: none of them covers a host bind.
+    let usr = position(&calls, "/usr", |c| {
+        *c == bind_mount("/oldroot/usr", "/newroot/usr")
+    });
+    assert!(usr < proc, "the host's top level is bound after /proc");
+    // Both come before anything of the host is bound beneath them (the agent socket in /run,
+    // a program or a working directory in /tmp), which a later tmpfs would cover.
+    let first_bind = position(&calls, "a bind", |c| matches!(c, Call::BindPinned { .. }));
+    assert!(
+        tmp < first_bind && run < first_bind,
+        "/tmp or /run covers a bind"
+    );
     let Call::Mount { data, .. } = &calls[tmp] else {
         unreachable!()
     };
@@ -624,6 +642,17 @@ fn a_program_where_the_sandbox_has_folders_of_its_own_is_bound_there_read_only()
     host.in_new_root.insert(p("/tmp/agent"));
     let (calls, _) = built(host, &spec);
     assert!(!calls.iter().any(bound_at("/tmp/agent")));
+    // Inside the working directory, bound before it: there already, only if the folders are
+    // bound first (the program's check asks the new root what the folders brought).
+    let mut in_workdir = spec.clone();
+    in_workdir.workdir = Some(pinned("/tmp/work", 9));
+    in_workdir.program = p("/tmp/work/agent");
+    let (calls, _) = built(self::host(), &in_workdir);
+    position(&calls, "the working directory", bound_at("/tmp/work"));
+    assert!(
+        !calls.iter().any(bound_at("/tmp/work/agent")),
+        "bound twice"
+    );
     // In a host folder, where nothing may be created: not bound.
     spec.program = p("/usr/local/bin/agent");
     let (calls, _) = built(self::host(), &spec);
