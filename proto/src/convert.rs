@@ -1,4 +1,4 @@
-//! Conversions between the wire messages and the `ale-sims` domain types. Everything that
+//! Conversions between the wire messages and the `ale-sim` domain types. Everything that
 //! arrives from a peer goes through `TryFrom` here once, at the boundary.
 
 use ale_sim::{

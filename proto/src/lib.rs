@@ -2,7 +2,7 @@
 //!
 //! - [`pb`]: the generated `ale.v1` messages, `AleEnv` and `Catalog` clients and servers;
 //!   [`sim_host_pb`]: the sim-host protocol's messages.
-//! - [`convert`]: wire messages to and from the `ale-sims` domain types; [`task_spec`]: a
+//! - [`convert`]: wire messages to and from the `ale-sim` domain types; [`task_spec`]: a
 //!   task as every process past the wire sees it; [`eval`]: the `EvalResult` in domain form.
 //! - [`ids`]: the identifiers the wire carries; [`socket_path`]: Unix sockets at any depth.
 //!

@@ -5,7 +5,7 @@
 //!   verifier and the writer ([`trajectory::ChainWriter`]).
 //! - [`event_data`]: the data of each trajectory event.
 //! - [`signature`]: the Ed25519 signatures that close a finished record.
-//! - [`seed_commitment`]: how a hidden seed is recorded.
+//! - [`commitment`]: how a hidden seed ([`seed_commitment`]) and a seed set are recorded.
 //! - [`layout`]: the names in an evaluator's state dir; [`private_files`]: the rules every
 //!   file and folder there is created and read under; [`signing_keys`]: the Ed25519 keys kept
 //!   there; [`disk_space`]: space set aside so a record can be finished on a full disk.

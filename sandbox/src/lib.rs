@@ -15,9 +15,11 @@
 //! The harness's side is this file (the launch spec, the options, the record, the agent's
 //! environment and user, [`probe`]) and the checks it makes before a launch (`program.rs`,
 //! `folders.rs`, `arguments.rs`), with the agent's uid (`uids.rs`) and limits (`limits.rs`,
-//! `cgroup.rs`). The launcher's side is `process/` (its processes, from fork to exit),
-//! `namespaces.rs` (unshare, the uid and gid maps), `rootfs/` (the agent's filesystem, a short
-//! sequence of steps) and `seccomp.rs`. The binary `ale-sandbox-test` runs the launcher alone,
+//! `cgroup.rs`). Both read the mount table through `mounts.rs` and hold host paths pinned to
+//! the file that was checked (`pinned.rs`). The launcher's side is `process/` (its processes,
+//! from fork to exit), `namespaces.rs` (unshare, the uid and gid maps), `rootfs/` (the agent's
+//! filesystem, a short sequence of steps), `seccomp.rs`, and `setup.rs` (how a step of the
+//! set-up fails). The binary `ale-sandbox-test` runs the launcher alone,
 //! for the tests in `tests/`.
 
 mod arguments;

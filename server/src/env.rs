@@ -14,7 +14,7 @@ use ale_sim::{Counter, Holder, Sim, Tensor, Transition};
 
 use crate::action::step_checked;
 use crate::batch::run::{BatchRun, Stop};
-use crate::env_table::RunScope;
+use crate::channel::RunScope;
 use crate::error::Error;
 use crate::run_resources::RunResources;
 use crate::seeds::{SeedSet, SeedSource, random_u64};

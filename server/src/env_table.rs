@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use ale_proto::{EnvHandle, RunId, SessionId};
 
+use crate::channel::{Channel, RunScope};
 use crate::env::Env;
 use crate::error::{EnvCap, Error};
-use crate::evaluator::Channel;
 use crate::sync::lock;
 use crate::vector::SharedVector;
 
@@ -69,12 +69,6 @@ impl Default for Limits {
         }
     }
 }
-
-/// Identifies one official run's own agent channel (and the practice envs created over it),
-/// for the life of the evaluator. Assigned when the official env is created; a client cannot
-/// choose it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct RunScope(pub(crate) u64);
 
 /// Which pool an env is counted in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,31 +14,20 @@ use ale_records::event_data::SubmissionReceived;
 use ale_records::signing_keys::{SigningKey, encode_public_key};
 use ale_sim::{Space, Tensor, Transition};
 
-use crate::batch::folder::Leftovers;
 use crate::batch::run::{BatchRun, Stop};
 use crate::batch::{BatchOptions, BatchStatus, Batches, policy, submission};
+use crate::channel::{Channel, RunScope};
 use crate::env::{Env, OfficialRun, StepInfo};
-use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Held, Limits, Pool, RunScope, Shared};
+use crate::env_table::{ConnectionId, EnvCounts, EnvTable, Held, Limits, Pool, Shared};
 use crate::error::Error;
 use crate::interrupted::{MarkedRun, mark_interrupted_runs};
+use crate::run_resources::submission_folder::Leftovers;
 use crate::run_resources::{RunChannels, RunResources, RunSetup};
 use crate::seeds::{OsSeeds, SeedSet, SeedSource, random_id_bytes};
 use crate::state_dir::{self, StateDirError};
 use crate::sync::lock;
 use crate::task::{Task, TaskRegistry};
 use crate::vector::{Autoreset, SharedVector, VectorEnv, VectorReset, VectorStep};
-
-/// Which listener a request arrived on. Decided once, when the connection is accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Channel {
-    /// The shared agent channel, TCP and `agent.sock`: agents outside a harness, the console.
-    Agent,
-    /// The Unix socket in the private state dir: the harness.
-    Harness,
-    /// One official run's own agent socket (`agents/<run_id>.sock`): that run's agent, which
-    /// reaches only that run's official env and the practice envs made over this channel.
-    Run(RunScope),
-}
 
 /// An env as `CreateEnv` reports it.
 #[derive(Debug, Clone)]

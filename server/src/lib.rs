@@ -16,6 +16,7 @@
 
 mod action;
 pub mod batch;
+mod channel;
 mod env;
 mod env_table;
 mod error;
@@ -33,11 +34,10 @@ mod trajectory;
 pub mod vector;
 
 pub use batch::{BatchOptions, BatchState, BatchStatus};
-pub use env_table::{ConnectionId, EnvCounts, Limits, RunScope};
+pub use channel::{Channel, RunScope};
+pub use env_table::{ConnectionId, EnvCounts, Limits};
 pub use error::{EnvCap, Error};
-pub use evaluator::{
-    Channel, CreatedEnv, EnvShape, Evaluator, ResetAnswer, Spec, StepAnswer, Swept,
-};
+pub use evaluator::{CreatedEnv, EnvShape, Evaluator, ResetAnswer, Spec, StepAnswer, Swept};
 pub use serve::{RunningServer, ServeError};
 pub use state_dir::StateDirError;
 pub use task::{Task, TaskError, TaskRegistry};

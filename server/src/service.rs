@@ -10,8 +10,9 @@ use ale_sim::{Tensor, TensorData};
 use tonic::{Request, Response, Status};
 
 use crate::batch::BatchState;
+use crate::channel::Channel;
 use crate::env::StepInfo;
-use crate::evaluator::{Channel, EnvShape, Evaluator, Placement, ResetAnswer, StepAnswer};
+use crate::evaluator::{EnvShape, Evaluator, Placement, ResetAnswer, StepAnswer};
 use crate::serve::ConnectionInfo;
 use crate::task::Task;
 use crate::vector::{Autoreset, Column, VectorInfo};

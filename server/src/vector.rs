@@ -216,7 +216,7 @@ impl VectorEnv {
         task: Arc<Task>,
         n: usize,
         mode: Autoreset,
-        scope: Option<crate::env_table::RunScope>,
+        scope: Option<crate::channel::RunScope>,
         inline_work: Duration,
         now: Instant,
     ) -> Result<VectorEnv, Error> {

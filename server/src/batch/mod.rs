@@ -1,7 +1,6 @@
 //! The batch pipeline: a submitted policy rolled out by the evaluator itself, in-process, on
 //! hidden seeds.
 //!
-//! - `folder`: each run's own submission folder, its quota, its removal.
 //! - `submission`: the snapshot of the submission file, taken once at submit.
 //! - `policy`: the policy as the pipeline plays it, and the loader for the contract's format.
 //! - `run`: one run's state, progress and trajectory (a reorder buffer keeps its rollout
@@ -10,8 +9,6 @@
 //! - `pool`: the rayon pool the blocks run on, at a lowered priority, taking turns.
 //! - here: the line runs wait in for a place (`--max-batch-runs` play at once), and the
 //!   runs the evaluator knows.
-
-pub(crate) mod folder;
 
 /// The policy trait and loader hook are public for benchmarks (`ale bench batch` plays a
 /// uniform-random policy through them); `ale serve` always loads with [`policy::load`].
@@ -27,9 +24,8 @@ use std::sync::{Arc, Mutex, Weak};
 
 use ale_proto::BatchId;
 
-use crate::env_table::RunScope;
+use crate::channel::{Channel, RunScope};
 use crate::error::Error;
-use crate::evaluator::Channel;
 use crate::sync::lock;
 use policy::Loader;
 use pool::Pool;
@@ -46,7 +42,7 @@ pub use run::{BatchState, BatchStatus};
 #[derive(Debug, Clone)]
 pub struct BatchOptions {
     /// The largest submission file read (`--max-submission-bytes`); a root evaluator sizes
-    /// each run's submission tmpfs to it (see `batch::folder`).
+    /// each run's submission tmpfs to it (see `run_resources::submission_folder`).
     pub max_submission_bytes: u64,
     /// Batch runs playing at once (`--max-batch-runs`); a run submitted beyond it waits in
     /// line (`QUEUED`), its time budget not yet counting.

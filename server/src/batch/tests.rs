@@ -12,7 +12,8 @@ use ale_sim::{Space, Tensor};
 
 use super::policy::Policy;
 use super::*;
-use crate::evaluator::{Channel, Evaluator};
+use crate::channel::Channel;
+use crate::evaluator::Evaluator;
 use crate::seeds::{HiddenSeed, SeedSource};
 use crate::task::TaskRegistry;
 use crate::{Error, Limits};

@@ -26,7 +26,8 @@ use tonic::transport::server::Router;
 use tower::layer::util::{Identity, Stack};
 use tower::util::MapResponseLayer;
 
-use crate::evaluator::{Channel, Evaluator};
+use crate::channel::Channel;
+use crate::evaluator::Evaluator;
 use crate::service::{AleEnvService, CatalogService};
 use ale_records::layout;
 pub(crate) use connections::ConnectionInfo;
@@ -193,7 +194,7 @@ impl RunningServer {
             }
         }
         let sockets = layout::run_agent_sockets_dir(self.evaluator.state_dir());
-        if let Err(e) = crate::batch::folder::remove_all_entries(&sockets) {
+        if let Err(e) = crate::run_resources::submission_folder::remove_all_entries(&sockets) {
             tracing::warn!(dir = %sockets.display(), error = %e, "cannot remove the runs' agent sockets");
         }
         let _ = std::fs::remove_file(&self.harness_socket);

@@ -27,9 +27,9 @@ use super::connections::{Admission, ConnectionGate, Incoming};
 use super::options::ServeOptions;
 use super::requests::RequestBytesPool;
 use super::router;
-use crate::env_table::RunScope;
+use crate::channel::{Channel, RunScope};
 use crate::error::Error;
-use crate::evaluator::{Channel, Evaluator};
+use crate::evaluator::Evaluator;
 use crate::run_resources::{RunChannel, RunChannels};
 use crate::sync::lock;
 

@@ -7,16 +7,19 @@
 //! evaluator's [`Leftovers`] and removed again later. At start, whatever an earlier evaluator
 //! left is removed (see [`remove_stale`]).
 
+pub(crate) mod submission_folder;
+
 use std::path::Path;
 use std::sync::{Mutex, Weak};
 
 use ale_proto::RunId;
 use ale_records::layout;
 
-use crate::batch::folder::{self, Leftovers, SubmissionFolder};
-use crate::env_table::{EnvTable, RunScope};
+use crate::channel::RunScope;
+use crate::env_table::EnvTable;
 use crate::error::Error;
 use crate::sync::lock;
+use submission_folder::{Leftovers, SubmissionFolder};
 
 /// A run's own agent channel, as the listeners' side keeps it open.
 pub trait RunChannel: Send + Sync {
@@ -141,7 +144,7 @@ pub fn remove_stale(state_dir: &Path) -> Result<(), ale_records::private_files::
         layout::run_agent_sockets_dir(state_dir),
     ] {
         ensure_private_dir(&dir)?;
-        match folder::remove_all_entries(&dir) {
+        match submission_folder::remove_all_entries(&dir) {
             Ok(0) => {}
             Ok(n) => {
                 tracing::info!(dir = %dir.display(), removed = n, "removed what ended runs left")
@@ -152,7 +155,7 @@ pub fn remove_stale(state_dir: &Path) -> Result<(), ale_records::private_files::
         }
     }
     let old = state_dir.join(OLD_SHARED_SUBMISSION_DIR);
-    if let Err(e) = folder::remove_tree(&old) {
+    if let Err(e) = submission_folder::remove_tree(&old) {
         tracing::warn!(dir = %old.display(), error = %e, "cannot remove the old shared submission folder");
     }
     Ok(())
