@@ -78,11 +78,6 @@ pub struct EvaluatorHandle {
 }
 
 impl EvaluatorHandle {
-    /// Whether this harness started the evaluator.
-    pub fn is_owned(&self) -> bool {
-        self.child.is_some()
-    }
-
     /// Stops an evaluator this harness started (SIGTERM, so it flushes); no-op otherwise.
     pub async fn stop(mut self) {
         if let Some(child) = &mut self.child {

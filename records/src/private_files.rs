@@ -319,7 +319,7 @@ pub fn read_private_file(path: &Path) -> Result<Vec<u8>, PrivateFileError> {
 /// Reads a whole file that others may read but only its owner may write (a public key):
 /// a regular file (a link is not followed), owned by the effective uid, not writable by group
 /// or other.
-pub fn read_owned_file(path: &Path) -> Result<Vec<u8>, PrivateFileError> {
+pub(crate) fn read_owned_file(path: &Path) -> Result<Vec<u8>, PrivateFileError> {
     let (file, metadata) = open_owned_file(path)?;
     let mode = metadata.mode() & 0o7777;
     if mode & 0o022 != 0 {
@@ -336,7 +336,7 @@ pub fn read_owned_file(path: &Path) -> Result<Vec<u8>, PrivateFileError> {
 /// process reading `path` meanwhile never sees it empty or half-written. Answers
 /// [`PrivateFileError::AlreadyExists`] when `path` exists (another process may just have made
 /// it), leaving it untouched.
-pub fn create_whole_private_file(
+pub(crate) fn create_whole_private_file(
     path: &Path,
     contents: &[u8],
     mode: u32,

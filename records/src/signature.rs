@@ -25,7 +25,7 @@ fn message(level: Level, head: &[u8; 32]) -> Vec<u8> {
 }
 
 /// Signs a chain head written at `level`; returns the signature as 128 hex characters.
-pub fn sign_head(key: &SigningKey, level: Level, head: &[u8; 32]) -> String {
+pub(crate) fn sign_head(key: &SigningKey, level: Level, head: &[u8; 32]) -> String {
     hex::encode(key.sign(&message(level, head)).to_bytes())
 }
 
@@ -63,7 +63,7 @@ pub fn check_head(
 }
 
 /// A public key as 64 lowercase hex characters, as `*.pub` files and reports hold it.
-pub fn key_hex(key: &VerifyingKey) -> String {
+pub(crate) fn key_hex(key: &VerifyingKey) -> String {
     hex::encode(key.as_bytes())
 }
 

@@ -25,7 +25,7 @@ use crate::private_files::{
 };
 
 /// Bytes of a signing key's seed, as stored in `<role>.key`.
-pub const SEED_LEN: usize = ed25519_dalek::SECRET_KEY_LENGTH;
+pub(crate) const SEED_LEN: usize = ed25519_dalek::SECRET_KEY_LENGTH;
 /// Hex characters of a public key, as stored in `<role>.pub`.
 pub const PUBLIC_KEY_HEX_LEN: usize = 2 * ed25519_dalek::PUBLIC_KEY_LENGTH;
 
@@ -40,7 +40,7 @@ pub enum KeyRole {
 
 impl KeyRole {
     /// The private key's file name in the state dir.
-    pub fn private_key_file(self) -> &'static str {
+    pub(crate) fn private_key_file(self) -> &'static str {
         match self {
             KeyRole::Evaluator => layout::EVALUATOR_KEY_FILE,
             KeyRole::Harness => layout::HARNESS_KEY_FILE,

@@ -67,14 +67,14 @@ pub const SANDBOX_DEFAULT_WORKDIR: &str = "/tmp/work";
 pub const SETUP_FAILED: i32 = 125;
 /// The exit status of a probe whose sandbox was built but in which the agent program cannot
 /// be run (not found, or not executable by the agent's user).
-pub const PROGRAM_NOT_RUNNABLE: i32 = 124;
+pub(crate) const PROGRAM_NOT_RUNNABLE: i32 = 124;
 /// Host top-level folders the sandbox replaces with its own.
 pub(crate) const PRIVATE_TOP_LEVEL: &[&str] = &["proc", "dev", "tmp", "run"];
 /// The hidden subcommand of `ale` that runs the launcher.
 pub const LAUNCHER_SUBCOMMAND: &str = "sandbox-exec";
 /// Environment variables an agent inherits from the harness, besides `ALE_ENDPOINT`,
 /// `ALE_ENV_HANDLE`, `HOME` (set by the sandbox) and `--env` pairs.
-pub const INHERITED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
+pub(crate) const INHERITED_ENV: &[&str] = &["PATH", "LANG", "TERM"];
 /// The descriptor on which the launcher tells the harness which limit stopped the agent (one
 /// byte, [`LimitHit::code`]), when the spec says the harness opened it ([`LaunchSpec::report_pipe`]).
 pub const LIMIT_REPORT_FD: i32 = 3;
@@ -185,10 +185,11 @@ pub struct SandboxRecord {
 }
 
 /// How every view of an unsandboxed run marks it.
-pub const UNSANDBOXED_WARNING: &str = "unsandboxed: the agent could have tampered with this record";
+pub(crate) const UNSANDBOXED_WARNING: &str =
+    "unsandboxed: the agent could have tampered with this record";
 
 /// How every view describes a run where no agent ran.
-pub const NO_AGENT: &str = "no agent: the evaluator played the submitted file";
+pub(crate) const NO_AGENT: &str = "no agent: the evaluator played the submitted file";
 
 impl SandboxRecord {
     /// The warning an unsandboxed run carries.
@@ -525,7 +526,7 @@ pub fn agent_limits(
 /// evaluator (root too) mounted one there: then [`limits::FILE_BYTES_AS_ROOT`]. Otherwise the
 /// submission folder is a plain folder on the state dir's disk, and no file in it may outgrow
 /// a submission.
-pub fn file_size_limit(as_root: bool, submission_dir: Option<&Path>) -> u64 {
+pub(crate) fn file_size_limit(as_root: bool, submission_dir: Option<&Path>) -> u64 {
     if as_root && submission_dir.is_none_or(is_mount_point) {
         limits::FILE_BYTES_AS_ROOT
     } else {
