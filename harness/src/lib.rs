@@ -18,7 +18,9 @@
 //! - Making a run: [`run::run_interactive`], [`run::run_batch`]: one official run, end to end,
 //!   over the harness [`channel`], with its [`agent`]; [`evaluator_process`] (attaching to the
 //!   evaluator serving a state dir, or starting one), [`preflight`] (a run's set-up checked
-//!   before it starts), [`progress`] (what the console reads of a run under way).
+//!   before it starts), [`progress`] (what the console reads of a run under way). Its error,
+//!   `HarnessError` (`error.rs`), sits at this top layer: it names the failures of every layer
+//!   below (an evaluator that did not start, records that do not verify, a plot not written).
 
 pub mod agent;
 pub mod bundle;
