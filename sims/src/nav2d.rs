@@ -71,7 +71,7 @@ struct World {
 }
 
 impl World {
-    fn new(obstacles: &[Obstacle]) -> World {
+    fn new(obstacles: Vec<Obstacle>) -> World {
         let mut colliders = ColliderSet::new();
         let half = ARENA / 2.0;
         let walls = [
@@ -83,7 +83,7 @@ impl World {
         for ((x, y), (hx, hy)) in walls {
             colliders.insert(ColliderBuilder::cuboid(hx, hy).translation(Vector::new(x, y)));
         }
-        for o in obstacles {
+        for o in &obstacles {
             let builder = match o.shape {
                 ObstacleShape::Circle(r) => ColliderBuilder::ball(r),
                 ObstacleShape::Box(hx, hy) => ColliderBuilder::cuboid(hx, hy).rotation(o.angle),
@@ -96,7 +96,7 @@ impl World {
             broad_phase.set_aabb(&params, handle, collider.compute_aabb());
         }
         World {
-            obstacles: obstacles.to_vec(),
+            obstacles,
             colliders,
             bodies: RigidBodySet::new(),
             broad_phase,
@@ -204,7 +204,7 @@ fn path_exists(world: &World) -> bool {
 fn field(seed: u64) -> World {
     let mut rng = Rng::new(seed);
     loop {
-        let world = World::new(&draw_obstacles(&mut rng));
+        let world = World::new(draw_obstacles(&mut rng));
         if path_exists(&world) {
             return world;
         }
@@ -268,7 +268,7 @@ impl Nav2d {
         let mut observation_space = BoxSpace::vector(DType::F32, low, high);
         observation_space.labels = labels;
         Nav2d {
-            world: World::new(&[]),
+            world: World::new(Vec::new()),
             x: START.0,
             y: START.1,
             theta: PI / 2.0,

@@ -541,15 +541,8 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
     let key = std::fs::read(state.join("evaluator.key")).unwrap();
     let key_prefix = u64::from_le_bytes(key[..8].try_into().unwrap()).to_string();
     let entry = submission.join("policy.safetensors");
-    for how in ["symbolic", "hard"] {
-        std::fs::remove_file(&entry).unwrap();
-        let key_file = state.join("evaluator.key");
-        if how == "symbolic" {
-            std::os::unix::fs::symlink(&key_file, &entry).unwrap();
-        } else {
-            std::fs::hard_link(&key_file, &entry).unwrap();
-        }
-        let out = ale(&[
+    let run_submission = || {
+        ale(&[
             "harness",
             "run",
             "--task",
@@ -558,7 +551,17 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
             submission.to_str().unwrap(),
             "--state-dir",
             state.to_str().unwrap(),
-        ]);
+        ])
+    };
+    for how in ["symbolic", "hard"] {
+        std::fs::remove_file(&entry).unwrap();
+        let key_file = state.join("evaluator.key");
+        if how == "symbolic" {
+            std::os::unix::fs::symlink(&key_file, &entry).unwrap();
+        } else {
+            std::fs::hard_link(&key_file, &entry).unwrap();
+        }
+        let out = run_submission();
         let said = text(&out);
         assert!(!out.status.success(), "{how}: {said}");
         let why = if how == "symbolic" {
@@ -586,16 +589,7 @@ fn a_batch_submission_runs_through_the_harness_and_its_records_verify() {
     // evaluator's: the report says so, and the run exits 3.
     std::fs::remove_file(&entry).unwrap();
     std::fs::write(&entry, b"not a safetensors file").unwrap();
-    let out = ale(&[
-        "harness",
-        "run",
-        "--task",
-        "nav2d-barn",
-        "--submission",
-        submission.to_str().unwrap(),
-        "--state-dir",
-        state.to_str().unwrap(),
-    ]);
+    let out = run_submission();
     let said = text(&out);
     assert_eq!(out.status.code(), Some(3), "{said}");
     assert!(
